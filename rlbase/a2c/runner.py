@@ -1,0 +1,75 @@
+"""A2C's rollout collector: ``nsteps`` steps of every env, stored env-major."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rlbase.common.runners import AbstractEnvRunner
+from rlbase.common.vec_env import VecEnv
+
+
+@dataclass
+class Rollout:
+    obs: np.ndarray          # [nenv * nsteps, *obs_shape], row env * nsteps + t
+    actions: np.ndarray      # [nenv * nsteps, *action_shape]
+    rewards: np.ndarray      # [nenv, nsteps], truncated steps include gamma * V(final obs)
+    dones: np.ndarray        # [nenv, nsteps], 1 where the episode ended at that step
+    starts: np.ndarray       # [nenv * nsteps], 1 where an episode started (resets LSTM state)
+    state: np.ndarray        # [nenv, state_size], recurrent state before the rollout
+    last_obs: np.ndarray     # [nenv, *obs_shape], the observation after the rollout
+    last_state: np.ndarray
+    last_starts: np.ndarray
+
+
+class Runner(AbstractEnvRunner):
+    """Steps the envs with the current policy.
+
+    ``pending`` holds the policy's outputs for the current observations when the last
+    training call already computed them (one compiled call fewer per rollout).
+    """
+
+    def __init__(self, env: VecEnv, model: Any, nsteps: int = 5, gamma: float = 0.99):
+        super().__init__(env, model, nsteps, gamma)
+        self.pending: tuple[np.ndarray, ...] | None = None
+
+    def run(self) -> Rollout:
+        nenv, nsteps = self.nenv, self.nsteps
+        obs_space, ac_space = self.env.observation_space, self.env.action_space
+        mb_obs = np.empty((nsteps, nenv, *obs_space.shape), dtype=obs_space.dtype)
+        mb_actions = np.empty((nsteps, nenv, *ac_space.shape), dtype=ac_space.dtype)
+        mb_rewards = np.empty((nsteps, nenv), dtype=np.float32)
+        mb_dones = np.empty((nsteps, nenv), dtype=np.float32)
+        mb_starts = np.empty((nsteps, nenv), dtype=np.float32)
+        start_state = self.states
+        for t in range(nsteps):
+            if self.pending is not None:
+                actions, _, states, _ = self.pending
+                self.pending = None
+            else:
+                actions, _, states, _ = self.model.step(self.obs, self.states,
+                                                        self.episode_starts)
+            mb_obs[t] = self.obs
+            mb_actions[t] = actions
+            mb_starts[t] = self.episode_starts
+            obs, rewards, terminated, truncated, infos = self.env.step(self.env_actions(actions))
+            rewards = rewards.astype(np.float32)
+            if truncated.any():
+                rewards += self.truncation_bootstrap(truncated & ~terminated, infos, states)
+            self.collect_episodes(infos)
+            done = (terminated | truncated).astype(np.float32)
+            mb_rewards[t] = rewards
+            mb_dones[t] = done
+            self.obs, self.states, self.episode_starts = obs, states, done
+        return Rollout(
+            obs=_env_major(mb_obs), actions=_env_major(mb_actions),
+            rewards=mb_rewards.T.copy(), dones=mb_dones.T.copy(),
+            starts=mb_starts.T.ravel(), state=start_state, last_obs=self.obs,
+            last_state=self.states, last_starts=self.episode_starts)
+
+
+def _env_major(x: np.ndarray) -> np.ndarray:
+    """[nsteps, nenv, ...] -> [nenv * nsteps, ...]"""
+    return x.swapaxes(0, 1).reshape(x.shape[0] * x.shape[1], *x.shape[2:])

@@ -1,0 +1,191 @@
+"""Making envs and parsing the CLI's arguments."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import os
+from typing import Any, Callable
+
+import gymnasium as gym
+
+from rlbase.common.errors import RLBaseError
+from rlbase.common.misc_util import env_seed
+from rlbase.common.mpi_util import mpi_rank
+from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from rlbase.common.vec_env.vec_monitor import VecMonitor
+
+
+def check_env_id(env_id: str) -> None:
+    """A clear error, with close ids suggested, for an id gymnasium does not know."""
+    if env_id in gym.registry:
+        return
+    if "NoFrameskip" in env_id or env_id.startswith("ALE/"):
+        _register_ale()
+        if env_id in gym.registry:
+            return
+    close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else \
+        "; see gymnasium.pprint_registry() for the ids installed"
+    raise RLBaseError(f"unknown env id '{env_id}'{hint}")
+
+
+def _register_ale() -> None:
+    try:
+        import ale_py
+
+        gym.register_envs(ale_py)
+    except ImportError:
+        pass
+
+
+def get_env_type(env_id: str) -> str:
+    """'atari', 'classic_control', 'box2d', 'mujoco', 'toy_text' or 'custom', from the id's
+    entry point in gymnasium's registry."""
+    check_env_id(env_id)
+    entry = gym.registry[env_id].entry_point
+    entry = entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__name__}"
+    if entry.startswith("ale_py"):
+        return "atari"
+    for kind in ("classic_control", "box2d", "mujoco", "toy_text"):
+        if f"envs.{kind}" in entry:
+            return kind
+    return "custom"
+
+
+def make_env(env_id: str, seed: int | None = None, reward_scale: float = 1.0,
+             env_kwargs: dict[str, Any] | None = None,
+             wrapper: Callable[[gym.Env], gym.Env] | None = None) -> gym.Env:
+    """One gymnasium env, seeded through its spaces, optionally reward-scaled and wrapped."""
+    env = gym.make(env_id, **(env_kwargs or {}))
+    if seed is not None:
+        env.action_space.seed(seed)
+    if reward_scale != 1.0:
+        env = gym.wrappers.TransformReward(env, lambda r: r * reward_scale)
+    if wrapper is not None:
+        env = wrapper(env)
+    return env
+
+
+def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
+                 seed: int | None = None, reward_scale: float = 1.0,
+                 env_kwargs: dict[str, Any] | None = None, wrapper_kwargs: dict | None = None,
+                 monitor_dir: str | None = None, force_dummy: bool = False,
+                 wrapper: Callable[[gym.Env], gym.Env] | None = None) -> VecEnv:
+    """``num_env`` copies of ``env_id`` as a VecEnv with episode monitoring.
+
+    env_type: 'atari' applies the DeepMind preprocessing (see rlbase.common.atari_wrappers);
+        None detects it from the registry.
+    seed: env i on MPI rank r is seeded with seed + 10000 * r + i.
+    monitor_dir: where VecMonitor writes monitor.csv (None: no file, statistics only).
+    force_dummy: step all envs in this process even when num_env > 1.
+    """
+    check_env_id(env_id)
+    env_type = env_type or get_env_type(env_id)
+    if num_env < 1:
+        raise RLBaseError(f"num_env must be at least 1, got {num_env}")
+    rank = mpi_rank()
+    if env_type == "atari":
+        from rlbase.common.atari_wrappers import make_atari_vec_env
+
+        venv = make_atari_vec_env(env_id, num_env, seed, wrapper_kwargs or {},
+                                  env_kwargs or {}, force_dummy=force_dummy)
+    else:
+        fns = [_env_fn(env_id, env_seed(seed, i, rank), reward_scale, env_kwargs, wrapper)
+               for i in range(num_env)]
+        # Cheap envs step faster in-process than across pipes.
+        subproc = num_env > 1 and not force_dummy and env_type not in ("classic_control",
+                                                                      "toy_text")
+        venv = SubprocVecEnv(fns) if subproc else DummyVecEnv(fns)
+    venv.seed(env_seed(seed, 0, rank))
+    filename = None
+    if monitor_dir is not None:
+        os.makedirs(monitor_dir, exist_ok=True)
+        filename = os.path.join(monitor_dir, f"{rank}.monitor.csv")
+    return VecMonitor(venv, filename=filename)
+
+
+def _env_fn(env_id: str, seed: int | None, reward_scale: float,
+            env_kwargs: dict[str, Any] | None, wrapper: Callable | None) -> Callable[[], gym.Env]:
+    return lambda: make_env(env_id, seed, reward_scale, env_kwargs, wrapper)
+
+
+def as_vec_env(env: VecEnv | gym.Env | str, seed: int | None = None) -> VecEnv:
+    """learn() takes a VecEnv, a gymnasium env or an env id: make it a VecEnv."""
+    if isinstance(env, VecEnv):
+        return env
+    if isinstance(env, str):
+        return make_vec_env(env, num_env=1, seed=seed)
+    if isinstance(env, gym.Env):
+        venv = DummyVecEnv([lambda: env])
+        venv.seed(seed)
+        return VecMonitor(venv)
+    raise RLBaseError(f"env must be a VecEnv, a gymnasium.Env or an env id, got "
+                      f"{type(env).__name__}")
+
+
+def common_arg_parser() -> argparse.ArgumentParser:
+    """The CLI's own flags; anything else is passed on as ``--key=value`` to learn()."""
+    p = argparse.ArgumentParser(
+        prog="python -m rlbase.run",
+        description="Train (and optionally play) an rlbase algorithm on a gymnasium env. "
+                    "Unknown --key=value flags are passed to the algorithm's learn() or to "
+                    "the network builder; values are Python literals (ast.literal_eval).")
+    p.add_argument("--env", help="gymnasium env id", type=str, default="CartPole-v1")
+    p.add_argument("--env_type", type=str, default=None,
+                   help="env type for the defaults (atari, classic_control, box2d, mujoco, "
+                        "toy_text); detected from the registry when not given")
+    p.add_argument("--seed", help="random seed", type=int, default=None)
+    p.add_argument("--alg", help="algorithm", type=str, default="a2c")
+    p.add_argument("--num_timesteps", type=str, default="1e6",
+                   help="number of env steps to train for (a positive number, e.g. 2e5)")
+    p.add_argument("--network", type=str, default=None,
+                   help="network name (mlp, cnn, cnn_small, conv_only, lstm, lnlstm, cnn_lstm, "
+                        "cnn_lnlstm, or your own @register'ed one)")
+    p.add_argument("--num_env", type=int, default=None,
+                   help="number of parallel envs (default: the algorithm's default for the env "
+                        "type, else the CPU count)")
+    p.add_argument("--reward_scale", type=float, default=1.0, help="multiply rewards by this")
+    p.add_argument("--save_path", type=str, default=None, help="save the trained model here")
+    p.add_argument("--load_path", type=str, default=None,
+                   help="start from this saved model (continues training)")
+    p.add_argument("--save_video_interval", type=int, default=0,
+                   help="record a video every this many steps (0: never)")
+    p.add_argument("--save_video_length", type=int, default=200, help="frames per video")
+    p.add_argument("--log_path", type=str, default=None,
+                   help="folder for progress.csv, log.txt and monitor.csv")
+    p.add_argument("--play", action="store_true", help="after training, run the policy and "
+                   "print each episode's return")
+    p.add_argument("--play_episodes", type=int, default=5, help="episodes to play with --play")
+    p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    return p
+
+
+def parse_unknown_args(args: list[str]) -> dict[str, Any]:
+    """``['--lr=1e-3', '--nsteps', '5', '--dueling']`` -> {'lr': 0.001, 'nsteps': 5,
+    'dueling': True}. Values are Python literals; anything else stays a string."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--"):
+            raise RLBaseError(f"unexpected argument '{arg}'; extra arguments must look like "
+                              "--key=value")
+        key, eq, value = arg[2:].partition("=")
+        if not eq:
+            if i + 1 < len(args) and not args[i + 1].startswith("--"):
+                value = args[i + 1]
+                i += 1
+            else:
+                value = "True"
+        out[key.replace("-", "_")] = _literal(value)
+        i += 1
+    return out
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text

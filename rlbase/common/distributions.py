@@ -1,0 +1,214 @@
+"""One probability distribution per action space, and the Keras head that parameterizes it.
+
+Every distribution offers ``mode``, ``sample``, ``neglogp``, ``entropy`` and ``kl`` as TensorFlow
+ops, so they run inside compiled calls.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+from rlbase.common.errors import RLBaseError
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+class Distribution:
+    def mode(self) -> tf.Tensor:
+        raise NotImplementedError
+
+    def sample(self) -> tf.Tensor:
+        raise NotImplementedError
+
+    def neglogp(self, x: tf.Tensor) -> tf.Tensor:
+        raise NotImplementedError
+
+    def entropy(self) -> tf.Tensor:
+        raise NotImplementedError
+
+    def kl(self, other: "Distribution") -> tf.Tensor:
+        raise NotImplementedError
+
+
+class Categorical(Distribution):
+    """Actions ``start .. start+n-1`` with probabilities ``softmax(logits)``."""
+
+    def __init__(self, logits: tf.Tensor, start: int = 0, dtype: tf.DType = tf.int64):
+        self.logits = logits
+        self.start = start
+        self.dtype = dtype
+
+    def mode(self) -> tf.Tensor:
+        return tf.cast(tf.argmax(self.logits, axis=-1) + self.start, self.dtype)
+
+    def sample(self) -> tf.Tensor:
+        flat = tf.reshape(self.logits, [-1, tf.shape(self.logits)[-1]])
+        draws = tf.random.categorical(flat, 1, dtype=tf.int64)
+        return tf.cast(tf.reshape(draws, tf.shape(self.logits)[:-1]) + self.start, self.dtype)
+
+    def log_probs(self) -> tf.Tensor:
+        return tf.nn.log_softmax(self.logits)
+
+    def probs(self) -> tf.Tensor:
+        return tf.nn.softmax(self.logits)
+
+    def neglogp(self, x: tf.Tensor) -> tf.Tensor:
+        index = tf.cast(x, tf.int32) - self.start
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=index, logits=self.logits)
+
+    def entropy(self) -> tf.Tensor:
+        logp = self.log_probs()
+        return -tf.reduce_sum(tf.exp(logp) * logp, axis=-1)
+
+    def kl(self, other: "Categorical") -> tf.Tensor:
+        logp, logq = self.log_probs(), other.log_probs()
+        return tf.reduce_sum(tf.exp(logp) * (logp - logq), axis=-1)
+
+
+class MultiCategorical(Distribution):
+    """Independent categoricals, one per entry of ``nvec``; logits concatenated."""
+
+    def __init__(self, logits: tf.Tensor, nvec: np.ndarray, dtype: tf.DType = tf.int64):
+        self.parts = [Categorical(lg, 0, dtype) for lg in tf.split(logits, list(nvec), axis=-1)]
+        self.dtype = dtype
+
+    def mode(self) -> tf.Tensor:
+        return tf.stack([p.mode() for p in self.parts], axis=-1)
+
+    def sample(self) -> tf.Tensor:
+        return tf.stack([p.sample() for p in self.parts], axis=-1)
+
+    def neglogp(self, x: tf.Tensor) -> tf.Tensor:
+        xs = tf.unstack(x, num=len(self.parts), axis=-1)
+        return tf.add_n([p.neglogp(xi) for p, xi in zip(self.parts, xs)])
+
+    def entropy(self) -> tf.Tensor:
+        return tf.add_n([p.entropy() for p in self.parts])
+
+    def kl(self, other: "MultiCategorical") -> tf.Tensor:
+        return tf.add_n([p.kl(q) for p, q in zip(self.parts, other.parts)])
+
+
+class Bernoulli(Distribution):
+    """Independent binary actions with ``P(1) = sigmoid(logits)``."""
+
+    def __init__(self, logits: tf.Tensor, dtype: tf.DType = tf.int8):
+        self.logits = logits
+        self.probs = tf.sigmoid(logits)
+        self.dtype = dtype
+
+    def mode(self) -> tf.Tensor:
+        return tf.cast(self.logits > 0, self.dtype)
+
+    def sample(self) -> tf.Tensor:
+        u = tf.random.uniform(tf.shape(self.probs))
+        return tf.cast(u < self.probs, self.dtype)
+
+    def neglogp(self, x: tf.Tensor) -> tf.Tensor:
+        labels = tf.cast(x, tf.float32)
+        ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=self.logits)
+        return tf.reduce_sum(ce, axis=-1)
+
+    def entropy(self) -> tf.Tensor:
+        ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=self.probs, logits=self.logits)
+        return tf.reduce_sum(ce, axis=-1)
+
+    def kl(self, other: "Bernoulli") -> tf.Tensor:
+        cross = tf.nn.sigmoid_cross_entropy_with_logits(labels=self.probs, logits=other.logits)
+        return tf.reduce_sum(cross, axis=-1) - self.entropy()
+
+
+class DiagGaussian(Distribution):
+    """A Gaussian with diagonal covariance over a flat Box action."""
+
+    def __init__(self, mean: tf.Tensor, logstd: tf.Tensor):
+        self.mean = mean
+        self.logstd = logstd
+        self.std = tf.exp(logstd)
+
+    def mode(self) -> tf.Tensor:
+        return self.mean
+
+    def sample(self) -> tf.Tensor:
+        return self.mean + self.std * tf.random.normal(tf.shape(self.mean))
+
+    def neglogp(self, x: tf.Tensor) -> tf.Tensor:
+        z = (x - self.mean) / self.std
+        size = tf.cast(tf.shape(x)[-1], tf.float32)
+        return (0.5 * tf.reduce_sum(tf.square(z), axis=-1) + 0.5 * LOG_2PI * size
+                + tf.reduce_sum(self.logstd, axis=-1))
+
+    def entropy(self) -> tf.Tensor:
+        return tf.reduce_sum(self.logstd + 0.5 * (LOG_2PI + 1.0), axis=-1)
+
+    def kl(self, other: "DiagGaussian") -> tf.Tensor:
+        ratio = (tf.square(self.std) + tf.square(self.mean - other.mean)) / (
+            2.0 * tf.square(other.std))
+        return tf.reduce_sum(other.logstd - self.logstd + ratio - 0.5, axis=-1)
+
+
+class DistributionHead(keras.layers.Layer):
+    """Maps a latent vector to the distribution of an action space.
+
+    ``call`` returns the flat parameters (logits, or mean and log-std concatenated);
+    ``distribution(params)`` turns them into a :class:`Distribution`.
+    """
+
+    def __init__(self, action_space: gym.Space, init_scale: float = 0.01, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.action_space = action_space
+        init = keras.initializers.Orthogonal(gain=init_scale)
+        if isinstance(action_space, gym.spaces.Discrete):
+            self.kind, size = "categorical", int(action_space.n)
+        elif isinstance(action_space, gym.spaces.MultiDiscrete):
+            if action_space.nvec.ndim != 1 or np.any(getattr(action_space, "start", 0) != 0):
+                raise RLBaseError(f"MultiDiscrete action spaces must be 1-D and start at 0, "
+                                  f"got {action_space}")
+            self.kind, size = "multicategorical", int(action_space.nvec.sum())
+        elif isinstance(action_space, gym.spaces.MultiBinary):
+            if np.ndim(action_space.n) > 0 and len(np.atleast_1d(action_space.n)) != 1:
+                raise RLBaseError(f"MultiBinary action spaces must be 1-D, got {action_space}")
+            self.kind, size = "bernoulli", int(np.prod(action_space.n))
+        elif isinstance(action_space, gym.spaces.Box):
+            if len(action_space.shape) != 1:
+                raise RLBaseError(f"Box action spaces must be 1-D, got shape "
+                                  f"{action_space.shape}")
+            self.kind, size = "gaussian", int(action_space.shape[0])
+            self.logstd = self.add_weight(shape=(size,), initializer="zeros", name="logstd")
+        else:
+            raise RLBaseError(f"unsupported action space {action_space}; supported: Discrete, "
+                              "Box, MultiDiscrete, MultiBinary")
+        self.size = size
+        self.dense = layers.Dense(size, kernel_initializer=init)
+
+    @property
+    def action_dtype(self) -> np.dtype:
+        return np.dtype(self.action_space.dtype)
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        return tuple(self.action_space.shape)
+
+    def call(self, latent: tf.Tensor) -> tf.Tensor:
+        out = self.dense(latent)
+        if self.kind == "gaussian":
+            out = tf.concat([out, tf.zeros_like(out) + self.logstd], axis=-1)
+        return out
+
+    def distribution(self, params: tf.Tensor) -> Distribution:
+        dtype = tf.as_dtype(self.action_dtype)
+        if self.kind == "categorical":
+            return Categorical(params, int(self.action_space.start), dtype)
+        if self.kind == "multicategorical":
+            return MultiCategorical(params, self.action_space.nvec, dtype)
+        if self.kind == "bernoulli":
+            return Bernoulli(params, dtype)
+        mean, logstd = tf.split(params, 2, axis=-1)
+        return DiagGaussian(mean, logstd)

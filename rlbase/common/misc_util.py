@@ -1,0 +1,60 @@
+"""Small numpy helpers shared by the algorithms."""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Iterable, Sequence
+
+import numpy as np
+
+
+def set_global_seeds(seed: int | None, deterministic_ops: bool = False) -> None:
+    """Seed python, numpy and TensorFlow; offset by the MPI rank so workers differ.
+
+    seed: the base seed; None leaves every generator unseeded.
+    deterministic_ops: also make TensorFlow's kernels deterministic (slower; same results on
+        every run with the same seed).
+    """
+    import tensorflow as tf
+
+    if deterministic_ops:
+        tf.config.experimental.enable_op_determinism()
+    if seed is None:
+        return
+    from rlbase.common.mpi_util import mpi_rank
+
+    seed = int(seed) + 1000 * mpi_rank()
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    tf.random.set_seed(seed)
+
+
+def env_seed(seed: int | None, index: int, rank: int = 0) -> int | None:
+    """The seed of env number ``index`` on MPI rank ``rank`` (distinct for every pair)."""
+    return None if seed is None else int(seed) + 10000 * rank + index
+
+
+def explained_variance(ypred: np.ndarray, y: np.ndarray) -> float:
+    """1 - Var[y - ypred] / Var[y]: 1 is a perfect fit, 0 no better than a constant, nan if y
+    is constant."""
+    vary = np.var(y)
+    return float("nan") if vary == 0 else float(1 - np.var(y - ypred) / vary)
+
+
+def discount_with_dones(rewards: Sequence[float], dones: Sequence[float], gamma: float
+                        ) -> np.ndarray:
+    """Discounted returns of one env's reward sequence; ``dones[t]`` cuts the sum after step t."""
+    out = np.zeros(len(rewards), dtype=np.float64)
+    running = 0.0
+    for t in reversed(range(len(rewards))):
+        running = rewards[t] + gamma * running * (1.0 - dones[t])
+        out[t] = running
+    return out
+
+
+def safemean(xs: Iterable[float]) -> float:
+    """Mean of xs, nan when empty (so logging an empty window is not an error)."""
+    xs = list(xs)
+    return float(np.mean(xs)) if xs else float("nan")

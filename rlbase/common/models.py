@@ -1,0 +1,240 @@
+"""The network registry: a name (or a callable) -> a Keras layer mapping observations to a latent.
+
+Feed-forward networks take a batch ``[B, *obs_shape]`` of float observations. Recurrent
+networks (``layer.recurrent is True``) take ``[B, T, *obs_shape]`` sequences, a state
+``[B, state_size]`` and ``[B, T]`` episode-start flags that reset the state, and return
+``([B, T, H], new_state)``. Register your own with ``@register("name")``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+from rlbase.common.errors import RLBaseError
+
+NetworkBuilder = Callable[..., keras.layers.Layer]
+_REGISTRY: dict[str, NetworkBuilder] = {}
+
+
+def register(name: str) -> Callable[[NetworkBuilder], NetworkBuilder]:
+    """Decorator: make a network builder available by ``name`` (CLI ``--network=name``)."""
+
+    def add(builder: NetworkBuilder) -> NetworkBuilder:
+        _REGISTRY[name] = builder
+        return builder
+
+    return add
+
+
+def registered_networks() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_network_builder(name: str | NetworkBuilder) -> NetworkBuilder:
+    """The builder registered as ``name``; a callable is returned as it is."""
+    if callable(name):
+        return name
+    if name not in _REGISTRY:
+        raise RLBaseError(f"unknown network '{name}'; registered networks: "
+                          f"{', '.join(registered_networks())}")
+    return _REGISTRY[name]
+
+
+def network_kwarg_names(name: str | NetworkBuilder) -> list[str]:
+    """The keyword arguments a network builder accepts (for checking CLI flags)."""
+    params = inspect.signature(get_network_builder(name)).parameters.values()
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def build_network(name: str | NetworkBuilder, **kwargs: Any) -> keras.layers.Layer:
+    """Call the builder, turning an unknown keyword into a clear error."""
+    builder = get_network_builder(name)
+    params = inspect.signature(builder).parameters
+    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            raise RLBaseError(f"network '{getattr(name, '__name__', name)}' does not take "
+                              f"{', '.join(unknown)}; it takes: "
+                              f"{', '.join(network_kwarg_names(name)) or 'no arguments'}")
+    return builder(**kwargs)
+
+
+def ortho(scale: float = np.sqrt(2)) -> keras.initializers.Initializer:
+    return keras.initializers.Orthogonal(gain=scale)
+
+
+def _activation(name: str | Callable) -> Callable:
+    if callable(name):
+        return name
+    try:
+        return keras.activations.get(name)
+    except ValueError:
+        raise RLBaseError(f"unknown activation '{name}'; use a keras activation name such as "
+                          "tanh, relu, elu, gelu, or a callable") from None
+
+
+class MLP(keras.layers.Layer):
+    """Fully connected layers on flattened observations."""
+
+    def __init__(self, num_layers: int, num_hidden: int, activation: str | Callable,
+                 layer_norm: bool, **kwargs: Any):
+        super().__init__(**kwargs)
+        if num_layers < 0 or num_hidden < 1:
+            raise RLBaseError(f"mlp needs num_layers >= 0 and num_hidden >= 1, got "
+                              f"num_layers={num_layers}, num_hidden={num_hidden}")
+        self.flatten = layers.Flatten()
+        self.hidden = [layers.Dense(num_hidden, kernel_initializer=ortho()) for _ in
+                       range(num_layers)]
+        self.norms = [layers.LayerNormalization() for _ in range(num_layers)] if layer_norm \
+            else []
+        self.act = _activation(activation)
+        self.recurrent = False
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        h = self.flatten(x)
+        for i, dense in enumerate(self.hidden):
+            h = dense(h)
+            if self.norms:
+                h = self.norms[i](h)
+            h = self.act(h)
+        return h
+
+
+@register("mlp")
+def mlp(num_layers: int = 2, num_hidden: int = 64, activation: str | Callable = "tanh",
+        layer_norm: bool = False) -> keras.layers.Layer:
+    """``num_layers`` fully connected layers of ``num_hidden`` units (64x64 tanh by default)."""
+    return MLP(num_layers, num_hidden, activation, layer_norm)
+
+
+class ConvStack(keras.layers.Layer):
+    """Convolutions (filters, kernel, stride), flattened, then optional dense layers."""
+
+    def __init__(self, convs: Sequence[tuple[int, int, int]], dense: Sequence[int],
+                 activation: str | Callable = "relu", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.convs = [layers.Conv2D(f, k, strides=s, kernel_initializer=ortho())
+                      for f, k, s in convs]
+        self.flatten = layers.Flatten()
+        self.dense = [layers.Dense(n, kernel_initializer=ortho()) for n in dense]
+        self.act = _activation(activation)
+        self.recurrent = False
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        h = x
+        for conv in self.convs:
+            h = self.act(conv(h))
+        h = self.flatten(h)
+        for dense in self.dense:
+            h = self.act(dense(h))
+        return h
+
+
+NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+
+
+@register("cnn")
+def cnn(num_hidden: int = 512, activation: str | Callable = "relu") -> keras.layers.Layer:
+    """The DQN Nature convolutions followed by a ``num_hidden`` dense layer."""
+    return ConvStack(NATURE_CONVS, [num_hidden], activation)
+
+
+@register("cnn_small")
+def cnn_small(num_hidden: int = 128, activation: str | Callable = "relu") -> keras.layers.Layer:
+    """A lighter convnet: 8 filters 8x8/4, 16 filters 4x4/2, one dense layer."""
+    return ConvStack(((8, 8, 4), (16, 4, 2)), [num_hidden], activation)
+
+
+@register("conv_only")
+def conv_only(convs: Sequence[tuple[int, int, int]] = NATURE_CONVS,
+              activation: str | Callable = "relu") -> keras.layers.Layer:
+    """Convolutions only, flattened: the torso DQN puts its own dense heads on."""
+    return ConvStack([tuple(c) for c in convs], [], activation)
+
+
+class LSTMCore(keras.layers.Layer):
+    """An LSTM over a feature extractor's output whose state resets where an episode starts.
+
+    State is ``[B, 2 * nlstm]`` (cell and hidden concatenated), so every policy stores one array.
+    """
+
+    def __init__(self, torso: keras.layers.Layer | None, nlstm: int, layer_norm: bool,
+                 **kwargs: Any):
+        super().__init__(**kwargs)
+        self.torso = torso
+        self.nlstm = nlstm
+        self.layer_norm = layer_norm
+        self.recurrent = True
+        self.state_size = 2 * nlstm
+        self.flatten = layers.Flatten()
+        # The input projection is a Dense sub-layer so it sizes itself on first call.
+        self.input_proj = layers.Dense(4 * nlstm, kernel_initializer=ortho(1.0))
+        self.wh = self.add_weight(shape=(nlstm, 4 * nlstm), initializer=ortho(1.0), name="wh")
+        self.norms = [layers.LayerNormalization() for _ in range(5)] if layer_norm else []
+
+    def _features(self, x: tf.Tensor) -> tf.Tensor:
+        return self.flatten(self.torso(x) if self.torso is not None else x)
+
+    def call(self, x: tf.Tensor, state: tf.Tensor, episode_starts: tf.Tensor
+             ) -> tuple[tf.Tensor, tf.Tensor]:
+        batch, steps = tf.shape(x)[0], tf.shape(x)[1]
+        flat = tf.reshape(x, tf.concat([[batch * steps], tf.shape(x)[2:]], axis=0))
+        feats = self._features(flat)
+        # Input projection for all steps at once; only the recurrence is sequential.
+        xw = tf.reshape(self.input_proj(feats), [batch, steps, 4 * self.nlstm])
+        c0, h0 = tf.split(state, 2, axis=1)
+
+        def step(carry: tuple[tf.Tensor, tf.Tensor], elems: tuple[tf.Tensor, tf.Tensor]
+                 ) -> tuple[tf.Tensor, tf.Tensor]:
+            c, h = carry
+            xw_t, start_t = elems
+            keep = 1.0 - start_t[:, None]
+            c, h = c * keep, h * keep
+            z = xw_t + tf.matmul(h, self.wh)
+            i, f, o, u = tf.split(z, 4, axis=1)
+            if self.layer_norm:
+                i, f, o, u = (self.norms[k](v) for k, v in enumerate((i, f, o, u)))
+            c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(u)
+            cn = self.norms[4](c) if self.layer_norm else c
+            h = tf.sigmoid(o) * tf.tanh(cn)
+            return c, h
+
+        starts = tf.cast(episode_starts, tf.float32)
+        cs, hs = tf.scan(step, (tf.transpose(xw, [1, 0, 2]), tf.transpose(starts)),
+                         initializer=(c0, h0))
+        latent = tf.transpose(hs, [1, 0, 2])
+        return latent, tf.concat([cs[-1], hs[-1]], axis=1)
+
+    def initial_state(self, batch: int) -> np.ndarray:
+        return np.zeros((batch, self.state_size), np.float32)
+
+
+@register("lstm")
+def lstm(nlstm: int = 128, layer_norm: bool = False) -> keras.layers.Layer:
+    """An LSTM of ``nlstm`` units on the flattened observation."""
+    return LSTMCore(None, nlstm, layer_norm)
+
+
+@register("lnlstm")
+def lnlstm(nlstm: int = 128) -> keras.layers.Layer:
+    """A layer-normalized LSTM on the flattened observation."""
+    return LSTMCore(None, nlstm, True)
+
+
+@register("cnn_lstm")
+def cnn_lstm(nlstm: int = 128, layer_norm: bool = False, num_hidden: int = 512
+             ) -> keras.layers.Layer:
+    """The Nature convnet followed by an LSTM."""
+    return LSTMCore(ConvStack(NATURE_CONVS, [num_hidden]), nlstm, layer_norm)
+
+
+@register("cnn_lnlstm")
+def cnn_lnlstm(nlstm: int = 128, num_hidden: int = 512) -> keras.layers.Layer:
+    """The Nature convnet followed by a layer-normalized LSTM."""
+    return LSTMCore(ConvStack(NATURE_CONVS, [num_hidden]), nlstm, True)

@@ -1,0 +1,498 @@
+"""Load training results (monitor and progress files) and plot learning curves.
+
+A result folder holds any of: ``*monitor.csv`` files (one line per episode: return ``r``,
+length ``l``, seconds ``t`` since the header's ``t_start``), ``progress.csv`` or
+``progress.json`` (the logger's dumps), ``metadata.json``. ``load_results`` finds every such
+folder under the given roots; ``plot_results`` draws them, one panel per split and one colour
+per group, optionally averaging each group into a mean line with shaded bands.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rlbase.common.errors import RLBaseError
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass
+class Result:
+    """What one run folder holds.
+
+    :param dirname: the folder.
+    :param metadata: ``metadata.json`` merged over the first monitor header (``t_start``,
+        ``env_id``...).
+    :param progress: the logger's progress table, or ``None``.
+    :param monitor: all episodes of the folder's monitor files sorted by time, or ``None``.
+    """
+
+    dirname: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    progress: pd.DataFrame | None = None
+    monitor: pd.DataFrame | None = None
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+
+def _read_monitor_file(path: str) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One monitor file: its ``#{json}`` header and its episode table."""
+    with open(path) as f:
+        first = f.readline()
+        if not first.startswith("#"):
+            raise RLBaseError(f"monitor file {path!r} does not start with a '#{{json}}' header")
+        try:
+            header = json.loads(first[1:])
+        except json.JSONDecodeError as exc:
+            raise RLBaseError(f"monitor file {path!r} has an unreadable header: {exc}") from None
+        table = pd.read_csv(f)
+    return header, table
+
+
+def load_monitor(dirname: PathLike) -> tuple[dict[str, Any], pd.DataFrame] | None:
+    """All ``*monitor.csv`` files of one folder as one episode table sorted by time.
+
+    ``t`` in the result counts seconds from the earliest ``t_start`` among the files, so runs
+    of several workers share one clock. Returns ``None`` when the folder has no monitor file.
+
+    :param dirname: the folder to read.
+    """
+    paths = sorted(glob.glob(os.path.join(os.fspath(dirname), "*monitor.csv")))
+    if not paths:
+        return None
+    headers, tables = [], []
+    for path in paths:
+        header, table = _read_monitor_file(path)
+        table["t"] = table["t"] + float(header.get("t_start", 0.0))
+        headers.append(header)
+        tables.append(table)
+    episodes = pd.concat(tables, ignore_index=True)
+    episodes = episodes.sort_values("t", kind="stable").reset_index(drop=True)
+    t_start = min(float(h.get("t_start", 0.0)) for h in headers)
+    episodes["t"] = episodes["t"] - t_start
+    first = dict(headers[0])
+    first["t_start"] = t_start
+    return first, episodes
+
+
+def load_progress(dirname: PathLike) -> pd.DataFrame | None:
+    """The folder's ``progress.csv`` (or ``progress.json``) as a table; ``None`` if absent/empty.
+
+    :param dirname: the folder to read.
+    """
+    csv_path = os.path.join(os.fspath(dirname), "progress.csv")
+    json_path = os.path.join(os.fspath(dirname), "progress.json")
+    try:
+        if os.path.exists(csv_path):
+            return pd.read_csv(csv_path)
+        if os.path.exists(json_path):
+            return pd.read_json(json_path, lines=True)
+    except (pd.errors.EmptyDataError, ValueError):
+        return None  # a run that stopped before its first dump
+    return None
+
+
+def _is_result_dir(filenames: Sequence[str]) -> bool:
+    names = set(filenames)
+    return (
+        "progress.csv" in names
+        or "progress.json" in names
+        or "metadata.json" in names
+        or any(name.endswith("monitor.csv") for name in names)
+    )
+
+
+def load_results(
+    root_dir_or_dirs: PathLike | Sequence[PathLike],
+    enable_progress: bool = True,
+    enable_monitor: bool = True,
+    verbose: bool = False,
+) -> list[Result]:
+    """Every run folder under one or more roots, searched recursively.
+
+    :param root_dir_or_dirs: a folder or a list of folders.
+    :param enable_progress: read progress files.
+    :param enable_monitor: read monitor files.
+    :param verbose: print each folder found.
+    :return: one :class:`Result` per folder holding results, sorted by folder name.
+    """
+    roots = (
+        [root_dir_or_dirs] if isinstance(root_dir_or_dirs, (str, os.PathLike))
+        else list(root_dir_or_dirs)
+    )
+    found: dict[str, Result] = {}
+    for given in roots:
+        root = os.path.abspath(os.path.expanduser(os.fspath(given)))
+        if not os.path.isdir(root):
+            raise RLBaseError(f"results folder {root!r} does not exist")
+        for dirname, _, filenames in os.walk(root):
+            if dirname in found or not _is_result_dir(filenames):
+                continue
+            result = _load_dir(dirname, enable_progress, enable_monitor)
+            if result.progress is None and result.monitor is None and not result.metadata:
+                continue
+            found[dirname] = result
+            if verbose:
+                print(f"load_results: {dirname}")
+    if verbose:
+        print(f"load_results: {len(found)} folders")
+    return [found[name] for name in sorted(found)]
+
+
+def _load_dir(dirname: str, enable_progress: bool, enable_monitor: bool) -> Result:
+    metadata: dict[str, Any] = {}
+    monitor = None
+    if enable_monitor:
+        loaded = load_monitor(dirname)
+        if loaded is not None:
+            metadata, monitor = loaded
+    meta_path = os.path.join(dirname, "metadata.json")
+    if os.path.exists(meta_path):
+        with open(meta_path) as f:
+            metadata.update(json.load(f))
+    progress = load_progress(dirname) if enable_progress else None
+    return Result(dirname=dirname, metadata=metadata, progress=progress, monitor=monitor)
+
+
+# --- smoothing --------------------------------------------------------------------------------
+
+
+def smooth(y: Sequence[float], radius: int, mode: str = "two_sided", valid_only: bool = False):
+    """Moving average of ``y``; near the ends it averages over the points that exist.
+
+    :param y: the values.
+    :param radius: points on each side (``two_sided``) or before (``causal``) each point.
+    :param mode: ``two_sided`` (centred window) or ``causal`` (past values only).
+    :param valid_only: put NaN where the window does not fit entirely.
+    """
+    if mode not in ("two_sided", "causal"):
+        raise RLBaseError(f"smooth mode {mode!r} is not allowed; valid modes: two_sided, causal")
+    y = np.asarray(y, dtype=np.float64)
+    n = len(y)
+    if radius <= 0 or n == 0:
+        return y.copy()
+    # Prefix sums give every window's sum in O(n).
+    csum = np.concatenate([[0.0], np.cumsum(y)])
+    idx = np.arange(n)
+    lo = np.maximum(idx - radius, 0)
+    hi = np.minimum(idx + radius + 1, n) if mode == "two_sided" else idx + 1
+    out = (csum[hi] - csum[lo]) / (hi - lo)
+    if valid_only:
+        out[:radius] = np.nan
+        if mode == "two_sided":
+            out[n - radius:] = np.nan
+    return out
+
+
+def window_func(x: Sequence[float], y: Sequence[float], window: int, func: Callable) -> tuple:
+    """Apply ``func`` (e.g. ``np.mean``) over each full window of ``window`` points of ``y``.
+
+    :return: ``(x[window-1:], values)``, one value per window ending at that x.
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    if not 1 <= window <= len(y):
+        raise RLBaseError(f"window={window} must be between 1 and len(y)={len(y)}")
+    windows = np.lib.stride_tricks.sliding_window_view(y, window)
+    return x[window - 1:], func(windows, axis=-1)
+
+
+def one_sided_ema(
+    xolds: Sequence[float],
+    yolds: Sequence[float],
+    low: float | None = None,
+    high: float | None = None,
+    n: int = 512,
+    decay_steps: float = 1.0,
+    low_counts_threshold: float = 1e-8,
+):
+    """Exponential moving average of irregularly spaced points, read on a regular grid.
+
+    Each point's weight decays by ``e`` every ``decay_steps`` grid intervals after it.
+
+    :param xolds: increasing x of the points.
+    :param yolds: their values.
+    :param low: the grid's first x (default the first point).
+    :param high: the grid's last x (default the last point).
+    :param n: the number of grid points.
+    :param decay_steps: the averaging length, in grid intervals.
+    :param low_counts_threshold: grid points with less total weight than this get NaN.
+    :return: ``(xs, ys, weights)`` on the grid.
+    """
+    xolds = np.asarray(xolds, dtype=np.float64)
+    yolds = np.asarray(yolds, dtype=np.float64)
+    low = xolds[0] if low is None else low
+    high = xolds[-1] if high is None else high
+    xs = np.linspace(low, high, n)
+    period = (high - low) / max(n - 1, 1) * decay_steps or 1.0
+    ys = np.full(n, np.nan)
+    weights = np.zeros(n)
+    total = weight = 0.0
+    t = -np.inf
+    j = 0
+    for i, x_new in enumerate(xs):
+        # Fold in every point up to this grid x, decaying the running sums to each point's x.
+        while j < len(xolds) and xolds[j] <= x_new:
+            decay = np.exp(-(xolds[j] - t) / period) if np.isfinite(t) else 0.0
+            total, weight, t = total * decay + yolds[j], weight * decay + 1.0, xolds[j]
+            j += 1
+        if np.isfinite(t):
+            decay = np.exp(-(x_new - t) / period)
+            total, weight, t = total * decay, weight * decay, x_new
+        weights[i] = weight
+        if weight > low_counts_threshold:
+            ys[i] = total / weight
+    return xs, ys, weights
+
+
+def symmetric_ema(
+    xolds: Sequence[float],
+    yolds: Sequence[float],
+    low: float | None = None,
+    high: float | None = None,
+    n: int = 512,
+    decay_steps: float = 1.0,
+    low_counts_threshold: float = 1e-8,
+):
+    """Like :func:`one_sided_ema`, but averaging points on both sides of each grid x."""
+    xolds = np.asarray(xolds, dtype=np.float64)
+    yolds = np.asarray(yolds, dtype=np.float64)
+    low = xolds[0] if low is None else low
+    high = xolds[-1] if high is None else high
+    xs, fwd, wf = one_sided_ema(xolds, yolds, low, high, n, decay_steps, 0.0)
+    # The backward pass is the forward one on the mirrored axis.
+    _, bwd, wb = one_sided_ema(-xolds[::-1], yolds[::-1], -high, -low, n, decay_steps, 0.0)
+    bwd, wb = bwd[::-1], wb[::-1]
+    weights = wf + wb
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ys = (np.nan_to_num(fwd) * wf + np.nan_to_num(bwd) * wb) / weights
+    ys[weights <= low_counts_threshold] = np.nan
+    return xs, ys, weights
+
+
+# --- plotting ---------------------------------------------------------------------------------
+
+COLORS = [
+    "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
+    "tab:brown", "tab:pink", "tab:gray", "tab:olive", "tab:cyan",
+]
+
+
+def default_xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
+    """x = timesteps so far (cumulative episode lengths), y = episode return smoothed."""
+    if result.monitor is None:
+        raise RLBaseError(
+            f"{result.dirname!r} has no monitor.csv; pass xy_fn=progress_xy_fn(x_key, y_key)"
+        )
+    x = np.cumsum(result.monitor["l"].to_numpy())
+    y = smooth(result.monitor["r"].to_numpy(), radius=10)
+    return x, y
+
+
+def progress_xy_fn(
+    x_key: str = "time/total_timesteps", y_key: str = "rollout/ep_rew_mean"
+) -> Callable[[Result], tuple[np.ndarray, np.ndarray]]:
+    """An ``xy_fn`` plotting two columns of the progress table.
+
+    :param x_key: the column for x.
+    :param y_key: the column for y.
+    """
+
+    def xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
+        table = result.progress
+        if table is None:
+            raise RLBaseError(f"{result.dirname!r} has no progress.csv or progress.json")
+        for key in (x_key, y_key):
+            if key not in table.columns:
+                raise RLBaseError(
+                    f"progress key {key!r} not in {result.dirname!r}; "
+                    f"valid keys: {', '.join(map(str, table.columns))}"
+                )
+        rows = table[[x_key, y_key]].dropna()
+        return rows[x_key].to_numpy(dtype=float), rows[y_key].to_numpy(dtype=float)
+
+    return xy_fn
+
+
+def default_split_fn(result: Result) -> str:
+    """Every result in one panel."""
+    return ""
+
+
+def default_group_fn(result: Result) -> str:
+    """The folder name without a trailing seed number (``ppo-3`` and ``ppo_4`` are ``ppo``)."""
+    name = os.path.basename(os.path.normpath(result.dirname))
+    return re.sub(r"[-_]\d+$", "", name) or name
+
+
+def _grid_shape(n: int, tiling: str) -> tuple[int, int]:
+    if tiling == "vertical":
+        return n, 1
+    if tiling == "horizontal":
+        return 1, n
+    if tiling == "symmetric":
+        cols = int(np.ceil(np.sqrt(n)))
+        return int(np.ceil(n / cols)), cols
+    raise RLBaseError(f"tiling {tiling!r} is not allowed; valid: vertical, horizontal, symmetric")
+
+
+def _average_curves(
+    curves: list[tuple[np.ndarray, np.ndarray]], resample: int, smooth_step: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Put a group's runs on one x grid; return the grid and the runs' y stacked by run."""
+    lows = [x[0] for x, _ in curves]
+    highs = [x[-1] for x, _ in curves]
+    same_x = all(len(x) == len(curves[0][0]) and np.array_equal(x, curves[0][0])
+                 for x, _ in curves)
+    if same_x and not resample:
+        return curves[0][0], np.stack([y for _, y in curves])
+    # Only the x range every run covers is averaged: beyond it the mean would mix fewer runs.
+    low, high = max(lows), min(highs)
+    if high <= low:
+        low, high = min(lows), max(highs)
+    n = resample or 512
+    grid = np.linspace(low, high, n)
+    if resample:
+        ys = [symmetric_ema(x, y, low, high, n, decay_steps=smooth_step)[1] for x, y in curves]
+    else:
+        ys = [np.interp(grid, x, y) for x, y in curves]
+    return grid, np.stack(ys)
+
+
+def plot_results(
+    allresults: Sequence[Result],
+    xy_fn: Callable[[Result], tuple[Any, Any]] = default_xy_fn,
+    split_fn: Callable[[Result], str] | None = default_split_fn,
+    group_fn: Callable[[Result], str] | None = default_group_fn,
+    average_group: bool = False,
+    shaded_std: bool = True,
+    shaded_err: bool = True,
+    figsize: tuple[float, float] | None = None,
+    legend_outside: bool = False,
+    resample: int = 0,
+    smooth_step: float = 1.0,
+    tiling: str = "vertical",
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    use_pyplot: bool = True,
+):
+    """Plot learning curves: one panel per split, one colour per group.
+
+    :param allresults: results from :func:`load_results`.
+    :param xy_fn: ``result -> (x, y)``; default timesteps vs smoothed episode return.
+    :param split_fn: ``result -> panel name``; ``None`` puts everything in one panel.
+    :param group_fn: ``result -> group name`` (one colour and legend entry per group).
+    :param average_group: draw each group's mean instead of each run.
+    :param shaded_std: with averaging, shade mean +- standard deviation.
+    :param shaded_err: with averaging, shade mean +- standard error (darker).
+    :param figsize: the figure size in inches; default 6 x 4 per panel.
+    :param legend_outside: put the legend right of the panels.
+    :param resample: if > 0, resample each curve to this many points with an EMA.
+    :param smooth_step: the EMA's averaging length in grid intervals when resampling.
+    :param tiling: ``vertical``, ``horizontal`` or ``symmetric`` panel layout.
+    :param xlabel: the x axis label.
+    :param ylabel: the y axis label.
+    :param use_pyplot: make the figure through pyplot (shows in notebooks and ``plt.show``);
+        ``False`` builds a bare figure that never touches a display.
+    :return: ``(figure, 2-D array of axes)``.
+    """
+    if not allresults:
+        raise RLBaseError("plot_results got no results; check the folder given to load_results")
+    split_fn = split_fn or default_split_fn
+    group_fn = group_fn or (lambda _: "")
+    panels: dict[str, list[Result]] = defaultdict(list)
+    for result in allresults:
+        panels[split_fn(result)].append(result)
+    groups = sorted({group_fn(r) for r in allresults})
+    color_of = {g: COLORS[i % len(COLORS)] for i, g in enumerate(groups)}
+
+    nrows, ncols = _grid_shape(len(panels), tiling)
+    figsize = figsize or (6 * ncols, 4 * nrows)
+    if use_pyplot:
+        import matplotlib.pyplot as plt
+
+        fig, axarr = plt.subplots(nrows, ncols, squeeze=False, figsize=figsize)
+    else:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=figsize)
+        axarr = fig.subplots(nrows, ncols, squeeze=False)
+
+    for k, split in enumerate(sorted(panels)):
+        ax = axarr[k // ncols][k % ncols]
+        by_group: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        for result in panels[split]:
+            x, y = (np.asarray(v, dtype=float) for v in xy_fn(result))
+            if len(x):
+                by_group[group_fn(result)].append((x, y))
+        for group in sorted(by_group):
+            _draw_group(ax, by_group[group], color_of[group], group, average_group,
+                        shaded_std, shaded_err, resample, smooth_step)
+        if split:
+            ax.set_title(split)
+        if any(g for g in by_group):
+            if legend_outside:
+                ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+            else:
+                ax.legend(loc="best")
+    for ax in axarr[-1]:
+        if xlabel:
+            ax.set_xlabel(xlabel)
+    for row in axarr:
+        if ylabel:
+            row[0].set_ylabel(ylabel)
+    fig.tight_layout()
+    return fig, axarr
+
+
+def _draw_group(ax, curves, color, label, average, shaded_std, shaded_err, resample, step):
+    """One group's lines (each run, or their mean with shaded bands)."""
+    label = label or None
+    if not average:
+        for i, (x, y) in enumerate(curves):
+            xs, ys = symmetric_ema(x, y, n=resample, decay_steps=step)[:2] if resample else (x, y)
+            ax.plot(xs, ys, color=color, label=label if i == 0 else None)
+        return
+    xs, ys = _average_curves(curves, resample, step)
+    mean = np.nanmean(ys, axis=0)
+    std = np.nanstd(ys, axis=0)
+    ax.plot(xs, mean, color=color, label=label)
+    if len(curves) > 1:
+        if shaded_std:
+            ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.2, linewidth=0)
+        if shaded_err:
+            err = std / np.sqrt(len(curves))
+            ax.fill_between(xs, mean - err, mean + err, color=color, alpha=0.4, linewidth=0)
+
+
+def save_plot(results_or_dir: PathLike | Sequence[Result], path: PathLike, **kwargs: Any) -> str:
+    """Plot results (or every run under a folder) to an image file, no display needed.
+
+    :param results_or_dir: results from :func:`load_results`, or a folder to load them from.
+    :param path: the image file to write (PNG unless the extension says otherwise).
+    :param kwargs: passed to :func:`plot_results`.
+    :return: the path written.
+    """
+    if isinstance(results_or_dir, (str, os.PathLike)):
+        results = load_results(results_or_dir)
+    else:
+        results = list(results_or_dir)
+    kwargs.setdefault("use_pyplot", False)
+    fig, _ = plot_results(results, **kwargs)
+    path = os.fspath(path)
+    fig.savefig(path, dpi=100)
+    if kwargs["use_pyplot"]:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    return path

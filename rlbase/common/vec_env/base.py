@@ -1,0 +1,115 @@
+"""The Baselines VecEnv API, kept apart from gymnasium's vector API that implements it.
+
+``step_wait`` returns ``(obs, rewards, terminated, truncated, infos)``: the gymnasium split of
+``done`` is kept everywhere. ``infos`` is a list with one dict per env. When env ``i`` ends on a
+step, ``obs[i]`` is already the first observation of its next episode (autoreset in the same
+step) and ``infos[i]["final_observation"]`` holds the last observation of the episode that ended.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+VecStepResult = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
+
+
+class VecEnv(ABC):
+    """A batch of ``num_envs`` environments stepped together."""
+
+    def __init__(self, num_envs: int, observation_space: gym.Space, action_space: gym.Space):
+        self.num_envs = num_envs
+        self.observation_space = observation_space
+        self.action_space = action_space
+
+    @abstractmethod
+    def reset(self) -> np.ndarray:
+        """Reset every env and return the batch of first observations."""
+
+    @abstractmethod
+    def step_async(self, actions: np.ndarray) -> None:
+        """Send one action per env."""
+
+    @abstractmethod
+    def step_wait(self) -> VecStepResult:
+        """Wait for the step sent by ``step_async``."""
+
+    def step(self, actions: np.ndarray) -> VecStepResult:
+        self.step_async(actions)
+        return self.step_wait()
+
+    def seed(self, seed: int | Sequence[int] | None = None) -> None:
+        """Seed the envs at their next ``reset``: env ``i`` gets ``seed + i``."""
+
+    def close(self) -> None:
+        """Release the envs' resources."""
+
+    def render(self) -> np.ndarray | None:
+        """Return an RGB frame of the first env (envs made with ``render_mode='rgb_array'``)."""
+        return None
+
+    def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        """Call a method of every underlying env and return the results."""
+        raise NotImplementedError
+
+    @property
+    def unwrapped(self) -> "VecEnv":
+        return self
+
+    def __enter__(self) -> "VecEnv":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class VecEnvWrapper(VecEnv):
+    """Base for wrappers: forwards everything to ``venv`` unless overridden."""
+
+    def __init__(self, venv: VecEnv, observation_space: gym.Space | None = None,
+                 action_space: gym.Space | None = None):
+        self.venv = venv
+        super().__init__(venv.num_envs, observation_space or venv.observation_space,
+                         action_space or venv.action_space)
+
+    def reset(self) -> np.ndarray:
+        return self.venv.reset()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> VecStepResult:
+        return self.venv.step_wait()
+
+    def seed(self, seed: int | Sequence[int] | None = None) -> None:
+        self.venv.seed(seed)
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def render(self) -> np.ndarray | None:
+        return self.venv.render()
+
+    def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
+        return self.venv.env_method(name, *args, **kwargs)
+
+    @property
+    def unwrapped(self) -> VecEnv:
+        return self.venv.unwrapped
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "venv":
+            raise AttributeError(name)
+        return getattr(self.venv, name)
+
+
+def find_wrapper(venv: VecEnv, cls: type) -> VecEnv | None:
+    """The first wrapper of type ``cls`` in the chain ``venv, venv.venv, ...``, or None."""
+    while venv is not None:
+        if isinstance(venv, cls):
+            return venv
+        venv = getattr(venv, "venv", None)
+    return None

@@ -1,0 +1,124 @@
+"""VecMonitor: episode returns and lengths in ``infos`` and in a ``monitor.csv`` file."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import numpy as np
+
+from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
+
+MONITOR_EXT = "monitor.csv"
+
+
+def monitor_path(filename: str) -> str:
+    """``dir/`` -> ``dir/monitor.csv``; ``x.monitor.csv`` kept; ``x`` -> ``x.monitor.csv``."""
+    if filename.endswith(MONITOR_EXT):
+        return filename
+    if os.path.isdir(filename) or filename.endswith(os.sep):
+        return os.path.join(filename, MONITOR_EXT)
+    return f"{filename}.{MONITOR_EXT}"
+
+
+class VecMonitor(VecEnvWrapper):
+    """Record each env's episode return and length.
+
+    When env ``i`` ends (terminated or truncated), ``infos[i]["episode"]`` becomes
+    ``{"r": return, "l": length, "t": seconds since this wrapper started}`` (plus the
+    ``info_keywords`` values), and one row goes to the CSV file, flushed at once so a crash
+    keeps it.
+
+    If the underlying env already put an ``"episode"`` in that info (for example Atari's
+    full-game score when episodes end on a lost life), that inner dict is kept in ``infos`` and
+    its ``r`` and ``l`` are the ones recorded in the CSV and in ``episode_returns`` /
+    ``episode_lengths``: everything downstream then agrees on what an episode scored.
+
+    :param venv: the env to wrap.
+    :param filename: a folder, or a path (``.monitor.csv`` is appended unless it already ends
+        with ``monitor.csv``); None writes no file.
+    :param info_keywords: info keys copied into each episode record and CSV row.
+    """
+
+    def __init__(self, venv: VecEnv, filename: str | None = None,
+                 info_keywords: Sequence[str] = ()):
+        super().__init__(venv)
+        self.info_keywords = tuple(info_keywords)
+        self.t_start = time.time()
+        self.episode_returns: list[float] = []
+        self.episode_lengths: list[int] = []
+        self.episode_times: list[float] = []
+        self._returns = np.zeros(self.num_envs, dtype=np.float64)
+        self._lengths = np.zeros(self.num_envs, dtype=np.int64)
+        self._file: TextIO | None = None
+        self._writer: Any = None
+        if filename is not None:
+            self._open(monitor_path(os.fspath(filename)))
+
+    def _open(self, path: str) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._file = open(path, "w", newline="")  # noqa: SIM115 - open until close()
+        header = {"t_start": self.t_start, "env_id": _env_id(self.venv)}
+        self._file.write("#" + json.dumps(header) + "\n")
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(("r", "l", "t", *self.info_keywords))
+        self._file.flush()
+
+    @property
+    def filename(self) -> str | None:
+        return None if self._file is None else self._file.name
+
+    def reset(self) -> np.ndarray:
+        obs = self.venv.reset()
+        self._returns[:] = 0.0
+        self._lengths[:] = 0
+        return obs
+
+    def step_wait(self) -> VecStepResult:
+        obs, rewards, terminated, truncated, infos = self.venv.step_wait()
+        self._returns += rewards
+        self._lengths += 1
+        for i in np.flatnonzero(np.logical_or(terminated, truncated)):
+            self._end_episode(i, infos[i])
+        return obs, rewards, terminated, truncated, infos
+
+    def _end_episode(self, i: int, info: dict[str, Any]) -> None:
+        elapsed = round(time.time() - self.t_start, 6)
+        episode = info.get("episode")
+        if episode is None:
+            episode = {"r": float(self._returns[i]), "l": int(self._lengths[i]), "t": elapsed}
+            episode.update({key: info.get(key) for key in self.info_keywords})
+            info["episode"] = episode
+        ret, length = _scalar(episode["r"]), int(_scalar(episode["l"]))
+        self._returns[i], self._lengths[i] = 0.0, 0
+        self.episode_returns.append(ret)
+        self.episode_lengths.append(length)
+        self.episode_times.append(elapsed)
+        if self._writer is not None:
+            extras = [info.get(key) for key in self.info_keywords]
+            self._writer.writerow((round(ret, 6), length, elapsed, *extras))
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file, self._writer = None, None
+        super().close()
+
+
+def _scalar(value: Any) -> float:
+    """A number from an episode record (gymnasium wrappers may store 1-element arrays)."""
+    return float(np.asarray(value).reshape(-1)[0])
+
+
+def _env_id(venv: VecEnv) -> str | None:
+    """The gymnasium id of the first env, when the VecEnv can tell."""
+    try:
+        spec = venv.env_method("spec")[0]
+    except Exception:  # noqa: BLE001 - the id is a nicety; any VecEnv without one gets None
+        return None
+    return getattr(spec, "id", None)

@@ -1,0 +1,206 @@
+"""The logger: every output format written and read back, means, configuration."""
+
+import csv
+import glob
+import json
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from rlbase.common import logger
+from rlbase.common.errors import RLBaseError
+
+
+@pytest.fixture(autouse=True)
+def clean_logger(monkeypatch):
+    for var in ("RLBASE_LOGDIR", "RLBASE_LOG_FORMAT", "PMI_RANK", "PMI_SIZE",
+                "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    logger.reset()
+    yield
+    logger.reset()
+
+
+def test_default_logger_prints_to_stdout(capsys):
+    assert logger.get_dir() is None
+    logger.logkv("a", 1)
+    logger.dumpkvs()
+    assert "| a | 1 |" in capsys.readouterr().out
+
+
+def test_human_table_sorted_compact_truncated(tmp_path, capsys):
+    logger.configure(str(tmp_path), ["stdout", "log"])
+    long_key = "train/" + "x" * 40
+    logger.logkvs({"time/fps": 1234.5678, "rollout/ep_rew_mean": 0.000123456, long_key: 3})
+    logger.dumpkvs()
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("|")]
+    assert [line.split("|")[1].strip() for line in lines] == [
+        "rollout/ep_rew_mean", "time/fps", "train/" + "x" * 21 + "..."
+    ]
+    assert "1.23e+03" in out and "0.000123" in out
+    assert len({len(line) for line in lines}) == 1  # aligned
+    logger.log("hello", 42)
+    logger.reset()
+    text = (tmp_path / "log.txt").read_text()
+    assert "time/fps" in text and "hello 42" in text
+
+
+def test_csv_with_key_added_later(tmp_path):
+    logger.configure(str(tmp_path), ["csv"])
+    logger.logkv("a", 1)
+    logger.logkv("b", 2.5)
+    logger.dumpkvs()
+    logger.logkv("a", 3)
+    logger.logkv("c", "x")
+    logger.dumpkvs()
+    logger.logkv("b", 4)
+    logger.dumpkvs()
+    logger.reset()
+    with open(tmp_path / "progress.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows == [["a", "b", "c"], ["1", "2.5", ""], ["3", "", "x"], ["", "4", ""]]
+
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "progress.csv")
+    assert list(table.columns) == ["a", "b", "c"] and len(table) == 3
+
+
+def test_json_lines(tmp_path):
+    import numpy as np
+
+    logger.configure(str(tmp_path), "json")
+    logger.logkv("loss", np.float32(0.5))
+    logger.logkv("step", np.int64(10))
+    logger.dumpkvs()
+    logger.logkv("loss", 0.25)
+    logger.dumpkvs()
+    logger.reset()
+    lines = (tmp_path / "progress.json").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [{"loss": 0.5, "step": 10}, {"loss": 0.25}]
+
+
+def _read_scalars(event_dir):
+    import tensorflow as tf
+
+    found = []
+    for path in glob.glob(os.path.join(event_dir, "events.out.tfevents.*")):
+        for record in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                assert value.metadata.plugin_data.plugin_name == "scalars"
+                found.append((value.tag, event.step, float(tf.make_ndarray(value.tensor))))
+    return found
+
+
+def test_tensorboard(tmp_path):
+    logger.configure(str(tmp_path), ["tensorboard"])
+    logger.logkv("train/loss", 0.5)
+    logger.logkv("note", "text is skipped")
+    logger.dumpkvs()
+    logger.logkv("train/loss", 0.25)
+    logger.logkv("time/total_timesteps", 4096)
+    logger.dumpkvs()
+    logger.reset()
+    scalars = _read_scalars(str(tmp_path / "tb"))
+    assert ("train/loss", 0, 0.5) in scalars
+    assert ("train/loss", 4096, 0.25) in scalars
+    assert ("time/total_timesteps", 4096, 4096.0) in scalars
+    assert not any(tag == "note" for tag, _, _ in scalars)
+
+
+def test_logkv_mean_and_return(tmp_path):
+    logger.configure(str(tmp_path), [])
+    for v in (1.0, 2.0, 6.0):
+        logger.logkv_mean("m", v)
+    logger.logkv("x", 7)
+    assert logger.getkvs() == {"m": pytest.approx(3.0), "x": 7}
+    assert logger.dumpkvs() == {"m": pytest.approx(3.0), "x": 7}
+    assert logger.getkvs() == {}
+    logger.logkv_mean("m", 10.0)  # a fresh mean after the dump
+    assert logger.dump_tabular() == {"m": 10.0}
+    logger.record_tabular("y", 1)
+    assert logger.getkvs() == {"y": 1}
+
+
+def test_levels(capsys):
+    logger.set_level(logger.WARN)
+    logger.info("hidden")
+    logger.debug("hidden too")
+    logger.warn("shown")
+    logger.error("also shown")
+    out = capsys.readouterr().out
+    assert "hidden" not in out and "shown" in out and "also shown" in out
+    logger.set_level(logger.INFO)
+
+
+def test_configure_from_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLBASE_LOGDIR", str(tmp_path / "run"))
+    monkeypatch.setenv("RLBASE_LOG_FORMAT", "json, csv")
+    logger.configure()
+    assert logger.get_dir() == str(tmp_path / "run")
+    logger.logkv("a", 1)
+    logger.dumpkvs()
+    logger.reset()
+    assert sorted(os.listdir(tmp_path / "run")) == ["progress.csv", "progress.json"]
+
+
+def test_configure_default_dir_and_formats(capsys):
+    current = logger.configure()
+    try:
+        name = os.path.basename(logger.get_dir())
+        assert name.startswith("rlbase-") and len(name) == len("rlbase-2024-01-01-00-00-00-000000")
+        kinds = sorted(type(f).__name__ for f in current.output_formats)
+        assert kinds == ["CSVOutputFormat", "HumanOutputFormat", "HumanOutputFormat"]
+        assert "Logging to" in capsys.readouterr().out
+    finally:
+        logger.reset()
+        for name in os.listdir(current.dir):
+            os.remove(os.path.join(current.dir, name))
+        os.rmdir(current.dir)
+
+
+def test_unknown_format(tmp_path):
+    with pytest.raises(RLBaseError, match=r"'xml'.*stdout, log, json, csv, tensorboard"):
+        logger.configure(str(tmp_path / "x"), ["stdout", "xml"])
+    assert not (tmp_path / "x").exists()  # nothing created on a bad call
+    assert logger.get_current() is logger.DEFAULT
+
+
+def test_scoped_configure(tmp_path):
+    outer = logger.configure(str(tmp_path / "outer"), ["csv"])
+    with logger.scoped_configure(str(tmp_path / "inner"), ["json"]) as inner:
+        assert logger.get_current() is inner
+        logger.logkv("k", 1)
+        logger.dumpkvs()
+    assert logger.get_current() is outer
+    logger.logkv("k", 2)
+    logger.dumpkvs()
+    logger.reset()
+    assert (tmp_path / "inner" / "progress.json").read_text().strip() == '{"k": 1}'
+    assert (tmp_path / "outer" / "progress.csv").read_text().split() == ["k", "2"]
+
+
+def test_mpi_rank_above_zero(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PMI_RANK", "1")
+    monkeypatch.setenv("PMI_SIZE", "2")
+    logger.configure(str(tmp_path), ["stdout", "csv"])
+    logger.logkv("a", 1)
+    logger.dumpkvs()
+    logger.reset()
+    assert os.listdir(tmp_path) == ["progress-rank1.csv"]
+    assert "| a" not in capsys.readouterr().out
+
+
+def test_comm_weighted_mean(tmp_path):
+    # Two ranks: this one and another whose (value, count) pairs are fixed.
+    comm = SimpleNamespace(
+        Get_size=lambda: 2,
+        allgather=lambda obj: [obj, {"r": (4.0, 3), "name": ("other", 1)}],
+    )
+    logger.configure(str(tmp_path), [], comm=comm)
+    logger.logkv_mean("r", 0.0)  # mean 0 over 1 value here, mean 4 over 3 values there
+    logger.logkv("name", "me")
+    assert logger.dumpkvs() == {"r": pytest.approx(3.0), "name": "me"}
