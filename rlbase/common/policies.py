@@ -41,7 +41,9 @@ def encode_observation(space: gym.Space, obs: tf.Tensor) -> tf.Tensor:
         return tf.one_hot(tf.cast(obs, tf.int32) - int(space.start), int(space.n))
     if isinstance(space, gym.spaces.MultiDiscrete):
         parts = tf.unstack(tf.cast(obs, tf.int32), axis=-1)
-        return tf.concat([tf.one_hot(p, int(n)) for p, n in zip(parts, space.nvec.ravel())], -1)
+        starts = np.broadcast_to(getattr(space, "start", 0), space.nvec.shape).ravel()
+        return tf.concat([tf.one_hot(p - int(s), int(n))
+                          for p, n, s in zip(parts, space.nvec.ravel(), starts)], -1)
     if isinstance(space, gym.spaces.Box) and space.dtype == np.uint8:
         return tf.cast(obs, tf.float32) * (1.0 / 255.0)
     return tf.cast(obs, tf.float32)

@@ -78,7 +78,9 @@ def discounted_returns(rewards: tf.Tensor, dones: tf.Tensor, last_values: tf.Ten
 def explained_variance(ypred: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
     """1 - Var[y - ypred] / Var[y] in-graph (nan when y is constant)."""
     var_y = tf.math.reduce_variance(y)
-    return 1.0 - tf.math.reduce_variance(y - ypred) / var_y
+    ev = 1.0 - tf.math.reduce_variance(y - ypred) / var_y
+    # 1 - x/0 is -inf (not nan) when ypred differs from a constant y
+    return tf.where(var_y > 0, ev, tf.constant(float("nan"), ev.dtype))
 
 
 class CompiledFunction:

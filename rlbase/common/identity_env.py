@@ -1,0 +1,87 @@
+"""Tiny envs with a known best return, for checking that an algorithm learns at all.
+
+Each observation asks for one answer and the reward says how close the action came; every
+episode lasts ``episode_len`` steps and ends by truncation (there is no terminal state).
+Register-free: pass ``lambda: DiscreteIdentityEnv(4)`` to a VecEnv.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+class _IdentityEnv(gym.Env):
+    def __init__(self, episode_len: int):
+        self.episode_len = episode_len
+        self._t = 0
+        self._target: Any = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._t = 0
+        self._target = self._draw()
+        return self._target, {}
+
+    def _draw(self) -> Any:
+        self.observation_space.seed(int(self.np_random.integers(2**31)))
+        return self.observation_space.sample()
+
+    def step(self, action: Any):
+        reward = self._reward(action)
+        self._t += 1
+        self._target = self._draw()
+        return self._target, reward, False, self._t >= self.episode_len, {}
+
+    def _reward(self, action: Any) -> float:
+        raise NotImplementedError
+
+
+class DiscreteIdentityEnv(_IdentityEnv):
+    """Observation k in 0..n-1; reward 1 for action k, else 0. Best return: episode_len."""
+
+    def __init__(self, n: int = 4, episode_len: int = 20):
+        super().__init__(episode_len)
+        self.observation_space = gym.spaces.Discrete(n)
+        self.action_space = gym.spaces.Discrete(n)
+
+    def _reward(self, action: Any) -> float:
+        return float(int(action) == int(self._target))
+
+
+class MultiDiscreteIdentityEnv(_IdentityEnv):
+    """Observation a vector of choices; reward: the fraction of entries matched."""
+
+    def __init__(self, nvec: tuple[int, ...] = (3, 4), episode_len: int = 20):
+        super().__init__(episode_len)
+        self.observation_space = gym.spaces.MultiDiscrete(list(nvec))
+        self.action_space = gym.spaces.MultiDiscrete(list(nvec))
+
+    def _reward(self, action: Any) -> float:
+        return float(np.mean(np.asarray(action) == self._target))
+
+
+class MultiBinaryIdentityEnv(_IdentityEnv):
+    """Observation n bits; reward: the fraction of bits matched."""
+
+    def __init__(self, n: int = 3, episode_len: int = 20):
+        super().__init__(episode_len)
+        self.observation_space = gym.spaces.MultiBinary(n)
+        self.action_space = gym.spaces.MultiBinary(n)
+
+    def _reward(self, action: Any) -> float:
+        return float(np.mean(np.asarray(action) == self._target))
+
+
+class BoxIdentityEnv(_IdentityEnv):
+    """Observation x in [-1, 1]^d; reward ``-mean((a - x)^2)``. Best return: 0."""
+
+    def __init__(self, dim: int = 1, episode_len: int = 20):
+        super().__init__(episode_len)
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (dim,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (dim,), np.float32)
+
+    def _reward(self, action: Any) -> float:
+        return -float(np.mean(np.square(np.asarray(action) - self._target)))

@@ -1,0 +1,196 @@
+"""The command line: ``python -m rlbase.run --alg=a2c --env=CartPole-v1 --num_timesteps=2e5``.
+
+Flags the parser does not know (``--lr=1e-3``, ``--num_layers=3``) go to the algorithm's
+``learn()`` or to the network builder, after a check that one of them takes them. A user's
+mistake prints one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import os
+import pkgutil
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from rlbase.common.errors import RLBaseError
+
+# learn() arguments the CLI sets itself (from its own flags), never from --key=value extras.
+CLI_OWNED = {"env", "network", "seed", "total_timesteps", "load_path"}
+
+
+def available_algorithms() -> list[str]:
+    """Packages ``rlbase.<alg>`` that have a ``<alg>.py`` with ``learn``."""
+    import rlbase
+
+    pkg_dir = os.path.dirname(rlbase.__file__)
+    return sorted(m.name for m in pkgutil.iter_modules([pkg_dir]) if m.ispkg and
+                  os.path.isfile(os.path.join(pkg_dir, m.name, f"{m.name}.py")))
+
+
+def get_learn_function(alg: str) -> Callable[..., Any]:
+    algs = available_algorithms()
+    if alg not in algs:
+        raise RLBaseError(f"unknown algorithm '{alg}'; available: {', '.join(algs)}")
+    return importlib.import_module(f"rlbase.{alg}.{alg}").learn
+
+
+def get_defaults(alg: str, env_type: str) -> dict[str, Any]:
+    """The algorithm's defaults for this env type (``rlbase.<alg>.defaults.<env_type>()``)."""
+    try:
+        module = importlib.import_module(f"rlbase.{alg}.defaults")
+    except ModuleNotFoundError:
+        return {}
+    fn = getattr(module, env_type, None)
+    return dict(fn()) if callable(fn) else {}
+
+
+def parse_num_timesteps(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 1:
+        raise RLBaseError(f"--num_timesteps must be a positive number such as 2e5, got '{text}'")
+    return int(value)
+
+
+def check_extra_args(alg: str, learn: Callable[..., Any], network: Any,
+                     extra: dict[str, Any]) -> None:
+    """Every --key=value must be a learn() parameter or a network builder keyword."""
+    from rlbase.common.models import network_kwarg_names
+
+    params = inspect.signature(learn).parameters
+    learn_names = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD,
+                                                                  p.VAR_POSITIONAL)}
+    takes_network_kwargs = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    net_names = set(network_kwarg_names(network)) if takes_network_kwargs else set()
+    if takes_network_kwargs:
+        net_names.add("value_network")
+    owned = sorted(set(extra) & CLI_OWNED)
+    if owned:
+        raise RLBaseError(f"set {', '.join(owned)} with the CLI's own flag (--env, --network, "
+                          "--seed, --num_timesteps, --load_path), not as an extra argument")
+    unknown = sorted(set(extra) - learn_names - net_names)
+    if unknown:
+        valid = sorted((learn_names - CLI_OWNED) | net_names)
+        raise RLBaseError(f"unknown argument(s) {', '.join('--' + u for u in unknown)} for "
+                          f"{alg} with network '{getattr(network, '__name__', network)}'; "
+                          f"valid: {', '.join(valid)}")
+
+
+def build_env(args: Any, env_type: str, num_env: int, seed: int | None) -> Any:
+    from rlbase.common.cmd_util import make_vec_env
+
+    env_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
+    monitor_dir = args.log_path if args.log_path else None
+    env = make_vec_env(args.env, env_type, num_env, seed, reward_scale=args.reward_scale,
+                       env_kwargs=env_kwargs, monitor_dir=monitor_dir)
+    if args.save_video_interval:
+        from rlbase.common.vec_env import VecVideoRecorder
+
+        video_dir = os.path.join(args.log_path or ".", "videos")
+        interval = args.save_video_interval
+        env = VecVideoRecorder(env, video_dir, lambda step: step % interval == 0,
+                               video_length=args.save_video_length)
+    return env
+
+
+def progress_callback(total: int) -> Callable[[Any, dict[str, Any]], None]:
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="step", dynamic_ncols=True, file=sys.stderr)
+
+    def update(model: Any, info: dict[str, Any]) -> None:
+        bar.n = min(total, int(info.get("num_timesteps", 0)))
+        bar.refresh()
+        if bar.n >= total:
+            bar.close()
+
+    return update
+
+
+def play(model: Any, env_id: str, episodes: int, seed: int | None) -> list[float]:
+    """Run the trained policy and print each episode's return."""
+    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.evaluation import run_episodes
+
+    env = make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 12345)
+    returns, lengths = run_episodes(model, env, episodes, deterministic=True)
+    for i, (ret, length) in enumerate(zip(returns, lengths)):
+        print(f"episode {i + 1}: return {ret:.2f}, length {length}", flush=True)
+    print(f"mean return over {len(returns)} episodes: {np.mean(returns):.2f}", flush=True)
+    env.close()
+    return returns
+
+
+def main(argv: list[str] | None = None) -> Any:
+    from rlbase.common.cmd_util import common_arg_parser, parse_unknown_args
+
+    args, unknown = common_arg_parser().parse_known_args(argv)
+    extra = parse_unknown_args(unknown)
+    total = parse_num_timesteps(args.num_timesteps)
+    learn = get_learn_function(args.alg)
+
+    from rlbase.common import logger
+    from rlbase.common.cmd_util import check_env_id, get_env_type
+    from rlbase.common.mpi_util import mpi_rank
+    from rlbase.common.serialization import load_file
+
+    check_env_id(args.env)
+    env_type = args.env_type or get_env_type(args.env)
+    alg_kwargs = get_defaults(args.alg, env_type)
+    num_env = args.num_env or alg_kwargs.pop("num_env", None) or os.cpu_count() or 1
+    alg_kwargs.pop("num_env", None)
+    network = args.network or alg_kwargs.pop("network", None) or "mlp"
+    alg_kwargs.pop("network", None)
+    check_extra_args(args.alg, learn, network, extra)
+    alg_kwargs.update(extra)
+    if args.load_path:
+        load_file(os.path.expanduser(args.load_path))  # a bad file fails before any training
+    if args.num_env is not None and args.num_env < 1:
+        raise RLBaseError(f"--num_env must be at least 1, got {args.num_env}")
+
+    rank = mpi_rank()
+    if rank == 0:
+        formats = ["stdout", "log", "csv"] if args.log_path else ["stdout"]
+        logger.configure(args.log_path, formats)
+    else:
+        logger.configure(args.log_path, [])
+    env = build_env(args, env_type, num_env, args.seed)
+    show_progress = rank == 0 and not args.no_progress and sys.stderr.isatty()
+    if show_progress and "callback" in inspect.signature(learn).parameters \
+            and "callback" not in alg_kwargs:
+        alg_kwargs["callback"] = progress_callback(total)
+    print(f"Training {args.alg} on {args.env} ({env_type}) for {total} steps with "
+          f"{num_env} env(s), network {network}, arguments {alg_kwargs}", flush=True)
+    try:
+        model = learn(env=env, network=network, seed=args.seed, total_timesteps=total,
+                      load_path=os.path.expanduser(args.load_path) if args.load_path else None,
+                      **alg_kwargs)
+    finally:
+        env.close()
+    if args.save_path and rank == 0:
+        save_path = os.path.expanduser(args.save_path)
+        model.save(save_path)
+        print(f"Saved model to {save_path}", flush=True)
+    if args.play and rank == 0:
+        play(model, args.env, args.play_episodes, args.seed)
+    return model
+
+
+def cli() -> None:
+    """Entry point: one clear line and exit status 2 for a user's mistake."""
+    try:
+        main()
+    except RLBaseError as exc:
+        print(f"rlbase: error: {exc}", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,286 @@
+"""Distributions against closed forms computed here in plain math, and the action-space head."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlbase.common.distributions import (
+    Bernoulli,
+    Categorical,
+    DiagGaussian,
+    DistributionHead,
+    MultiCategorical,
+)
+from rlbase.common.errors import RLBaseError
+
+NDRAWS = 20000
+# 20000 draws: the standard error of a frequency is at most 0.0036, so 0.015 is > 4 sigma and a
+# wrong distribution (off by a few percent or more) fails.
+FREQ_TOL = 0.015
+
+
+def softmax(logits):
+    m = max(logits)
+    exps = [math.exp(v - m) for v in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def sigmoid(v):
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+def const(x):
+    return tf.constant(np.asarray(x, dtype=np.float32))
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    tf.random.set_seed(1234)
+
+
+# --------------------------------------------------------------------------- Categorical
+
+
+def test_categorical_closed_forms():
+    rows = [[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]]
+    other = [[0.0, 0.0, 0.0], [2.0, 1.0, -1.0]]
+    pd, qd = Categorical(const(rows)), Categorical(const(other))
+
+    # -log softmax(logits)[a], with log(e + e^2 + e^3) - 3 written out for the first row
+    assert pd.neglogp(tf.constant([2, 1])).numpy()[0] == pytest.approx(
+        math.log(math.e + math.e**2 + math.e**3) - 3.0, rel=1e-5)
+    expected_nlp = [-math.log(softmax(r)[a]) for r, a in zip(rows, [2, 1])]
+    np.testing.assert_allclose(pd.neglogp(tf.constant([2, 1])).numpy(), expected_nlp, rtol=1e-5)
+
+    expected_ent = [-sum(p * math.log(p) for p in softmax(r)) for r in rows]
+    np.testing.assert_allclose(pd.entropy().numpy(), expected_ent, rtol=1e-5)
+
+    expected_kl = [sum(p * math.log(p / q) for p, q in zip(softmax(r), softmax(o)))
+                   for r, o in zip(rows, other)]
+    np.testing.assert_allclose(pd.kl(qd).numpy(), expected_kl, rtol=1e-5)
+    np.testing.assert_allclose(pd.kl(pd).numpy(), [0.0, 0.0], atol=1e-6)
+    # uniform over 3 actions: entropy log 3
+    assert qd.entropy().numpy()[0] == pytest.approx(math.log(3.0), rel=1e-6)
+
+
+def test_categorical_mode_and_start_offset():
+    logits = const([[1.0, 2.0, 3.0], [5.0, 0.0, 1.0]])
+    np.testing.assert_array_equal(Categorical(logits).mode().numpy(), [2, 0])
+    shifted = Categorical(logits, start=3)
+    np.testing.assert_array_equal(shifted.mode().numpy(), [5, 3])
+    # neglogp of action start + i is the neglogp of index i
+    np.testing.assert_allclose(shifted.neglogp(tf.constant([3, 5])).numpy(),
+                               Categorical(logits).neglogp(tf.constant([0, 2])).numpy())
+    np.testing.assert_allclose(shifted.neglogp(tf.constant([3, 5])).numpy(),
+                               [-math.log(softmax([1.0, 2.0, 3.0])[0]),
+                                -math.log(softmax([5.0, 0.0, 1.0])[2])], rtol=1e-5)
+
+
+def test_categorical_sample_frequencies():
+    row = [1.0, 2.0, 3.0]
+    pd = Categorical(const([row] * NDRAWS), start=2, dtype=tf.int32)
+    draws = pd.sample().numpy()
+    assert draws.shape == (NDRAWS,)
+    assert draws.dtype == np.int32
+    assert set(np.unique(draws)) <= {2, 3, 4}
+    freqs = np.bincount(draws - 2, minlength=3) / NDRAWS
+    np.testing.assert_allclose(freqs, softmax(row), atol=FREQ_TOL)
+
+
+# --------------------------------------------------------------------------- MultiCategorical
+
+
+def test_multicategorical_is_sum_of_parts():
+    a_logits, b_logits = [1.0, 2.0, 3.0], [0.5, -0.5]
+    oa, ob = [0.0, 1.0, 0.0], [-1.0, 1.0]
+    pd = MultiCategorical(const([a_logits + b_logits]), np.array([3, 2]))
+    qd = MultiCategorical(const([oa + ob]), np.array([3, 2]))
+
+    x = tf.constant([[1, 1]], dtype=tf.int64)
+    expected = -math.log(softmax(a_logits)[1]) - math.log(softmax(b_logits)[1])
+    assert pd.neglogp(x).numpy()[0] == pytest.approx(expected, rel=1e-5)
+
+    def ent(lg):
+        return -sum(p * math.log(p) for p in softmax(lg))
+
+    def kl(lp, lq):
+        return sum(p * math.log(p / q) for p, q in zip(softmax(lp), softmax(lq)))
+
+    assert pd.entropy().numpy()[0] == pytest.approx(ent(a_logits) + ent(b_logits), rel=1e-5)
+    assert pd.kl(qd).numpy()[0] == pytest.approx(kl(a_logits, oa) + kl(b_logits, ob), rel=1e-5)
+    np.testing.assert_array_equal(pd.mode().numpy(), [[2, 0]])
+
+
+def test_multicategorical_sample_frequencies():
+    a_logits, b_logits = [0.0, 1.0, -1.0], [2.0, 0.0]
+    pd = MultiCategorical(const([a_logits + b_logits] * NDRAWS), np.array([3, 2]))
+    draws = pd.sample().numpy()
+    assert draws.shape == (NDRAWS, 2)
+    np.testing.assert_allclose(np.bincount(draws[:, 0], minlength=3) / NDRAWS,
+                               softmax(a_logits), atol=FREQ_TOL)
+    np.testing.assert_allclose(np.bincount(draws[:, 1], minlength=2) / NDRAWS,
+                               softmax(b_logits), atol=FREQ_TOL)
+
+
+# --------------------------------------------------------------------------- Bernoulli
+
+
+def test_bernoulli_closed_forms():
+    logits, other = [0.0, 2.0, -1.0], [1.0, -0.5, 0.3]
+    pd, qd = Bernoulli(const([logits])), Bernoulli(const([other]))
+    ps = [sigmoid(v) for v in logits]
+    qs = [sigmoid(v) for v in other]
+
+    x = [1, 0, 1]
+    expected_nlp = -sum(math.log(p) if xi else math.log(1.0 - p) for p, xi in zip(ps, x))
+    assert pd.neglogp(tf.constant([x], dtype=tf.int8)).numpy()[0] == pytest.approx(
+        expected_nlp, rel=1e-5)
+    # logit 0 -> p = 1/2: neglogp of either value is log 2 (spot check of one term)
+    one = Bernoulli(const([[0.0]]))
+    assert one.neglogp(tf.constant([[1]])).numpy()[0] == pytest.approx(math.log(2.0), rel=1e-6)
+
+    expected_ent = -sum(p * math.log(p) + (1 - p) * math.log(1 - p) for p in ps)
+    assert pd.entropy().numpy()[0] == pytest.approx(expected_ent, rel=1e-5)
+
+    expected_kl = sum(p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
+                      for p, q in zip(ps, qs))
+    assert pd.kl(qd).numpy()[0] == pytest.approx(expected_kl, rel=1e-4)
+    assert pd.kl(pd).numpy()[0] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_bernoulli_mode_and_samples():
+    logits = [0.0, 2.0, -1.0]
+    pd = Bernoulli(const([logits]))
+    mode = pd.mode().numpy()
+    assert mode.dtype == np.int8
+    np.testing.assert_array_equal(mode, [[0, 1, 0]])
+
+    draws = Bernoulli(const([logits] * NDRAWS)).sample().numpy()
+    assert draws.shape == (NDRAWS, 3)
+    assert set(np.unique(draws)) <= {0, 1}
+    np.testing.assert_allclose(draws.mean(axis=0), [sigmoid(v) for v in logits], atol=FREQ_TOL)
+
+
+# --------------------------------------------------------------------------- DiagGaussian
+
+
+def test_gaussian_closed_forms():
+    mean, logstd = [0.5, -1.0], [0.0, math.log(2.0)]
+    mean2, logstd2 = [0.0, 1.0], [math.log(0.5), math.log(3.0)]
+    pd = DiagGaussian(const([mean]), const([logstd]))
+    qd = DiagGaussian(const([mean2]), const([logstd2]))
+    stds, stds2 = [math.exp(v) for v in logstd], [math.exp(v) for v in logstd2]
+
+    x = [1.0, 0.0]
+    logpdf = sum(-0.5 * ((xi - m) / s) ** 2 - math.log(s) - 0.5 * math.log(2 * math.pi)
+                 for xi, m, s in zip(x, mean, stds))
+    assert pd.neglogp(const([x])).numpy()[0] == pytest.approx(-logpdf, rel=1e-5)
+    # standard normal at its mean, one dimension: 0.5 * log(2 pi)
+    std_normal = DiagGaussian(const([[0.0]]), const([[0.0]]))
+    assert std_normal.neglogp(const([[0.0]])).numpy()[0] == pytest.approx(
+        0.5 * math.log(2 * math.pi), rel=1e-6)
+
+    entropy = sum(0.5 * math.log(2 * math.pi * math.e * s**2) for s in stds)
+    assert pd.entropy().numpy()[0] == pytest.approx(entropy, rel=1e-5)
+
+    kl = sum(math.log(s2 / s1) + (s1**2 + (m1 - m2) ** 2) / (2 * s2**2) - 0.5
+             for m1, s1, m2, s2 in zip(mean, stds, mean2, stds2))
+    assert pd.kl(qd).numpy()[0] == pytest.approx(kl, rel=1e-5)
+    assert pd.kl(pd).numpy()[0] == pytest.approx(0.0, abs=1e-6)
+    np.testing.assert_allclose(pd.mode().numpy(), [mean])
+
+
+def test_gaussian_sample_moments():
+    mean, logstd = [0.5, -1.0], [0.0, math.log(2.0)]
+    pd = DiagGaussian(const([mean] * NDRAWS), const([logstd] * NDRAWS))
+    draws = pd.sample().numpy()
+    assert draws.shape == (NDRAWS, 2)
+    # standard error of the mean is std / sqrt(N) <= 0.0142; of the std about std / sqrt(2N)
+    np.testing.assert_allclose(draws.mean(axis=0), mean, atol=0.06)
+    np.testing.assert_allclose(draws.std(axis=0), [1.0, 2.0], rtol=0.03)
+
+
+# --------------------------------------------------------------------------- DistributionHead
+
+
+@pytest.mark.parametrize(
+    ("space", "size", "dtype", "shape"),
+    [
+        (gym.spaces.Discrete(5), 5, np.int64, ()),
+        (gym.spaces.Box(-1.0, 1.0, (3,), np.float32), 6, np.float32, (3,)),
+        (gym.spaces.MultiDiscrete([3, 4]), 7, np.int64, (2,)),
+        (gym.spaces.MultiBinary(4), 4, np.int8, (4,)),
+    ],
+    ids=["discrete", "box", "multidiscrete", "multibinary"],
+)
+def test_head_sizes_and_dtypes(space, size, dtype, shape):
+    head = DistributionHead(space)
+    latent = tf.random.normal([6, 8])
+    params = head(latent)
+    assert tuple(params.shape) == (6, size)
+    assert head.action_dtype == np.dtype(dtype)
+    assert head.action_shape == shape
+    pd = head.distribution(params)
+    for actions in (pd.sample().numpy(), pd.mode().numpy()):
+        assert actions.shape == (6, *shape)
+        assert actions.dtype == np.dtype(dtype)
+    nlp = pd.neglogp(pd.sample()).numpy()
+    assert nlp.shape == (6,)
+    assert np.all(np.isfinite(nlp))
+    assert pd.entropy().numpy().shape == (6,)
+    np.testing.assert_allclose(pd.kl(pd).numpy(), np.zeros(6), atol=1e-6)
+
+
+def test_head_gaussian_logstd_is_a_trained_weight():
+    head = DistributionHead(gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
+    params = head(tf.zeros([2, 4])).numpy()
+    # zero latent: the mean is the (zero) bias, log-std is the zero-initialized weight
+    np.testing.assert_allclose(params, np.zeros((2, 6)))
+    names = [v.path for v in head.trainable_variables]
+    assert any("logstd" in n for n in names), names
+    head.logstd.assign([0.1, 0.2, 0.3])
+    pd = head.distribution(head(tf.zeros([2, 4])))
+    np.testing.assert_allclose(pd.logstd.numpy(), [[0.1, 0.2, 0.3]] * 2, rtol=1e-6)
+
+
+def test_head_discrete_start_offset():
+    space = gym.spaces.Discrete(4, start=3)
+    head = DistributionHead(space)
+    params = head(tf.random.normal([4000, 8]))
+    pd = head.distribution(params)
+    draws = pd.sample().numpy()
+    # small init scale: nearly uniform logits, so every action shows up
+    assert set(np.unique(draws)) == {3, 4, 5, 6}
+    assert all(space.contains(a) for a in draws[:50])
+    assert set(np.unique(pd.mode().numpy())) <= {3, 4, 5, 6}
+    logp = -pd.neglogp(tf.constant(np.full(4000, 3))).numpy()
+    expected = tf.nn.log_softmax(params).numpy()[:, 0]
+    np.testing.assert_allclose(logp, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        gym.spaces.Dict({"a": gym.spaces.Discrete(2)}),
+        gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3))),
+        gym.spaces.Box(-1.0, 1.0, (2, 3), np.float32),
+        gym.spaces.MultiDiscrete([[2, 3], [4, 5]]),
+        gym.spaces.MultiDiscrete([3, 2], start=[1, 0]),
+        gym.spaces.MultiBinary([2, 3]),
+    ],
+    ids=["dict", "tuple", "box2d", "multidiscrete2d", "multidiscrete_start", "multibinary2d"],
+)
+def test_head_rejects_unsupported_space(space):
+    with pytest.raises(RLBaseError) as info:
+        DistributionHead(space)
+    # the message names the offending space
+    assert type(space).__name__ in str(info.value)
+
+
+def test_head_unsupported_message_lists_supported_spaces():
+    with pytest.raises(RLBaseError, match="Discrete.*Box.*MultiDiscrete.*MultiBinary"):
+        DistributionHead(gym.spaces.Dict({"a": gym.spaces.Discrete(2)}))

@@ -1,0 +1,306 @@
+"""tf_util and misc_util against hand-computed numbers."""
+
+import math
+import random
+from collections import deque
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlbase.common import misc_util
+from rlbase.common.errors import RLBaseError
+from rlbase.common.tf_util import (
+    RMSprop,
+    assign_from_arrays,
+    clip_by_global_norm,
+    compile_fn,
+    discounted_returns,
+    explained_variance,
+    variables_to_arrays,
+)
+
+# --------------------------------------------------------------------------- discounted returns
+
+REWARDS = [[1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 0.0, 1.0]]
+DONES = [[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+LAST_VALUES = [10.0, 5.0]
+GAMMA = 0.9
+# env 0: t3 = 4 + .9*10 = 13; t2 = 3 + .9*13 = 14.7; t1 = 2 (done); t0 = 1 + .9*2 = 2.8
+# env 1: t3 = 1 (done: 5 is not used); t2 = .9; t1 = 1 + .81 = 1.81; t0 = .9*1.81 = 1.629
+EXPECTED_RETURNS = [[2.8, 2.0, 14.7, 13.0], [1.629, 1.81, 0.9, 1.0]]
+
+
+def _f32(x):
+    return tf.constant(np.asarray(x, np.float32))
+
+
+def test_discounted_returns_hand_computed():
+    out = discounted_returns(_f32(REWARDS), _f32(DONES), _f32(LAST_VALUES), GAMMA).numpy()
+    assert out.shape == (2, 4)
+    np.testing.assert_allclose(out, EXPECTED_RETURNS, rtol=1e-6)
+
+
+def test_discounted_returns_matches_discount_with_dones():
+    out = discounted_returns(_f32(REWARDS), _f32(DONES), _f32(LAST_VALUES), GAMMA).numpy()
+    for env in range(2):
+        rewards, dones, value = REWARDS[env], DONES[env], LAST_VALUES[env]
+        if dones[-1] == 0:  # the a2c way: bootstrap by appending the value as a last reward
+            ref = misc_util.discount_with_dones(rewards + [value], dones + [0], GAMMA)[:-1]
+        else:
+            ref = misc_util.discount_with_dones(rewards, dones, GAMMA)
+        np.testing.assert_allclose(out[env], ref, rtol=1e-6)
+        np.testing.assert_allclose(ref, EXPECTED_RETURNS[env], rtol=1e-12)
+
+
+def _returns(rewards, dones, last_values):
+    return discounted_returns(rewards, dones, last_values, GAMMA)
+
+
+def test_discounted_returns_in_compiled_call():
+    fn = compile_fn(_returns, [tf.TensorSpec([None, 4], tf.float32)] * 2
+                    + [tf.TensorSpec([None], tf.float32)])
+    out = fn(np.asarray(REWARDS, np.float32), np.asarray(DONES, np.float32),
+             np.asarray(LAST_VALUES, np.float32))
+    np.testing.assert_allclose(out.numpy(), EXPECTED_RETURNS, rtol=1e-6)
+
+
+def test_discount_with_dones_gamma_one_and_zero():
+    np.testing.assert_allclose(misc_util.discount_with_dones([1, 1, 1], [0, 0, 0], 1.0),
+                               [3, 2, 1])
+    np.testing.assert_allclose(misc_util.discount_with_dones([1, 2, 3], [0, 0, 1], 0.0),
+                               [1, 2, 3])
+    np.testing.assert_allclose(misc_util.discount_with_dones([1, 1, 1], [1, 0, 0], 0.5),
+                               [1, 1.5, 1])
+
+
+# --------------------------------------------------------------------------- RMSprop
+
+LR, RHO, EPS, GRAD = 0.1, 0.9, 0.1, 2.0
+
+
+def _rmsprop_reference(acc0, inside, steps):
+    """x starts at 1.0 and always sees gradient 2.0."""
+    x, ms, out = 1.0, acc0, []
+    for _ in range(steps):
+        ms = RHO * ms + (1 - RHO) * GRAD**2
+        denom = math.sqrt(ms + EPS) if inside else math.sqrt(ms) + EPS
+        x -= LR * GRAD / denom
+        out.append(x)
+    return out
+
+
+# the first two entries written out by hand:
+#   acc 0, inside:  ms = .4, x = 1 - .2/sqrt(.5) ; ms = .76, x -= .2/sqrt(.86)
+#   acc 1, outside: ms = 1.3, x = 1 - .2/(sqrt(1.3)+.1)
+HAND = {
+    (0.0, True): [0.717157288, 0.501491752],
+    (1.0, False): [0.838732498, None],
+}
+
+
+@pytest.mark.parametrize("acc0", [0.0, 1.0])
+@pytest.mark.parametrize("inside", [True, False])
+def test_rmsprop_two_steps(acc0, inside):
+    var = keras.Variable(1.0)
+    opt = RMSprop(learning_rate=LR, rho=RHO, epsilon=EPS, initial_accumulator=acc0,
+                  epsilon_inside_sqrt=inside)
+    expected = _rmsprop_reference(acc0, inside, 2)
+    for step in range(2):
+        opt.apply_gradients([(tf.constant(GRAD), var)])
+        assert float(var.numpy()) == pytest.approx(expected[step], rel=1e-6)
+        hand = HAND.get((acc0, inside), [None, None])[step]
+        if hand is not None:
+            assert float(var.numpy()) == pytest.approx(hand, rel=1e-6)
+
+
+def test_rmsprop_placements_and_accumulators_differ():
+    # the four settings must not collapse onto each other
+    finals = {(a, i): _rmsprop_reference(a, i, 1)[0] for a in (0.0, 1.0) for i in (True, False)}
+    assert len({round(v, 6) for v in finals.values()}) == 4
+    for (acc0, inside), final in finals.items():
+        var = keras.Variable(1.0)
+        RMSprop(LR, RHO, EPS, initial_accumulator=acc0, epsilon_inside_sqrt=inside
+                ).apply_gradients([(tf.constant(GRAD), var)])
+        assert float(var.numpy()) == pytest.approx(final, rel=1e-6)
+
+
+def test_rmsprop_in_tf_function():
+    var = keras.Variable([1.0, -1.0])
+    opt = RMSprop(LR, RHO, EPS, initial_accumulator=1.0, epsilon_inside_sqrt=False)
+    opt.build([var])
+
+    @tf.function
+    def update(g):
+        opt.apply_gradients([(g, var)])
+
+    update(tf.constant([GRAD, GRAD]))
+    update(tf.constant([GRAD, GRAD]))
+    expected = _rmsprop_reference(1.0, False, 2)[1]
+    np.testing.assert_allclose(var.numpy(), [expected, expected - 2.0], rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- clipping
+
+
+def test_clip_by_global_norm_scales_to_max():
+    grads = [tf.constant([3.0, 4.0]), tf.constant([[12.0]])]  # global norm 13
+    clipped, norm = clip_by_global_norm(grads, 6.5)
+    assert float(norm) == pytest.approx(13.0)
+    np.testing.assert_allclose(clipped[0].numpy(), [1.5, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(clipped[1].numpy(), [[6.0]], rtol=1e-6)
+    assert float(tf.linalg.global_norm(clipped)) == pytest.approx(6.5, rel=1e-6)
+
+
+def test_clip_by_global_norm_leaves_small_or_unclipped():
+    grads = [tf.constant([3.0, 4.0])]
+    for max_norm in (None, 10.0):
+        out, norm = clip_by_global_norm(grads, max_norm)
+        assert float(norm) == pytest.approx(5.0)
+        np.testing.assert_allclose(out[0].numpy(), [3.0, 4.0])
+
+
+# --------------------------------------------------------------------------- compiled functions
+
+
+def affine(x):
+    return x * 2.0 + 1.0
+
+
+def small_net(x, w):
+    h = tf.tanh(tf.matmul(x, w))
+    return tf.reduce_sum(h * h, axis=1), tf.reduce_max(h, axis=1)
+
+
+def test_compile_fn_traces_once():
+    fn = compile_fn(affine, [tf.TensorSpec([None, 3], tf.float32)])
+    assert fn.function.experimental_get_tracing_count() == 1
+    for i in range(5):
+        x = np.full((2, 3), float(i), np.float32)
+        np.testing.assert_allclose(fn(x).numpy(), 2.0 * i + 1.0)
+    fn(np.zeros((7, 3), np.float32))  # another batch size fits the [None, 3] signature
+    fn(tf.zeros([2, 3]))  # a tensor goes through as is
+    fn([[1, 2, 3]])  # a list is converted to the signature's dtype
+    assert fn.function.experimental_get_tracing_count() == 1
+
+
+def test_compile_fn_rejects_wrong_shape():
+    fn = compile_fn(affine, [tf.TensorSpec([None, 3], tf.float32)])
+    with pytest.raises((ValueError, TypeError, tf.errors.InvalidArgumentError)):
+        fn(np.zeros((2, 4), np.float32))
+    assert fn.function.experimental_get_tracing_count() == 1
+
+
+def test_compile_fn_jit_matches_plain():
+    sig = [tf.TensorSpec([None, 3], tf.float32), tf.TensorSpec([3, 2], tf.float32)]
+    x = np.array([[0.1, -0.2, 0.3], [1.0, 0.5, -0.5]], np.float32)
+    w = np.array([[0.2, -0.1], [0.4, 0.3], [-0.6, 0.7]], np.float32)
+    plain = compile_fn(small_net, sig, jit_compile=False)(x, w)
+    jit = compile_fn(small_net, sig, jit_compile=True)(x, w)
+    h = np.tanh(x.astype(np.float64) @ w.astype(np.float64))
+    for a, b, ref in zip(plain, jit, ((h * h).sum(axis=1), h.max(axis=1))):
+        np.testing.assert_allclose(a.numpy(), ref, rtol=1e-5)
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_tf_explained_variance():
+    y = _f32([1.0, 2.0, 3.0, 4.0])
+    assert float(explained_variance(_f32([1.0, 2.0, 3.0, 3.0]), y)) == pytest.approx(0.85)
+    assert float(explained_variance(y, y)) == pytest.approx(1.0)
+    const = _f32([2.0, 2.0, 2.0, 2.0])
+    assert math.isnan(float(explained_variance(y, const)))  # constant y: nan, not -inf
+    assert math.isnan(float(explained_variance(const, const)))
+
+
+# --------------------------------------------------------------------------- variable arrays
+
+
+def _variables():
+    return [tf.Variable(np.arange(2, dtype=np.float32)),
+            tf.Variable(np.ones((3, 3), np.float32)),
+            tf.Variable(np.float32(5.0))]
+
+
+def test_variables_round_trip():
+    src, dst = _variables(), _variables()
+    for v in src:
+        v.assign(v + 10.0)
+    arrays = variables_to_arrays(src, "policy")
+    assert sorted(arrays) == ["policy/0000", "policy/0001", "policy/0002"]
+    arrays["other/0000"] = np.zeros(4)  # another prefix is ignored
+    assign_from_arrays(dst, arrays, "policy")
+    for s, d in zip(src, dst):
+        np.testing.assert_array_equal(d.numpy(), s.numpy())
+
+
+def _assert_untouched(variables):
+    np.testing.assert_array_equal(variables[0].numpy(), [0.0, 1.0])
+    np.testing.assert_array_equal(variables[1].numpy(), np.ones((3, 3)))
+    assert float(variables[2].numpy()) == 5.0
+
+
+def test_assign_wrong_shape_leaves_variables_unchanged():
+    dst = _variables()
+    arrays = {"policy/0000": np.full(2, 7.0, np.float32),  # fits, would be assigned first
+              "policy/0001": np.zeros((3, 4), np.float32),  # wrong shape
+              "policy/0002": np.float32(9.0)}
+    with pytest.raises(RLBaseError) as info:
+        assign_from_arrays(dst, arrays, "policy", path="model.zip")
+    assert "policy/0001" in str(info.value) and "model.zip" in str(info.value)
+    assert "(3, 3)" in str(info.value)
+    _assert_untouched(dst)
+
+
+def test_assign_wrong_count_leaves_variables_unchanged():
+    dst = _variables()
+    arrays = {"policy/0000": np.full(2, 7.0, np.float32),
+              "policy/0001": np.zeros((3, 3), np.float32)}
+    with pytest.raises(RLBaseError, match="another network"):
+        assign_from_arrays(dst, arrays, "policy")
+    _assert_untouched(dst)
+
+
+# --------------------------------------------------------------------------- misc_util
+
+
+def test_explained_variance_numpy():
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    # Var[y - ypred] = Var[0,0,0,1] = 0.1875, Var[y] = 1.25 -> 1 - 0.15
+    assert misc_util.explained_variance(np.array([1.0, 2.0, 3.0, 3.0]), y) == pytest.approx(0.85)
+    assert misc_util.explained_variance(y, y) == 1.0
+    assert misc_util.explained_variance(np.full(4, 2.5), y) == pytest.approx(0.0)
+    # predicting -y: Var[2y] = 4 Var[y] -> -3
+    assert misc_util.explained_variance(-y, y) == pytest.approx(-3.0)
+    assert math.isnan(misc_util.explained_variance(y, np.full(4, 3.0)))
+    assert isinstance(misc_util.explained_variance(y, y), float)
+
+
+def test_safemean():
+    assert math.isnan(misc_util.safemean([]))
+    assert math.isnan(misc_util.safemean(deque(maxlen=10)))
+    assert misc_util.safemean([1, 2, 3, 6]) == 3.0
+    assert misc_util.safemean(x for x in (2.0, 4.0)) == 3.0
+    assert isinstance(misc_util.safemean(deque([1, 2], maxlen=5)), float)
+
+
+def _draws():
+    return (random.random(), float(np.random.rand()), float(tf.random.uniform([])))
+
+
+def test_set_global_seeds_repeats_draws():
+    misc_util.set_global_seeds(123)
+    first = _draws()
+    misc_util.set_global_seeds(123)
+    assert _draws() == first
+    misc_util.set_global_seeds(124)
+    assert _draws() != first
+    misc_util.set_global_seeds(None)  # allowed: leaves generators as they are
+
+
+def test_env_seed():
+    assert misc_util.env_seed(None, 3) is None
+    assert misc_util.env_seed(5, 0) == 5
+    assert misc_util.env_seed(5, 2) == 7
+    seeds = {misc_util.env_seed(5, i, r) for i in range(16) for r in range(4)}
+    assert len(seeds) == 64
