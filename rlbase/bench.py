@@ -88,6 +88,7 @@ def run_peer(peer_python: str, anchors: str, alg: str, env_id: str, num_timestep
 
 def main(argv: list[str] | None = None) -> None:
     from rlbase.common.cmd_util import parse_unknown_args
+    from rlbase.common.misc_util import import_tensorflow_quietly
 
     parser = argparse.ArgumentParser(prog="python -m rlbase.bench")
     parser.add_argument("command", choices=["run", "compare"])
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--anchors", default=os.path.join("..", "shared", "anchors"))
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args, unknown = parser.parse_known_args(argv)
+    import_tensorflow_quietly()
     extra = parse_unknown_args(unknown)
     steps = int(args.num_timesteps)
     for seed in range(args.seed, args.seed + args.seeds):

@@ -130,10 +130,12 @@ def play(model: Any, env_id: str, episodes: int, seed: int | None) -> list[float
 
 def main(argv: list[str] | None = None) -> Any:
     from rlbase.common.cmd_util import common_arg_parser, parse_unknown_args
+    from rlbase.common.misc_util import import_tensorflow_quietly
 
     args, unknown = common_arg_parser().parse_known_args(argv)
     extra = parse_unknown_args(unknown)
     total = parse_num_timesteps(args.num_timesteps)
+    import_tensorflow_quietly()
     learn = get_learn_function(args.alg)
 
     from rlbase.common import logger

@@ -17,6 +17,7 @@ from rlbase.common.distributions import (
 from rlbase.common.errors import RLBaseError
 
 NDRAWS = 20000
+SEED = tf.constant([7, 0], tf.int64)
 # 20000 draws: the standard error of a frequency is at most 0.0036, so 0.015 is > 4 sigma and a
 # wrong distribution (off by a few percent or more) fails.
 FREQ_TOL = 0.015
@@ -83,7 +84,7 @@ def test_categorical_mode_and_start_offset():
 def test_categorical_sample_frequencies():
     row = [1.0, 2.0, 3.0]
     pd = Categorical(const([row] * NDRAWS), start=2, dtype=tf.int32)
-    draws = pd.sample().numpy()
+    draws = pd.sample(SEED).numpy()
     assert draws.shape == (NDRAWS,)
     assert draws.dtype == np.int32
     assert set(np.unique(draws)) <= {2, 3, 4}
@@ -118,7 +119,7 @@ def test_multicategorical_is_sum_of_parts():
 def test_multicategorical_sample_frequencies():
     a_logits, b_logits = [0.0, 1.0, -1.0], [2.0, 0.0]
     pd = MultiCategorical(const([a_logits + b_logits] * NDRAWS), np.array([3, 2]))
-    draws = pd.sample().numpy()
+    draws = pd.sample(SEED).numpy()
     assert draws.shape == (NDRAWS, 2)
     np.testing.assert_allclose(np.bincount(draws[:, 0], minlength=3) / NDRAWS,
                                softmax(a_logits), atol=FREQ_TOL)
@@ -159,7 +160,7 @@ def test_bernoulli_mode_and_samples():
     assert mode.dtype == np.int8
     np.testing.assert_array_equal(mode, [[0, 1, 0]])
 
-    draws = Bernoulli(const([logits] * NDRAWS)).sample().numpy()
+    draws = Bernoulli(const([logits] * NDRAWS)).sample(SEED).numpy()
     assert draws.shape == (NDRAWS, 3)
     assert set(np.unique(draws)) <= {0, 1}
     np.testing.assert_allclose(draws.mean(axis=0), [sigmoid(v) for v in logits], atol=FREQ_TOL)
@@ -197,7 +198,7 @@ def test_gaussian_closed_forms():
 def test_gaussian_sample_moments():
     mean, logstd = [0.5, -1.0], [0.0, math.log(2.0)]
     pd = DiagGaussian(const([mean] * NDRAWS), const([logstd] * NDRAWS))
-    draws = pd.sample().numpy()
+    draws = pd.sample(SEED).numpy()
     assert draws.shape == (NDRAWS, 2)
     # standard error of the mean is std / sqrt(N) <= 0.0142; of the std about std / sqrt(2N)
     np.testing.assert_allclose(draws.mean(axis=0), mean, atol=0.06)
@@ -225,10 +226,10 @@ def test_head_sizes_and_dtypes(space, size, dtype, shape):
     assert head.action_dtype == np.dtype(dtype)
     assert head.action_shape == shape
     pd = head.distribution(params)
-    for actions in (pd.sample().numpy(), pd.mode().numpy()):
+    for actions in (pd.sample(SEED).numpy(), pd.mode().numpy()):
         assert actions.shape == (6, *shape)
         assert actions.dtype == np.dtype(dtype)
-    nlp = pd.neglogp(pd.sample()).numpy()
+    nlp = pd.neglogp(pd.sample(SEED)).numpy()
     assert nlp.shape == (6,)
     assert np.all(np.isfinite(nlp))
     assert pd.entropy().numpy().shape == (6,)
@@ -252,7 +253,7 @@ def test_head_discrete_start_offset():
     head = DistributionHead(space)
     params = head(tf.random.normal([4000, 8]))
     pd = head.distribution(params)
-    draws = pd.sample().numpy()
+    draws = pd.sample(SEED).numpy()
     # small init scale: nearly uniform logits, so every action shows up
     assert set(np.unique(draws)) == {3, 4, 5, 6}
     assert all(space.contains(a) for a in draws[:50])

@@ -20,11 +20,24 @@ from rlbase.common.errors import RLBaseError
 LOG_2PI = math.log(2.0 * math.pi)
 
 
+def gumbel_noise(shape: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+    u = tf.random.stateless_uniform(shape, seed, minval=1e-20, maxval=1.0)
+    return -tf.math.log(-tf.math.log(u))
+
+
+def gumbel_argmax(logits: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+    """A categorical draw as argmax(logits + Gumbel noise): one fused op chain that XLA
+    compiles (tf.random.stateless_categorical has no XLA kernel on CPU)."""
+    return tf.argmax(logits + gumbel_noise(tf.shape(logits), seed), axis=-1)
+
+
 class Distribution:
     def mode(self) -> tf.Tensor:
         raise NotImplementedError
 
-    def sample(self) -> tf.Tensor:
+    def sample(self, seed: tf.Tensor) -> tf.Tensor:
+        """A random draw; ``seed`` is a ``[2]`` int tensor (stateless sampling, so runs are
+        reproducible under XLA, which ignores the seeds of stateful random ops)."""
         raise NotImplementedError
 
     def neglogp(self, x: tf.Tensor) -> tf.Tensor:
@@ -48,10 +61,8 @@ class Categorical(Distribution):
     def mode(self) -> tf.Tensor:
         return tf.cast(tf.argmax(self.logits, axis=-1) + self.start, self.dtype)
 
-    def sample(self) -> tf.Tensor:
-        flat = tf.reshape(self.logits, [-1, tf.shape(self.logits)[-1]])
-        draws = tf.random.categorical(flat, 1, dtype=tf.int64)
-        return tf.cast(tf.reshape(draws, tf.shape(self.logits)[:-1]) + self.start, self.dtype)
+    def sample(self, seed: tf.Tensor) -> tf.Tensor:
+        return tf.cast(gumbel_argmax(self.logits, seed) + self.start, self.dtype)
 
     def log_probs(self) -> tf.Tensor:
         return tf.nn.log_softmax(self.logits)
@@ -76,14 +87,19 @@ class MultiCategorical(Distribution):
     """Independent categoricals, one per entry of ``nvec``; logits concatenated."""
 
     def __init__(self, logits: tf.Tensor, nvec: np.ndarray, dtype: tf.DType = tf.int64):
-        self.parts = [Categorical(lg, 0, dtype) for lg in tf.split(logits, list(nvec), axis=-1)]
+        self.logits = logits
+        self.nvec = [int(n) for n in nvec]
+        self.parts = [Categorical(lg, 0, dtype) for lg in tf.split(logits, self.nvec, axis=-1)]
         self.dtype = dtype
 
     def mode(self) -> tf.Tensor:
         return tf.stack([p.mode() for p in self.parts], axis=-1)
 
-    def sample(self) -> tf.Tensor:
-        return tf.stack([p.sample() for p in self.parts], axis=-1)
+    def sample(self, seed: tf.Tensor) -> tf.Tensor:
+        # One uniform draw for all parts, split like the logits.
+        noise = gumbel_noise(tf.shape(self.logits), seed)
+        noisy = tf.split(self.logits + noise, self.nvec, axis=-1)
+        return tf.stack([tf.cast(tf.argmax(n, axis=-1), self.dtype) for n in noisy], axis=-1)
 
     def neglogp(self, x: tf.Tensor) -> tf.Tensor:
         xs = tf.unstack(x, num=len(self.parts), axis=-1)
@@ -107,8 +123,8 @@ class Bernoulli(Distribution):
     def mode(self) -> tf.Tensor:
         return tf.cast(self.logits > 0, self.dtype)
 
-    def sample(self) -> tf.Tensor:
-        u = tf.random.uniform(tf.shape(self.probs))
+    def sample(self, seed: tf.Tensor) -> tf.Tensor:
+        u = tf.random.stateless_uniform(tf.shape(self.probs), seed)
         return tf.cast(u < self.probs, self.dtype)
 
     def neglogp(self, x: tf.Tensor) -> tf.Tensor:
@@ -136,8 +152,8 @@ class DiagGaussian(Distribution):
     def mode(self) -> tf.Tensor:
         return self.mean
 
-    def sample(self) -> tf.Tensor:
-        return self.mean + self.std * tf.random.normal(tf.shape(self.mean))
+    def sample(self, seed: tf.Tensor) -> tf.Tensor:
+        return self.mean + self.std * tf.random.stateless_normal(tf.shape(self.mean), seed)
 
     def neglogp(self, x: tf.Tensor) -> tf.Tensor:
         z = (x - self.mean) / self.std

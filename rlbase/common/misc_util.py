@@ -24,10 +24,15 @@ def set_global_seeds(seed: int | None, deterministic_ops: bool = False) -> None:
         return
     from rlbase.common.mpi_util import mpi_rank
 
-    seed = int(seed) + 1000 * mpi_rank()
+    import keras
+
+    seed = (int(seed) + 1000 * mpi_rank()) % 2**31
     os.environ["PYTHONHASHSEED"] = str(seed)
+    # Also resets Keras' global seed generator, which weight initializers draw from: without
+    # it a second seeded run in the same process starts from other weights.
+    keras.utils.set_random_seed(seed)
     random.seed(seed)
-    np.random.seed(seed % 2**32)
+    np.random.seed(seed)
     tf.random.set_seed(seed)
 
 
@@ -58,3 +63,27 @@ def safemean(xs: Iterable[float]) -> float:
     """Mean of xs, nan when empty (so logging an empty window is not an error)."""
     xs = list(xs)
     return float(np.mean(xs)) if xs else float("nan")
+
+
+def import_tensorflow_quietly() -> None:
+    """Import TensorFlow and Keras with stderr silenced at the file-descriptor level.
+
+    TF 2.21 prints absl/oneDNN start-up lines from C++ that TF_CPP_MIN_LOG_LEVEL does not
+    silence; the CLI keeps its output to what the user asked for. Python errors still raise.
+    Set RLBASE_TF_VERBOSE=1 to see TF's start-up messages.
+    """
+    import sys
+
+    if "tensorflow" in sys.modules or os.environ.get("RLBASE_TF_VERBOSE"):
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)

@@ -86,6 +86,10 @@ class ActorCriticPolicy(keras.Model):
                 raise RLBaseError(f"a Q head needs a Discrete action space, got {ac_space}")
             self.q_head = layers.Dense(int(ac_space.n), kernel_initializer=ortho(1.0))
         self.state_size = int(getattr(self.torso, "state_size", 0))
+        # Sampling seeds: a counter advanced on every draw, started from numpy's global RNG
+        # (seeded by set_global_seeds), so seeded runs repeat exactly.
+        self.sample_seed = tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64,
+                                       trainable=False, name="sample_seed")
         # Create every weight now, eagerly, so compiled calls never create variables.
         dummy = np.stack([ob_space.sample()] * 2)
         self.forward(tf.constant(dummy), tf.constant(self.initial_state(2)),
@@ -122,8 +126,12 @@ class ActorCriticPolicy(keras.Model):
         """Act: (actions, values, new state, neglogp of the actions)."""
         params, values, new_state, _ = self.forward(obs, state, starts)
         pd = self.distribution(params)
-        actions = pd.mode() if deterministic else pd.sample()
+        actions = pd.mode() if deterministic else pd.sample(self.next_seed())
         return actions, values, new_state, pd.neglogp(actions)
+
+    def next_seed(self) -> tf.Tensor:
+        """A fresh ``[2]`` seed for one stateless random draw."""
+        return self.sample_seed.assign_add(tf.constant([0, 1], tf.int64))
 
     def value(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor) -> tf.Tensor:
         return self.forward(obs, state, starts)[1]

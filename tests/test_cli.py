@@ -1,0 +1,81 @@
+"""The command line, run as a user would: a subprocess, its exit code and its output."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def run_cli(*args, timeout=300):
+    proc = subprocess.run([sys.executable, "-m", "rlbase.run", *args], capture_output=True,
+                          text=True, timeout=timeout, env=ENV)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def assert_one_line_error(code, err, *fragments):
+    assert code == 2, err
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("rlbase: error:"), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (["--alg=nope"], ["unknown algorithm 'nope'", "a2c"]),
+    (["--env=CartPole-v9"], ["unknown env id 'CartPole-v9'", "CartPole-v1"]),
+    (["--network=nope"], ["unknown network 'nope'", "mlp", "lstm"]),
+    (["--not_a_param=3"], ["--not_a_param", "ent_coef"]),
+    (["--num_layers=2", "--bogus=1"], ["--bogus"]),
+    (["--num_timesteps=abc"], ["--num_timesteps", "'abc'"]),
+    (["--num_timesteps=-5"], ["--num_timesteps", "'-5'"]),
+    (["--num_env=0"], ["--num_env", "0"]),
+    (["--load_path=/nonexistent/model.zip"], ["not found", "/nonexistent/model.zip"]),
+    (["--lrschedule=sideways"], ["sideways", "linear"]),
+])
+def test_bad_input_is_one_line_and_exit_2(args, fragments):
+    code, _, err = run_cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=100", *args)
+    assert_one_line_error(code, err, *fragments)
+
+
+def test_corrupt_model_file(tmp_path):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"this is not a model file")
+    code, _, err = run_cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=100",
+                           f"--load_path={bad}")
+    assert_one_line_error(code, err, str(bad))
+
+
+def test_train_save_load_play_and_failed_run_keeps_the_saved_model(tmp_path):
+    path = tmp_path / "cartpole.zip"
+    code, out, err = run_cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=400",
+                             "--seed=0", f"--save_path={path}", f"--log_path={tmp_path / 'log'}",
+                             "--play", "--play_episodes=2", "--num_layers=1")
+    assert code == 0, err
+    assert path.is_file() and "episode 2: return" in out
+    assert (tmp_path / "log" / "progress.csv").is_file()
+    assert (tmp_path / "log" / "0.monitor.csv").is_file()
+    saved = path.read_bytes()
+
+    # Continuing from the saved model works...
+    code, out, err = run_cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=200",
+                             f"--load_path={path}", "--num_layers=1")
+    assert code == 0, err
+
+    # ...a model saved for other spaces is refused, and the file saved earlier is untouched.
+    code, _, err = run_cli("--alg=a2c", "--env=Acrobot-v1", "--num_timesteps=200",
+                           f"--load_path={path}", f"--save_path={path}", "--num_layers=1")
+    assert_one_line_error(code, err, "observation space")
+    assert path.read_bytes() == saved
+
+
+def test_help_lists_the_flags():
+    code, out, _ = run_cli("--help")
+    assert code == 0
+    for flag in ("--alg", "--env", "--env_type", "--seed", "--num_timesteps", "--network",
+                 "--num_env", "--reward_scale", "--save_path", "--load_path",
+                 "--save_video_interval", "--save_video_length", "--log_path", "--play"):
+        assert flag in out
