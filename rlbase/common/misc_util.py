@@ -22,9 +22,9 @@ def set_global_seeds(seed: int | None, deterministic_ops: bool = False) -> None:
         tf.config.experimental.enable_op_determinism()
     if seed is None:
         return
-    from rlbase.common.mpi_util import mpi_rank
-
     import keras
+
+    from rlbase.common.mpi_util import mpi_rank
 
     seed = (int(seed) + 1000 * mpi_rank()) % 2**31
     os.environ["PYTHONHASHSEED"] = str(seed)
