@@ -11,6 +11,7 @@ import tensorflow as tf
 from rlbase.a2c.runner import Rollout, Runner
 from rlbase.common import logger
 from rlbase.common.cmd_util import as_vec_env
+from rlbase.common.compiled_policy import CompiledPolicy
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.misc_util import safemean, set_global_seeds
 from rlbase.common.model_io import load_model, save_model
@@ -34,9 +35,11 @@ STAT_NAMES = ("policy_loss", "value_loss", "policy_entropy", "explained_variance
 class Model:
     """The A2C learner: a policy, its RMSProp optimizer, and two compiled calls.
 
-    ``step`` acts (one call per vectorized env step). ``train`` is one call per rollout: it
-    computes the bootstrapped n-step returns, applies one gradient step, and already acts on the
-    next observation with the updated weights, which saves the next rollout's first call.
+    ``act`` runs once per vectorized env step: in numpy for MLP policies (see
+    common.numpy_actor), else as one compiled TF call. ``train`` is one compiled call per
+    rollout: it computes the bootstrapped n-step returns, applies one gradient step, and (on the
+    TF act path) already acts on the next observation with the updated weights, which saves the
+    next rollout's first call.
     """
 
     def __init__(self, policy: ActorCriticPolicy, nenvs: int, nsteps: int, ent_coef: float,
@@ -57,17 +60,14 @@ class Model:
         self.optimizer = RMSprop(7e-4, alpha, epsilon, **opt_kwargs)
         self.optimizer.build(policy.trainable_variables)
         self.initial_state = policy.initial_state
+        self.calls = CompiledPolicy(policy)
+        self.step, self.value = self.calls.step, self.calls.value
 
         ob, ac = policy.ob_space, policy.ac_space
         nbatch = nenvs * nsteps
         obs_spec = lambda n: spec_like([n, *ob.shape], ob.dtype)  # noqa: E731
         state_spec = lambda n: spec_like([n, policy.state_size], np.float32)  # noqa: E731
         vec_spec = lambda n: spec_like([n], np.float32)  # noqa: E731
-        act_sig = [obs_spec(None), state_spec(None), vec_spec(None)]
-        self._step = compile_fn(lambda o, s, m: policy.step(o, s, m), act_sig, jit_compile)
-        self._step_det = None
-        self._value = compile_fn(policy.value, act_sig, jit_compile)
-        self._jit = jit_compile
         self._train = compile_fn(self._train_graph, [
             obs_spec(nbatch), spec_like([nbatch, *ac.shape], ac.dtype),
             spec_like([nenvs, nsteps], np.float32), spec_like([nenvs, nsteps], np.float32),
@@ -93,46 +93,28 @@ class Model:
         self.optimizer.apply_gradients(zip(grads, variables))
         stats = tf.stack([policy_loss, value_loss, entropy,
                           explained_variance(values, returns), grad_norm])
+        if self.calls.actor is not None:
+            return (stats, *self.calls.actor_weights())
         return (stats, *policy.step(last_obs, last_state, last_starts))
 
     def train(self, rollout: Rollout, lr: float) -> tuple[dict[str, float], tuple]:
-        """One gradient step on a rollout; returns the statistics and the policy's outputs
-        (actions, values, state, neglogp) for ``rollout.last_obs`` under the new weights."""
-        stats, *next_step = self._train(
+        """One gradient step on a rollout; returns the statistics and, on the TF act path, the
+        policy's outputs (actions, values, state, neglogp) for ``rollout.last_obs`` under the
+        new weights (None when acting in numpy: the mirror is refreshed instead)."""
+        stats, *outputs = self._train(
             rollout.obs, rollout.actions, rollout.rewards, rollout.dones, rollout.starts,
             rollout.state, rollout.last_obs, rollout.last_state, rollout.last_starts,
             np.float32(lr))
-        values = stats.numpy()
-        return dict(zip(STAT_NAMES, values.tolist())), tuple(t.numpy() for t in next_step)
+        values = dict(zip(STAT_NAMES, stats.numpy().tolist()))
+        if self.calls.actor is not None:
+            self.calls.sync(outputs)
+            return values, None
+        return values, tuple(t.numpy() for t in outputs)
 
-    def step(self, obs: np.ndarray, state: np.ndarray | None = None,
-             mask: np.ndarray | None = None, deterministic: bool = False
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Actions, values, next recurrent state and neglogp for a batch of observations.
-
-        mask: 1 where an episode starts (resets the recurrent state); state: None for the
-        initial state.
-        """
-        obs = np.asarray(obs)
-        n = obs.shape[0]
-        state = self.initial_state(n) if state is None else state
-        mask = np.zeros(n, np.float32) if mask is None else np.asarray(mask, np.float32)
-        fn = self._step
-        if deterministic:
-            if self._step_det is None:
-                policy = self.policy
-                self._step_det = compile_fn(lambda o, s, m: policy.step(o, s, m, True),
-                                            self._step.signature, self._jit)
-            fn = self._step_det
-        return tuple(t.numpy() for t in fn(obs, state, mask))
-
-    def value(self, obs: np.ndarray, state: np.ndarray | None = None,
-              mask: np.ndarray | None = None) -> np.ndarray:
-        obs = np.asarray(obs)
-        n = obs.shape[0]
-        state = self.initial_state(n) if state is None else state
-        mask = np.zeros(n, np.float32) if mask is None else np.asarray(mask, np.float32)
-        return self._value(obs, state, mask).numpy()
+    def act(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Sample actions for the rollout: (actions, next recurrent state)."""
+        return self.calls.act(obs, state, mask)
 
     def _groups(self) -> dict[str, list[tf.Variable]]:
         return {"policy": self.policy.weights, "optimizer": self.optimizer.variables}
@@ -148,6 +130,7 @@ class Model:
         p = self.policy
         metadata, _ = load_model(path, ALGORITHM, self._groups(), p.ob_space, p.ac_space)
         self.num_timesteps = int(metadata.get("num_timesteps", 0))
+        self.calls.sync()
 
 
 def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, nsteps: int = 5,
@@ -156,7 +139,7 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
           lrschedule: str = "linear", epsilon: float = 1e-5, alpha: float = 0.99,
           gamma: float = 0.99, log_interval: int = 100, load_path: str | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          **network_kwargs: Any) -> Model:
+          jit_compile: bool | None = None, **network_kwargs: Any) -> Model:
     """Train a policy with A2C and return the :class:`Model`.
 
     network: a registered network name (mlp, cnn, lstm, ...) or a builder callable.
@@ -176,11 +159,14 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     log_interval: log every this many updates.
     load_path: start from this saved model.
     callback: called after every update as ``callback(model, info)``; returning False stops.
+    jit_compile: compile the update with XLA: ~1 ms faster per update, ~1.5 s to compile.
+        None (auto): on for runs of at least 1500 updates, where the compile time is repaid.
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
         ``value_network='copy'`` gives the value head its own torso.
     """
     hyperparameters = {k: v for k, v in locals().items()
-                       if k not in ("env", "callback", "network_kwargs", "load_path")}
+                       if k not in ("env", "callback", "network_kwargs", "load_path",
+                                    "jit_compile")}
     if nsteps < 1:
         raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
     set_global_seeds(seed)
@@ -190,13 +176,14 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     value_network = network_kwargs.pop("value_network", None)
     policy = build_policy(env.observation_space, env.action_space, network, value_network,
                           **network_kwargs)
+    nbatch = env.num_envs * nsteps
+    nupdates = max(1, int(total_timesteps) // nbatch)
+    jit = nupdates >= 1500 if jit_compile is None else jit_compile
     model = Model(policy, env.num_envs, nsteps, ent_coef, vf_coef, max_grad_norm, alpha,
-                  epsilon, gamma, hyperparameters)
+                  epsilon, gamma, hyperparameters, jit_compile=jit)
     if load_path is not None:
         model.load(load_path)
     runner = Runner(env, model, nsteps=nsteps, gamma=gamma)
-    nbatch = env.num_envs * nsteps
-    nupdates = max(1, int(total_timesteps) // nbatch)
     tstart = time.perf_counter()
     for update in range(1, nupdates + 1):
         rollout = runner.run()

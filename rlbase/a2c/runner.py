@@ -49,8 +49,7 @@ class Runner(AbstractEnvRunner):
                 actions, _, states, _ = self.pending
                 self.pending = None
             else:
-                actions, _, states, _ = self.model.step(self.obs, self.states,
-                                                        self.episode_starts)
+                actions, states = self.model.act(self.obs, self.states, self.episode_starts)
             mb_obs[t] = self.obs
             mb_actions[t] = actions
             mb_starts[t] = self.episode_starts

@@ -94,6 +94,7 @@ class MLP(keras.layers.Layer):
         self.norms = [layers.LayerNormalization() for _ in range(num_layers)] if layer_norm \
             else []
         self.act = _activation(activation)
+        self.activation_name = activation if isinstance(activation, str) else None
         self.recurrent = False
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
