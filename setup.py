@@ -6,7 +6,7 @@ extras = {
     "atari": ["ale-py>=0.9", "opencv-python-headless"],
     "mpi": ["mpi4py>=3.1", "mpich"],
     "plot": ["matplotlib", "pandas"],
-    "test": ["pytest>=7", "pytest-timeout", "ruff", "matplotlib", "pandas",
+    "test": ["pytest>=7", "ruff", "matplotlib", "pandas",
              "gymnasium[classic-control]>=1.0"],
 }
 extras["all"] = sorted({dep for deps in extras.values() for dep in deps})

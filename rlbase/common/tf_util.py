@@ -95,8 +95,10 @@ class CompiledFunction:
 
     def __init__(self, fn: Callable[..., Any], signature: Sequence[tf.TensorSpec],
                  jit_compile: bool = False):
+        # No AutoGraph: our graph code uses TF ops for control flow (tf.scan, tf.where), and
+        # converting the Python source was ~80% of the tracing time.
         self.function = tf.function(fn, input_signature=list(signature),
-                                    jit_compile=jit_compile)
+                                    jit_compile=jit_compile, autograph=False)
         self.concrete = self.function.get_concrete_function()
         self.signature = list(signature)
         self._dtypes = [spec.dtype for spec in signature]
