@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rlbase.a2c.a2c import Model, learn
-from rlbase.a2c.runner import Runner
+from rlbase.common.rollout import RolloutRunner
 from rlbase.common import identity_env as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
@@ -93,7 +93,7 @@ def test_runner_bootstraps_on_truncation_only():
     policy.value_head.set_weights([np.ones((1, 1), np.float32), np.zeros(1, np.float32)])
     model = Model(policy, nenvs=2, nsteps=4, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
                   alpha=0.99, epsilon=1e-5, gamma=0.9)
-    rollout = Runner(env, model, nsteps=4, gamma=0.9).run()
+    rollout = RolloutRunner(env, model, nsteps=4, gamma=0.9).run()
     # V(obs) = obs. Env 1 is cut at step 3 in state 0.3: its reward becomes 1 + 0.9 * 0.3,
     # from the final observation, not from the reset one (0). Env 0 terminated: no bootstrap.
     np.testing.assert_allclose(rollout.rewards[0], [1, 1, 1, 1])
@@ -120,7 +120,7 @@ def test_every_variable_trains_and_no_retracing(env_id, network, kwargs, numpy_a
     variables = model.policy.trainable_variables
     assert variables, "the policy has no trainable variables"
     before = [v.numpy().copy() for v in variables]
-    runner = Runner(env, model, nsteps=5)
+    runner = RolloutRunner(env, model, nsteps=5)
     stats, runner.pending = model.train(runner.run(), 7e-4)  # one update
     unchanged = [v.path for v, b in zip(variables, before) if np.array_equal(v.numpy(), b)]
     assert not unchanged, f"variables that never train: {unchanged}"
@@ -144,7 +144,7 @@ def test_jit_and_graph_updates_agree():
         for v in policy.trainable_variables:
             v.assign(np.full(v.shape, 0.05, np.float32))
         model = Model(policy, 2, 5, 0.01, 0.5, 0.5, 0.99, 1e-5, 0.99, jit_compile=jit)
-        rollout = Runner(env, model, nsteps=5).run()
+        rollout = RolloutRunner(env, model, nsteps=5).run()
         losses.append([model.train(rollout, 7e-4)[0] for _ in range(3)])
     for a, b in zip(*losses):
         for key in ("policy_loss", "value_loss", "policy_entropy"):

@@ -8,23 +8,20 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
-from rlbase.a2c.runner import Rollout, Runner
 from rlbase.common import logger
 from rlbase.common.cmd_util import as_vec_env
-from rlbase.common.compiled_policy import CompiledPolicy
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.misc_util import safemean, set_global_seeds
-from rlbase.common.model_io import load_model, save_model
+from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import ActorCriticPolicy, build_policy, is_image_space
+from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn, named_schedule
 from rlbase.common.tf_util import (
     RMSprop,
     clip_by_global_norm,
-    compile_fn,
     configure_threads,
     discounted_returns,
     explained_variance,
-    spec_like,
 )
 from rlbase.common.vec_env import VecEnv
 
@@ -32,50 +29,33 @@ ALGORITHM = "a2c"
 STAT_NAMES = ("policy_loss", "value_loss", "policy_entropy", "explained_variance", "grad_norm")
 
 
-class Model:
-    """The A2C learner: a policy, its RMSProp optimizer, and two compiled calls.
+class Model(OnPolicyModel):
+    """The A2C learner: a policy, its RMSProp optimizer, and one compiled call per update.
 
-    ``act`` runs once per vectorized env step: in numpy for MLP policies (see
-    common.numpy_actor), else as one compiled TF call. ``train`` is one compiled call per
-    rollout: it computes the bootstrapped n-step returns, applies one gradient step, and (on the
-    TF act path) already acts on the next observation with the updated weights, which saves the
-    next rollout's first call.
+    Acting runs once per vectorized env step: in numpy for MLP policies (see
+    common.numpy_actor), else as one compiled TF call. The update computes the bootstrapped
+    n-step returns and applies one gradient step, all in one compiled call.
     """
+
+    algorithm = ALGORITHM
+    stat_names = STAT_NAMES
 
     def __init__(self, policy: ActorCriticPolicy, nenvs: int, nsteps: int, ent_coef: float,
                  vf_coef: float, max_grad_norm: float | None, alpha: float, epsilon: float,
                  gamma: float, hyperparameters: dict[str, Any] | None = None,
                  optimizer_kwargs: dict[str, Any] | None = None, jit_compile: bool = True):
-        self.policy = policy
-        self.nenvs, self.nsteps = nenvs, nsteps
         self.ent_coef, self.vf_coef, self.gamma = ent_coef, vf_coef, gamma
         self.max_grad_norm = max_grad_norm
-        self.hyperparameters = dict(hyperparameters or {})
-        self.num_timesteps = 0
         # Accumulator from zero and epsilon outside the root (the PyTorch form): measured on
         # CartPole it learns about 1.5x faster than TF1's form (accumulator from one, epsilon
         # inside), whose first few hundred updates are near zero.
         opt_kwargs = dict(initial_accumulator=0.0, epsilon_inside_sqrt=False)
         opt_kwargs.update(optimizer_kwargs or {})
-        self.optimizer = RMSprop(7e-4, alpha, epsilon, **opt_kwargs)
-        self.optimizer.build(policy.trainable_variables)
-        self.initial_state = policy.initial_state
-        self.calls = CompiledPolicy(policy)
-        self.step, self.value = self.calls.step, self.calls.value
+        optimizer = RMSprop(7e-4, alpha, epsilon, **opt_kwargs)
+        super().__init__(policy, optimizer, nenvs, nsteps, hyperparameters, jit_compile)
 
-        ob, ac = policy.ob_space, policy.ac_space
-        nbatch = nenvs * nsteps
-        obs_spec = lambda n: spec_like([n, *ob.shape], ob.dtype)  # noqa: E731
-        state_spec = lambda n: spec_like([n, policy.state_size], np.float32)  # noqa: E731
-        vec_spec = lambda n: spec_like([n], np.float32)  # noqa: E731
-        self._train = compile_fn(self._train_graph, [
-            obs_spec(nbatch), spec_like([nbatch, *ac.shape], ac.dtype),
-            spec_like([nenvs, nsteps], np.float32), spec_like([nenvs, nsteps], np.float32),
-            vec_spec(nbatch), state_spec(nenvs), obs_spec(nenvs), state_spec(nenvs),
-            vec_spec(nenvs), spec_like([], np.float32)], jit_compile)
-
-    def _train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
-                     last_starts, lr):
+    def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
+                    last_starts, lr):
         policy = self.policy
         last_values = policy.value(last_obs, last_state, last_starts)
         returns = tf.reshape(discounted_returns(rewards, dones, last_values, self.gamma), [-1])
@@ -93,44 +73,7 @@ class Model:
         self.optimizer.apply_gradients(zip(grads, variables))
         stats = tf.stack([policy_loss, value_loss, entropy,
                           explained_variance(values, returns), grad_norm])
-        if self.calls.actor is not None:
-            return (stats, *self.calls.actor_weights())
-        return (stats, *policy.step(last_obs, last_state, last_starts))
-
-    def train(self, rollout: Rollout, lr: float) -> tuple[dict[str, float], tuple]:
-        """One gradient step on a rollout; returns the statistics and, on the TF act path, the
-        policy's outputs (actions, values, state, neglogp) for ``rollout.last_obs`` under the
-        new weights (None when acting in numpy: the mirror is refreshed instead)."""
-        stats, *outputs = self._train(
-            rollout.obs, rollout.actions, rollout.rewards, rollout.dones, rollout.starts,
-            rollout.state, rollout.last_obs, rollout.last_state, rollout.last_starts,
-            np.float32(lr))
-        values = dict(zip(STAT_NAMES, stats.numpy().tolist()))
-        if self.calls.actor is not None:
-            self.calls.sync(outputs)
-            return values, None
-        return values, tuple(t.numpy() for t in outputs)
-
-    def act(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-        """Sample actions for the rollout: (actions, next recurrent state)."""
-        return self.calls.act(obs, state, mask)
-
-    def _groups(self) -> dict[str, list[tf.Variable]]:
-        return {"policy": self.policy.weights, "optimizer": self.optimizer.variables}
-
-    def save(self, path: str) -> None:
-        """Write weights, optimizer state and metadata to one file (atomically)."""
-        p = self.policy
-        save_model(path, ALGORITHM, self._groups(), p.ob_space, p.ac_space, p.network_name,
-                   p.network_kwargs, self.hyperparameters, self.num_timesteps)
-
-    def load(self, path: str) -> None:
-        """Load a file written by :meth:`save` for the same spaces and network."""
-        p = self.policy
-        metadata, _ = load_model(path, ALGORITHM, self._groups(), p.ob_space, p.ac_space)
-        self.num_timesteps = int(metadata.get("num_timesteps", 0))
-        self.calls.sync()
+        return (stats, *self.after_update(last_obs, last_state, last_starts))
 
 
 def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, nsteps: int = 5,
@@ -183,7 +126,7 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
                   epsilon, gamma, hyperparameters, jit_compile=jit)
     if load_path is not None:
         model.load(load_path)
-    runner = Runner(env, model, nsteps=nsteps, gamma=gamma)
+    runner = RolloutRunner(env, model, nsteps=nsteps, gamma=gamma)
     tstart = time.perf_counter()
     for update in range(1, nupdates + 1):
         rollout = runner.run()

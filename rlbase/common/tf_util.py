@@ -75,6 +75,28 @@ def discounted_returns(rewards: tf.Tensor, dones: tf.Tensor, last_values: tf.Ten
     return tf.transpose(returns_t)
 
 
+def gae_advantages(rewards: tf.Tensor, values: tf.Tensor, dones: tf.Tensor,
+                   last_values: tf.Tensor, gamma: float, lam: float) -> tf.Tensor:
+    """Generalized advantage estimates of ``[nenvs, nsteps]`` rollouts (Schulman et al. 2016).
+
+    ``dones[:, t]`` is 1 where the episode ended at step t; a truncated step's reward already
+    holds ``gamma * V(final observation)``, so both kinds of end stop the recursion there.
+    ``lam=1`` gives the n-step returns minus the values.
+    """
+    values_t = tf.transpose(values)
+    next_values_t = tf.concat([values_t[1:], last_values[None]], axis=0)
+    keep_t = 1.0 - tf.transpose(dones)
+    deltas_t = tf.transpose(rewards) + gamma * keep_t * next_values_t - values_t
+
+    def backward(next_adv: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
+        delta, keep = elems
+        return delta + gamma * lam * keep * next_adv
+
+    adv_t = tf.scan(backward, (deltas_t, keep_t), initializer=tf.zeros_like(last_values),
+                    reverse=True)
+    return tf.transpose(adv_t)
+
+
 def explained_variance(ypred: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
     """1 - Var[y - ypred] / Var[y] in-graph (nan when y is constant)."""
     var_y = tf.math.reduce_variance(y)

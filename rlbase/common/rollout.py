@@ -1,4 +1,10 @@
-"""A2C's rollout collector: ``nsteps`` steps of every env, stored env-major."""
+"""The on-policy rollout collector shared by A2C and PPO: ``nsteps`` steps of every env,
+stored env-major (row ``env * nsteps + t``).
+
+It records only what the policy cannot recompute: observations, actions, rewards, episode ends
+and recurrent state. Values and log-probabilities of the behaviour policy are recomputed inside
+the training call, where the weights are still those that acted, so acting needs no value
+head (and can run in numpy)."""
 
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ class Rollout:
     last_starts: np.ndarray
 
 
-class Runner(AbstractEnvRunner):
+class RolloutRunner(AbstractEnvRunner):
     """Steps the envs with the current policy.
 
     ``pending`` holds the policy's outputs for the current observations when the last

@@ -1,0 +1,310 @@
+"""Replay buffers for off-policy learners: uniform, frame-deduplicating, and prioritized.
+
+Every buffer takes one vectorized env step at a time (``num_envs`` transitions) and hands out
+transitions by flat index. Observations keep their own dtype (uint8 frames stay uint8).
+``terminated`` is what the learner's target cuts on; a truncated transition is stored with the
+true final observation as ``next_obs`` so its value is bootstrapped.
+
+* :class:`ReplayBuffer`: stores ``obs`` and ``next_obs`` for every transition. Simple; fine for
+  small observations.
+* :class:`FrameStackReplayBuffer`: for stacked frames (Atari, ``VecFrameStack``) it stores each
+  env's newest frame once per step and rebuilds both stacks when sampled, so a buffer of 1e6
+  84x84 transitions takes about 7 GB instead of 56 GB.
+* :class:`PrioritizedReplayBuffer`: proportional prioritized replay (Schaul et al., 2016) on
+  segment trees, over either storage.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from rlbase.common.errors import RLBaseError
+from rlbase.common.segment_tree import MinSegmentTree, SumSegmentTree
+
+
+class Batch(NamedTuple):
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray      # float32
+    next_obs: np.ndarray
+    dones: np.ndarray        # float32: 1 where the episode terminated (no bootstrap)
+
+
+def _check_size(size: int) -> int:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise RLBaseError(f"replay buffer size must be a positive integer, got {size!r}")
+    return int(size)
+
+
+class ReplayBuffer:
+    """A ring of ``size`` transitions holding both observations of each.
+
+    size: transitions kept (the oldest are overwritten).
+    ob_shape / ob_dtype: one observation's shape and dtype.
+    ac_shape / ac_dtype: one action's shape and dtype.
+    """
+
+    def __init__(self, size: int, ob_shape: tuple, ob_dtype: np.dtype, ac_shape: tuple = (),
+                 ac_dtype: np.dtype = np.int64):
+        self.capacity = _check_size(size)
+        self.obs = np.zeros((self.capacity, *ob_shape), dtype=ob_dtype)
+        self.next_obs = np.zeros_like(self.obs)
+        self.actions = np.zeros((self.capacity, *ac_shape), dtype=ac_dtype)
+        self.rewards = np.zeros(self.capacity, dtype=np.float32)
+        self.dones = np.zeros(self.capacity, dtype=np.float32)
+        self.pos = 0
+        self.size = 0
+
+    def __len__(self) -> int:
+        """The number of transitions that can be sampled."""
+        return self.size
+
+    def add(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+            next_obs: np.ndarray, terminated: np.ndarray, truncated: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Store one vectorized step (``num_envs`` transitions; ``next_obs`` holds the final
+        observation where an episode ended). Returns the flat indices that became sampleable
+        and those that stopped being sampleable (always none here: a slot is rewritten)."""
+        n = len(rewards)
+        idx = (self.pos + np.arange(n)) % self.capacity
+        self.obs[idx] = obs
+        self.next_obs[idx] = next_obs
+        self.actions[idx] = actions
+        self.rewards[idx] = rewards
+        self.dones[idx] = terminated
+        self.pos = int((self.pos + n) % self.capacity)
+        self.size = min(self.size + n, self.capacity)
+        return idx, idx[:0]
+
+    def sample_indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` indices drawn uniformly (with replacement) from the sampleable ones."""
+        if self.size == 0:
+            raise RLBaseError("cannot sample from an empty replay buffer")
+        return rng.integers(0, self.size, size=n)
+
+    def get(self, idx: np.ndarray) -> Batch:
+        return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
+                     self.dones[idx])
+
+
+class FrameStackReplayBuffer:
+    """A ring of transitions of stacked-frame observations that stores every frame once.
+
+    Rows are vector steps, columns envs: ``flat index = row * num_envs + env``. A row holds
+    each env's newest frame, action, reward and flags. An observation's stack is rebuilt from
+    the newest frames of the rows before it; where an episode started inside that window the
+    start observation's older frames (zeros with VecFrameStack, copies with gymnasium's
+    FrameStackObservation) come from a small per-episode store, and a truncated episode's true
+    final frame is kept aside too. The newest row and the ``nstack - 1`` oldest rows (whose
+    stacks reach into rows already overwritten) are not sampled.
+
+    size: transitions kept (rounded up to a multiple of num_envs).
+    num_envs: envs per vectorized step.
+    ob_shape / ob_dtype: the stacked observation's shape and dtype.
+    nstack: frames per observation.
+    stack_axis: the axis of one observation the frames are stacked along (-1: channels last).
+    ac_shape / ac_dtype: one action's shape and dtype.
+    """
+
+    def __init__(self, size: int, num_envs: int, ob_shape: tuple, ob_dtype: np.dtype,
+                 nstack: int, stack_axis: int = -1, ac_shape: tuple = (),
+                 ac_dtype: np.dtype = np.int64):
+        size = _check_size(size)
+        ndim = len(ob_shape)
+        axis = stack_axis % ndim if ndim else 0
+        if nstack < 1 or not ndim or ob_shape[axis] % nstack:
+            raise RLBaseError(f"cannot split observations of shape {tuple(ob_shape)} into "
+                              f"nstack={nstack} frames along axis {stack_axis}")
+        self.num_envs, self.nstack, self.axis = int(num_envs), int(nstack), axis
+        self.rows = max(-(-size // self.num_envs), self.nstack + 1)
+        self.capacity = self.rows * self.num_envs
+        self.ob_shape = tuple(ob_shape)
+        self.per_frame = ob_shape[axis] // nstack
+        frame_shape = list(ob_shape)
+        frame_shape[axis] = self.per_frame
+        shape = (self.rows, self.num_envs)
+        self.frames = np.zeros((*shape, *frame_shape), dtype=ob_dtype)
+        self.actions = np.zeros((*shape, *ac_shape), dtype=ac_dtype)
+        self.rewards = np.zeros(shape, dtype=np.float32)
+        self.terminated = np.zeros(shape, dtype=bool)
+        self.ended = np.zeros(shape, dtype=bool)
+        self.starts = np.zeros(shape, dtype=bool)
+        self.start_frames: dict[int, np.ndarray] = {}  # flat idx -> older frames of a first obs
+        self.final_frames: dict[int, np.ndarray] = {}  # flat idx -> newest frame of final obs
+        self._next_is_start = np.ones(self.num_envs, dtype=bool)
+        self.pos = 0
+        self.filled = 0
+
+    # -- frames <-> stacks ---------------------------------------------------------------
+    def _split(self, stack: np.ndarray) -> list[np.ndarray]:
+        """One observation (or a batch, leading axis) -> its frames, oldest first."""
+        axis = self.axis + (stack.ndim - len(self.ob_shape))
+        return np.split(stack, self.nstack, axis=axis)
+
+    def _join(self, frames: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(frames, axis=self.axis + 1)
+
+    # -- writing -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._valid_ages()) * self.num_envs
+
+    def _valid_ages(self) -> range:
+        # age 0 is the newest row: its successor (next_obs) is not written yet.
+        limit = self.filled - 1 if self.filled < self.rows else self.rows - self.nstack
+        return range(1, max(limit, 0) + 1)
+
+    def _flat(self, row: int) -> np.ndarray:
+        return row * self.num_envs + np.arange(self.num_envs)
+
+    def add(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+            next_obs: np.ndarray, terminated: np.ndarray, truncated: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Store one vectorized step; returns the flat indices that became sampleable and
+        those that stopped being sampleable."""
+        row = self.pos
+        wrapped = self.filled == self.rows
+        for key in self._flat(row):
+            self.start_frames.pop(int(key), None)
+            self.final_frames.pop(int(key), None)
+        frames = self._split(np.asarray(obs))
+        self.frames[row] = frames[-1]
+        self.actions[row] = actions
+        self.rewards[row] = rewards
+        self.terminated[row] = terminated
+        ended = np.logical_or(terminated, truncated)
+        self.ended[row] = ended
+        self.starts[row] = self._next_is_start
+        for env in np.flatnonzero(self._next_is_start):
+            self.start_frames[row * self.num_envs + int(env)] = \
+                np.stack([f[env] for f in frames[:-1]]) if self.nstack > 1 else None
+        if np.any(np.logical_and(truncated, np.logical_not(terminated))):
+            final = self._split(np.asarray(next_obs))[-1]
+            for env in np.flatnonzero(np.logical_and(truncated, np.logical_not(terminated))):
+                self.final_frames[row * self.num_envs + int(env)] = final[env].copy()
+        self._next_is_start = ended.copy()
+        self.pos = (row + 1) % self.rows
+        self.filled = min(self.filled + 1, self.rows)
+        valid = self._flat((row - 1) % self.rows) if 1 in self._valid_ages() else \
+            np.zeros(0, np.int64)
+        invalid = [self._flat(row)] if wrapped else []
+        if wrapped and self.nstack > 1:  # this row's old contents ended another row's stack
+            invalid.append(self._flat((row + self.nstack - 1) % self.rows))
+        invalid = np.concatenate(invalid) if invalid else np.zeros(0, np.int64)
+        return valid, invalid
+
+    # -- reading -------------------------------------------------------------------------
+    def sample_indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        ages = self._valid_ages()
+        if not len(ages):
+            raise RLBaseError("cannot sample from an empty replay buffer")
+        age = rng.integers(ages.start, ages.stop, size=n)
+        rows = (self.pos - 1 - age) % self.rows
+        return rows * self.num_envs + rng.integers(0, self.num_envs, size=n)
+
+    def _stack(self, rows: np.ndarray, envs: np.ndarray) -> np.ndarray:
+        """The observations at (rows, envs), rebuilt from stored frames."""
+        k = self.nstack
+        frames: list[np.ndarray] = [self.frames[rows, envs]]  # newest first for now
+        cut = self.starts[rows, envs].copy()  # already walked past the episode's first obs
+        cut_row = rows.copy()
+        cut_at = np.zeros(len(rows), dtype=np.int64)
+        for back in range(1, k):
+            r = (rows - back) % self.rows
+            frame = self.frames[r, envs]
+            for i in np.flatnonzero(cut):
+                older = self.start_frames[int(cut_row[i]) * self.num_envs + int(envs[i])]
+                # older[-1] is the frame just before the start obs's own newest frame
+                frame[i] = older[k - 1 - (back - cut_at[i])]
+            frames.append(frame)
+            newly = ~cut & self.starts[r, envs]
+            cut_row = np.where(newly, r, cut_row)
+            cut_at = np.where(newly, back, cut_at)
+            cut |= newly
+        return self._join(frames[::-1])
+
+    def get(self, idx: np.ndarray) -> Batch:
+        idx = np.asarray(idx, dtype=np.int64)
+        rows, envs = idx // self.num_envs, idx % self.num_envs
+        obs = self._stack(rows, envs)
+        ended = self.ended[rows, envs]
+        next_rows = np.where(ended, rows, (rows + 1) % self.rows)
+        next_obs = self._stack(next_rows, envs)
+        for i in np.flatnonzero(ended):
+            # The episode ended: the next stack is this one shifted by the final frame (kept
+            # for truncations; a terminated transition's next_obs is never used).
+            older = self._split(obs[i])[1:]
+            newest = self.final_frames.get(int(idx[i]), older[-1] if older else obs[i])
+            next_obs[i] = np.concatenate([*older, newest], axis=self.axis)
+        return Batch(obs, self.actions[rows, envs], self.rewards[rows, envs], next_obs,
+                     self.terminated[rows, envs].astype(np.float32))
+
+
+Storage = ReplayBuffer | FrameStackReplayBuffer
+
+
+class PrioritizedReplayBuffer:
+    """Proportional prioritized replay over a storage: P(i) = p_i^alpha / sum_k p_k^alpha.
+
+    New transitions get the largest priority seen so far, so each is replayed at least once
+    soon. Importance weights ``(N * P(i))^-beta`` are divided by their largest possible value
+    (from the smallest priority), as in the paper, so they only ever scale updates down.
+
+    storage: a :class:`ReplayBuffer` or :class:`FrameStackReplayBuffer`.
+    alpha: how much prioritization is used (0: uniform, 1: fully proportional).
+    """
+
+    def __init__(self, storage: Storage, alpha: float):
+        if not alpha >= 0:
+            raise RLBaseError(f"prioritized_replay_alpha must be >= 0, got {alpha!r}")
+        self.storage = storage
+        self.alpha = float(alpha)
+        capacity = 1 << max(storage.capacity - 1, 1).bit_length()
+        self.sum_tree = SumSegmentTree(capacity)
+        self.min_tree = MinSegmentTree(capacity)
+        self.max_priority = 1.0
+
+    @property
+    def capacity(self) -> int:
+        return self.storage.capacity
+
+    def __len__(self) -> int:
+        return len(self.storage)
+
+    def add(self, *transition: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        valid, invalid = self.storage.add(*transition)
+        if len(invalid):
+            self.sum_tree[invalid] = 0.0
+            self.min_tree[invalid] = float("inf")
+        if len(valid):
+            self.sum_tree[valid] = self.max_priority ** self.alpha
+            self.min_tree[valid] = self.max_priority ** self.alpha
+        return valid, invalid
+
+    def sample_indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        total = self.sum_tree.sum()
+        if len(self.storage) == 0 or total <= 0:
+            raise RLBaseError("cannot sample from an empty replay buffer")
+        return self.sum_tree.find_prefixsum_idx(rng.random(n) * total)
+
+    def weights(self, idx: np.ndarray, beta: float) -> np.ndarray:
+        """Importance weights of the drawn indices, at most 1."""
+        total = self.sum_tree.sum()
+        count = len(self.storage)
+        max_weight = (self.min_tree.min() / total * count) ** (-beta)
+        probs = self.sum_tree[idx] / total
+        return ((probs * count) ** (-beta) / max_weight).astype(np.float32)
+
+    def get(self, idx: np.ndarray) -> Batch:
+        return self.storage.get(idx)
+
+    def update_priorities(self, idx: np.ndarray, priorities: np.ndarray) -> None:
+        """Set the priorities of sampled transitions (e.g. |TD error| + eps; all > 0)."""
+        priorities = np.asarray(priorities, dtype=np.float64).ravel()
+        if not np.all(priorities > 0):
+            raise RLBaseError(f"priorities must be positive, got {priorities.min()}")
+        scaled = priorities ** self.alpha
+        self.sum_tree[idx] = scaled
+        self.min_tree[idx] = scaled
+        self.max_priority = max(self.max_priority, float(priorities.max()))
