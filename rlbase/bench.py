@@ -26,6 +26,11 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     # SB3 A2C defaults: 5 steps, constant lr 7e-4, no entropy bonus, separate 64x64 tanh nets.
     ("a2c", "CartPole-v1"): dict(num_env=8, nsteps=5, lr=7e-4, lrschedule="constant",
                                  ent_coef=0.0, value_network="copy"),
+    # The rl-zoo CartPole settings in the peer's anchor script: one 256-sample minibatch,
+    # 20 epochs, separate 64x64 torsos, no value clipping.
+    ("ppo", "CartPole-v1"): dict(num_env=8, nsteps=32, nminibatches=1, noptepochs=20,
+                                 gamma=0.98, lam=0.8, lr=1e-3, ent_coef=0.0, cliprange=0.2,
+                                 value_network="copy", clip_value=False),
 }
 
 

@@ -85,3 +85,38 @@ class BoxIdentityEnv(_IdentityEnv):
 
     def _reward(self, action: Any) -> float:
         return -float(np.mean(np.square(np.asarray(action) - self._target)))
+
+
+class MemoryEnv(gym.Env):
+    """Remember a cue: the first observation shows +1 or -1, the next ``length - 1`` show 0,
+    and only the last action is rewarded: +1 if it names the cue (action 1 for +1), else -1.
+
+    A feed-forward policy scores 0 on average (it cannot see the cue when it must answer);
+    a recurrent one can score 1. The second observation entry is 1 on the answering step.
+    """
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length: int = 3):
+        self.length = length
+        self._t = 0
+        self._cue = 1.0
+
+    def _obs(self) -> np.ndarray:
+        cue = self._cue if self._t == 0 else 0.0
+        return np.array([cue, float(self._t == self.length - 1)], np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._t = 0
+        self._cue = 1.0 if self.np_random.random() < 0.5 else -1.0
+        return self._obs(), {}
+
+    def step(self, action: Any):
+        last = self._t == self.length - 1
+        reward = 0.0
+        if last:
+            reward = 1.0 if (int(action) == 1) == (self._cue > 0) else -1.0
+        self._t += 1
+        return (self._obs() if not last else np.zeros(2, np.float32)), reward, last, False, {}

@@ -1,0 +1,138 @@
+"""PPO's learner: one compiled call runs a whole update, every epoch and minibatch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from rlbase.common.errors import RLBaseError
+from rlbase.common.on_policy_model import OnPolicyModel
+from rlbase.common.policies import ActorCriticPolicy
+from rlbase.common.tf_util import clip_by_global_norm, explained_variance, gae_advantages
+
+STAT_NAMES = ("policy_loss", "value_loss", "policy_entropy", "approxkl", "clipfrac",
+              "grad_norm", "explained_variance")
+
+
+def clipped_surrogate(neglogp: tf.Tensor, old_neglogp: tf.Tensor, advantages: tf.Tensor,
+                      cliprange: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """PPO's policy loss ``mean(max(-A r, -A clip(r, 1-c, 1+c)))`` with the probability ratio
+    r = pi/pi_old; also returns the ratio and the fraction of clipped samples."""
+    ratio = tf.exp(old_neglogp - neglogp)
+    clipped = tf.clip_by_value(ratio, 1.0 - cliprange, 1.0 + cliprange)
+    loss = tf.reduce_mean(tf.maximum(-advantages * ratio, -advantages * clipped))
+    clipfrac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > cliprange, tf.float32))
+    return loss, ratio, clipfrac
+
+
+def value_loss_fn(vpred: tf.Tensor, old_values: tf.Tensor, returns: tf.Tensor,
+                  cliprange: tf.Tensor | None) -> tf.Tensor:
+    """``0.5 * mean((V - R)^2)``; with a cliprange, the worse of that and the error of the
+    value moved at most ``cliprange`` from its old estimate (PPO2's value clipping)."""
+    err = tf.square(vpred - returns)
+    if cliprange is not None:
+        vclipped = old_values + tf.clip_by_value(vpred - old_values, -cliprange, cliprange)
+        err = tf.maximum(err, tf.square(vclipped - returns))
+    return 0.5 * tf.reduce_mean(err)
+
+
+class Model(OnPolicyModel):
+    """Clipped-surrogate PPO (Schulman et al. 2017) with GAE and minibatched Adam epochs.
+
+    The update first recomputes, with the weights that acted, the values and log-probabilities
+    of the rollout and its GAE advantages; then it shuffles and runs ``noptepochs`` passes of
+    ``nminibatches`` gradient steps in a ``tf.while_loop``. All of it is one compiled call.
+    Recurrent policies are shuffled by whole env sequences, so each keeps its order and state.
+    """
+
+    algorithm = "ppo"
+    stat_names = STAT_NAMES
+    scalar_names = ("lr", "cliprange")
+
+    def __init__(self, policy: ActorCriticPolicy, nenvs: int, nsteps: int, nminibatches: int,
+                 noptepochs: int, ent_coef: float, vf_coef: float, max_grad_norm: float | None,
+                 gamma: float, lam: float, clip_value: bool = True,
+                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = True):
+        nbatch = nenvs * nsteps
+        if nminibatches < 1 or noptepochs < 1:
+            raise RLBaseError(f"nminibatches and noptepochs must be at least 1, got "
+                              f"nminibatches={nminibatches}, noptepochs={noptepochs}")
+        if policy.recurrent and nenvs % nminibatches:
+            raise RLBaseError(f"a recurrent policy splits minibatches by env: nminibatches "
+                              f"({nminibatches}) must divide the number of envs ({nenvs})")
+        if nbatch % nminibatches:
+            raise RLBaseError(f"nsteps * num_envs ({nsteps} * {nenvs} = {nbatch}) must be "
+                              f"divisible by nminibatches ({nminibatches})")
+        self.nminibatches, self.noptepochs = nminibatches, noptepochs
+        self.ent_coef, self.vf_coef, self.max_grad_norm = ent_coef, vf_coef, max_grad_norm
+        self.gamma, self.lam, self.clip_value = gamma, lam, clip_value
+        # Minibatches are drawn in units: single samples, or whole env sequences (recurrent).
+        self.unit_len = nsteps if policy.recurrent else 1
+        self.nunits = nbatch // self.unit_len
+        self.shuffle_seed = tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64,
+                                        trainable=False)
+        optimizer = keras.optimizers.Adam(learning_rate=3e-4, epsilon=1e-5)
+        super().__init__(policy, optimizer, nenvs, nsteps, hyperparameters, jit_compile)
+
+    def _units(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))
+
+    def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
+                    last_starts, lr, cliprange):
+        policy = self.policy
+        nenvs, nsteps = self.nenvs, self.nsteps
+        # The behaviour policy: the weights have not changed since the rollout was collected.
+        params, values, _, _ = policy.forward(obs, state, starts)
+        old_neglogp = policy.distribution(params).neglogp(actions)
+        last_values = policy.value(last_obs, last_state, last_starts)
+        advantages = gae_advantages(rewards, tf.reshape(values, [nenvs, nsteps]), dones,
+                                    last_values, self.gamma, self.lam)
+        advantages = tf.reshape(advantages, [-1])
+        returns = advantages + values
+
+        per_mb = self.nunits // self.nminibatches
+        nupdates = self.noptepochs * self.nminibatches
+        seed = self.shuffle_seed.assign_add(tf.constant([0, 1], tf.int64))
+        noise = tf.random.stateless_uniform([self.noptepochs, self.nunits], seed)
+        plan = tf.reshape(tf.argsort(noise, axis=1), [nupdates, per_mb])
+        data = [self._units(x) for x in (obs, actions, starts, old_neglogp, values, returns,
+                                         advantages)]
+        mb_size = per_mb * self.unit_len
+        self.optimizer.learning_rate.assign(lr)
+        variables = policy.trainable_variables
+
+        def flat(x: tf.Tensor) -> tf.Tensor:
+            return tf.reshape(x, tf.concat([[mb_size], tf.shape(x)[2:]], 0))
+
+        def minibatch_step(i: tf.Tensor, totals: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            units = plan[i]
+            mb_obs, mb_act, mb_starts, mb_oldnlp, mb_oldv, mb_ret, mb_adv = (
+                flat(tf.gather(x, units)) for x in data)
+            mb_state = tf.gather(state, units) if policy.recurrent else \
+                tf.zeros([mb_size, 0], tf.float32)
+            mb_adv = (mb_adv - tf.reduce_mean(mb_adv)) / (tf.math.reduce_std(mb_adv) + 1e-8)
+            with tf.GradientTape() as tape:
+                params, vpred, _, _ = policy.forward(mb_obs, mb_state, mb_starts)
+                pd = policy.distribution(params)
+                neglogp = pd.neglogp(mb_act)
+                entropy = tf.reduce_mean(pd.entropy())
+                policy_loss, _, clipfrac = clipped_surrogate(neglogp, mb_oldnlp, mb_adv,
+                                                             cliprange)
+                value_loss = value_loss_fn(vpred, mb_oldv, mb_ret,
+                                           cliprange if self.clip_value else None)
+                loss = policy_loss - entropy * self.ent_coef + value_loss * self.vf_coef
+            grads, grad_norm = clip_by_global_norm(tape.gradient(loss, variables),
+                                                   self.max_grad_norm)
+            self.optimizer.apply_gradients(zip(grads, variables))
+            approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - mb_oldnlp))
+            step_stats = tf.stack([policy_loss, value_loss, entropy, approxkl, clipfrac,
+                                   grad_norm])
+            return i + 1, totals + step_stats
+
+        _, totals = tf.while_loop(lambda i, _: i < nupdates, minibatch_step,
+                                  (tf.constant(0), tf.zeros([6])))
+        stats = tf.concat([totals / nupdates, [explained_variance(values, returns)]], axis=0)
+        return (stats, *self.after_update(last_obs, last_state, last_starts))

@@ -1,0 +1,122 @@
+"""Proximal policy optimization (PPO2 of Baselines): clipped surrogate, GAE, minibatches."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from rlbase.common import logger
+from rlbase.common.cmd_util import as_vec_env
+from rlbase.common.errors import NonFiniteError, RLBaseError
+from rlbase.common.misc_util import safemean, set_global_seeds
+from rlbase.common.policies import build_policy, is_image_space
+from rlbase.common.rollout import RolloutRunner
+from rlbase.common.schedules import get_schedule_fn
+from rlbase.common.tf_util import configure_threads
+from rlbase.common.vec_env import VecEnv
+from rlbase.ppo.model import STAT_NAMES, Model
+
+
+def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
+          eval_env: VecEnv | Any | None = None, seed: int | None = None, nsteps: int = 2048,
+          ent_coef: float = 0.0, lr: float | Callable[[float], float] = 3e-4,
+          vf_coef: float = 0.5, max_grad_norm: float | None = 0.5, gamma: float = 0.99,
+          lam: float = 0.95, log_interval: int = 10, nminibatches: int = 4,
+          noptepochs: int = 4, cliprange: float | Callable[[float], float] = 0.2,
+          save_interval: int = 0, load_path: str | None = None,
+          model_fn: Callable[..., Model] | None = None,
+          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
+          clip_value: bool = True, jit_compile: bool | None = None,
+          **network_kwargs: Any) -> Model:
+    """Train a policy with PPO and return the :class:`~rlbase.ppo.model.Model`.
+
+    network: a registered network name (mlp, cnn, lstm, ...) or a builder callable.
+    env: a VecEnv (a gymnasium env or an env id is wrapped into one).
+    total_timesteps: env steps to train for, summed over envs.
+    eval_env: optional second env stepped with the same policy; its returns are logged.
+    seed: seed of python, numpy, TensorFlow and the envs (None: unseeded).
+    nsteps: env steps per env per update (batch = nsteps * num_envs).
+    ent_coef: weight of the entropy bonus.
+    lr: Adam learning rate, or a function of the fraction of training remaining (1 -> 0).
+    vf_coef: weight of the value loss.
+    max_grad_norm: clip each minibatch gradient's global norm to this (None: no clipping).
+    gamma: discount factor.
+    lam: GAE lambda (1: Monte-Carlo advantages, 0: one-step TD).
+    log_interval: log every this many updates.
+    nminibatches: minibatches per epoch (recurrent policies: must divide the number of envs).
+    noptepochs: passes over each batch.
+    cliprange: the surrogate's clipping range (also clips the value change), or a function
+        of the fraction of training remaining.
+    save_interval: save a checkpoint to <log dir>/checkpoints every this many updates (0: never).
+    load_path: start from this saved model.
+    model_fn: build the model with this instead of :class:`Model` (same arguments).
+    callback: called after every update as ``callback(model, info)``; returning False stops.
+    clip_value: clip the value function's change to ``cliprange`` as PPO2 did.
+    jit_compile: compile the update with XLA (None: for runs of at least 200 updates).
+    **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
+        ``value_network='copy'`` gives the value head its own torso.
+    """
+    hyperparameters = {k: v for k, v in locals().items()
+                       if k not in ("env", "eval_env", "callback", "network_kwargs",
+                                    "load_path", "model_fn", "jit_compile")}
+    lr_fn, clip_fn = get_schedule_fn(lr), get_schedule_fn(cliprange)
+    if nsteps < 1:
+        raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
+    if clip_fn(1.0) <= 0:
+        raise RLBaseError(f"cliprange must be positive, got {clip_fn(1.0)}")
+    set_global_seeds(seed)
+    env = as_vec_env(env, seed)
+    configure_threads(small_model=not is_image_space(env.observation_space))
+    value_network = network_kwargs.pop("value_network", None)
+    policy = build_policy(env.observation_space, env.action_space, network, value_network,
+                          **network_kwargs)
+    nbatch = env.num_envs * nsteps
+    nupdates = max(1, int(total_timesteps) // nbatch)
+    jit = nupdates >= 200 if jit_compile is None else jit_compile
+    model = (model_fn or Model)(policy, env.num_envs, nsteps, nminibatches, noptepochs,
+                                ent_coef, vf_coef, max_grad_norm, gamma, lam, clip_value,
+                                hyperparameters, jit_compile=jit)
+    if load_path is not None:
+        model.load(load_path)
+    runner = RolloutRunner(env, model, nsteps=nsteps, gamma=gamma)
+    eval_runner = RolloutRunner(as_vec_env(eval_env), model, nsteps, gamma) \
+        if eval_env is not None else None
+    tstart = time.perf_counter()
+    for update in range(1, nupdates + 1):
+        frac = 1.0 - (update - 1) / nupdates
+        rollout = runner.run()
+        if eval_runner is not None:
+            eval_runner.run()
+        stats, runner.pending = model.train(rollout, lr_fn(frac), clip_fn(frac))
+        model.num_timesteps += nbatch
+        for name in ("policy_loss", "value_loss"):
+            if not np.isfinite(stats[name]):
+                raise NonFiniteError(f"ppo: {name} became {stats[name]} at update {update}")
+        if update % log_interval == 0 or update == 1 or update == nupdates:
+            elapsed = time.perf_counter() - tstart
+            logger.record_tabular("time/nupdates", update)
+            logger.record_tabular("time/total_timesteps", model.num_timesteps)
+            logger.record_tabular("time/fps", int(update * nbatch / elapsed))
+            logger.record_tabular("time/time_elapsed", elapsed)
+            for name in STAT_NAMES:
+                logger.record_tabular(f"train/{name}", stats[name])
+            logger.record_tabular("rollout/eprewmean",
+                                  safemean(ep["r"] for ep in runner.ep_infos))
+            logger.record_tabular("rollout/eplenmean",
+                                  safemean(ep["l"] for ep in runner.ep_infos))
+            if eval_runner is not None:
+                logger.record_tabular("eval/eprewmean",
+                                      safemean(ep["r"] for ep in eval_runner.ep_infos))
+            logger.dump_tabular()
+        if save_interval and update % save_interval == 0 and logger.get_dir():
+            path = os.path.join(logger.get_dir(), "checkpoints", f"{update:05d}.zip")
+            model.save(path)
+        if callback is not None:
+            info = {"update": update, "num_timesteps": model.num_timesteps,
+                    "total_timesteps": nupdates * nbatch, "ep_infos": runner.ep_infos, **stats}
+            if callback(model, info) is False:
+                break
+    return model
