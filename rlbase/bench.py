@@ -35,7 +35,8 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
 
 
 def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int | None,
-                       seed: int, eval_episodes: int, extra: dict[str, Any]) -> dict[str, Any]:
+                       seed: int, eval_episodes: int, extra: dict[str, Any],
+                       normalize: bool = False) -> dict[str, Any]:
     """Train with ``learn()``, time it, then evaluate deterministically on a fresh env."""
     from rlbase.common.cmd_util import get_env_type, make_vec_env
     from rlbase.common.evaluation import evaluate_policy
@@ -49,13 +50,20 @@ def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int |
     num_env = num_env or kwargs.pop("num_env", 1)
     kwargs.pop("num_env", None)
     network = kwargs.pop("network", "mlp")
+    normalize = normalize or bool(kwargs.pop("normalize", False))
     env = make_vec_env(env_id, env_type, num_env, seed)
+    if normalize:
+        from rlbase.common.vec_env import VecNormalize
+
+        env = VecNormalize(env)
     kwargs.setdefault("log_interval", 10**9)
     t0 = time.perf_counter()
     model = learn(network=network, env=env, seed=seed, total_timesteps=num_timesteps, **kwargs)
     wall = time.perf_counter() - t0
     env.close()
     eval_env = make_vec_env(env_id, env_type, 1, seed=123)
+    if hasattr(model, "normalized_like_training"):
+        eval_env = model.normalized_like_training(eval_env)
     mean, std = evaluate_policy(model, eval_env, eval_episodes, deterministic=True)
     eval_env.close()
     return {"library": "rlbase", "alg": alg, "env": env_id, "seed": seed,
@@ -106,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval_episodes", type=int, default=10)
     parser.add_argument("--peer_python", default="/tmp/sb3env/bin/python")
     parser.add_argument("--anchors", default=os.path.join("..", "shared", "anchors"))
+    parser.add_argument("--normalize", action="store_true",
+                        help="train on VecNormalize'd observations and rewards")
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args, unknown = parser.parse_known_args(argv)
     import_tensorflow_quietly()
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     steps = int(args.num_timesteps)
     for seed in range(args.seed, args.seed + args.seeds):
         ours = train_and_evaluate(args.alg, args.env, steps, args.num_env, seed,
-                                  args.eval_episodes, extra)
+                                  args.eval_episodes, extra, args.normalize)
         print(f"rlbase {args.alg} {args.env} steps={steps} n_envs={ours['num_env']} "
               f"seed={seed} time={ours['wall_s']}s sps={ours['sps']} "
               f"eval={ours['eval_mean']}+-{ours['eval_std']}", flush=True)

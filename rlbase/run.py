@@ -90,6 +90,10 @@ def build_env(args: Any, env_type: str, num_env: int, seed: int | None) -> Any:
     monitor_dir = args.log_path if args.log_path else None
     env = make_vec_env(args.env, env_type, num_env, seed, reward_scale=args.reward_scale,
                        env_kwargs=env_kwargs, monitor_dir=monitor_dir)
+    if args.normalize:
+        from rlbase.common.vec_env import VecNormalize
+
+        env = VecNormalize(env)
     if args.save_video_interval:
         from rlbase.common.vec_env import VecVideoRecorder
 
@@ -120,6 +124,8 @@ def play(model: Any, env_id: str, episodes: int, seed: int | None) -> list[float
     from rlbase.common.evaluation import run_episodes
 
     env = make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 12345)
+    if hasattr(model, "normalized_like_training"):
+        env = model.normalized_like_training(env)
     returns, lengths = run_episodes(model, env, episodes, deterministic=True)
     for i, (ret, length) in enumerate(zip(returns, lengths)):
         print(f"episode {i + 1}: return {ret:.2f}, length {length}", flush=True)
@@ -150,6 +156,7 @@ def main(argv: list[str] | None = None) -> Any:
     alg_kwargs.pop("num_env", None)
     network = args.network or alg_kwargs.pop("network", None) or "mlp"
     alg_kwargs.pop("network", None)
+    args.normalize = args.normalize or bool(alg_kwargs.pop("normalize", False))
     check_extra_args(args.alg, learn, network, extra)
     alg_kwargs.update(extra)
     if args.load_path:

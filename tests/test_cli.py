@@ -79,3 +79,12 @@ def test_help_lists_the_flags():
                  "--num_env", "--reward_scale", "--save_path", "--load_path",
                  "--save_video_interval", "--save_video_length", "--log_path", "--play"):
         assert flag in out
+
+
+def test_ppo_with_normalization_trains_saves_and_plays(tmp_path):
+    path = tmp_path / "ppo_pendulum.zip"
+    code, out, err = run_cli("--alg=ppo", "--env=Pendulum-v1", "--num_timesteps=256",
+                             "--num_env=2", "--nsteps=64", "--nminibatches=2", "--normalize",
+                             "--seed=0", f"--save_path={path}", "--play", "--play_episodes=1")
+    assert code == 0, err
+    assert path.is_file() and "episode 1: return" in out

@@ -137,3 +137,21 @@ def test_bad_arguments_fail_before_training():
         learn("lstm", env, total_timesteps=100, nsteps=4, nminibatches=2)
     with pytest.raises(RLBaseError, match="cliprange must be positive"):
         learn("mlp", env, total_timesteps=100, cliprange=0.0)
+
+
+def test_normalization_statistics_save_with_the_model(tmp_path):
+    from rlbase.common.vec_env import VecNormalize
+
+    env = VecNormalize(make_vec_env("Pendulum-v1", num_env=2, seed=0))
+    model = learn("mlp", env, total_timesteps=256, seed=0, nsteps=64, nminibatches=2, **QUIET)
+    path = str(tmp_path / "ppo_norm.zip")
+    model.save(path)
+    other = VecNormalize(make_vec_env("Pendulum-v1", num_env=2, seed=1))
+    assert not np.allclose(other.ob_rms.mean, env.ob_rms.mean)
+    loaded = learn("mlp", other, total_timesteps=1, seed=0, nsteps=64, nminibatches=2, **QUIET)
+    loaded.load(path)
+    np.testing.assert_array_equal(other.ob_rms.mean, env.ob_rms.mean)
+    np.testing.assert_array_equal(other.ob_rms.var, env.ob_rms.var)
+    frozen = loaded.normalized_like_training(make_vec_env("Pendulum-v1", num_env=1, seed=3))
+    assert isinstance(frozen, VecNormalize) and not frozen.training
+    np.testing.assert_array_equal(frozen.ob_rms.mean, env.ob_rms.mean)

@@ -124,6 +124,7 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     jit = nupdates >= 1500 if jit_compile is None else jit_compile
     model = Model(policy, env.num_envs, nsteps, ent_coef, vf_coef, max_grad_norm, alpha,
                   epsilon, gamma, hyperparameters, jit_compile=jit)
+    model.attach_env(env)
     if load_path is not None:
         model.load(load_path)
     runner = RolloutRunner(env, model, nsteps=nsteps, gamma=gamma)

@@ -158,6 +158,9 @@ def common_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--play", action="store_true", help="after training, run the policy and "
                    "print each episode's return")
     p.add_argument("--play_episodes", type=int, default=5, help="episodes to play with --play")
+    p.add_argument("--normalize", action="store_true",
+                   help="normalize observations and rewards with running statistics "
+                        "(VecNormalize); they are saved with the model and used by --play")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
     return p
 

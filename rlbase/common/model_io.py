@@ -29,7 +29,8 @@ def jsonable(params: dict[str, Any]) -> dict[str, Any]:
 def save_model(path: str, algorithm: str, groups: dict[str, Sequence[tf.Variable]],
                ob_space: gym.Space, ac_space: gym.Space, network: str,
                network_kwargs: dict[str, Any], hyperparameters: dict[str, Any],
-               num_timesteps: int, extra_arrays: dict[str, np.ndarray] | None = None) -> None:
+               num_timesteps: int, extra_arrays: dict[str, np.ndarray] | None = None,
+               extra_metadata: dict[str, Any] | None = None) -> None:
     """Write one model file (atomically): metadata + every group of variables as arrays."""
     arrays: dict[str, np.ndarray] = {}
     for prefix, variables in groups.items():
@@ -44,6 +45,7 @@ def save_model(path: str, algorithm: str, groups: dict[str, Sequence[tf.Variable
         "hyperparameters": jsonable(hyperparameters),
         "num_timesteps": int(num_timesteps),
         "groups": sorted(groups),
+        **(extra_metadata or {}),
     }
     save_file(path, metadata, arrays)
 

@@ -19,6 +19,9 @@ from rlbase.common.model_io import load_model, save_model
 from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.rollout import Rollout
 from rlbase.common.tf_util import compile_fn, spec_like
+from rlbase.common.vec_env import VecEnv, VecNormalize, find_wrapper
+
+VN_PREFIX = "vec_normalize/"
 
 
 class OnPolicyModel:
@@ -42,6 +45,9 @@ class OnPolicyModel:
         self.nenvs, self.nsteps = nenvs, nsteps
         self.hyperparameters = dict(hyperparameters or {})
         self.num_timesteps = 0
+        # Set by learn() when the env normalizes observations: its statistics are part of the
+        # model (a policy trained on normalized inputs is useless without them).
+        self.vec_normalize: VecNormalize | None = None
         self.initial_state = policy.initial_state
         self.calls = CompiledPolicy(policy)
         self.step, self.value = self.calls.step, self.calls.value
@@ -60,6 +66,10 @@ class OnPolicyModel:
                 spec_like([nenvs, p.state_size], np.float32),         # last_state
                 spec_like([nenvs], np.float32)] + \
             [spec_like([], np.float32) for _ in self.scalar_names]   # lr, ...
+
+    def attach_env(self, env: VecEnv) -> None:
+        """Remember the env's VecNormalize (if any), so its statistics save with the model."""
+        self.vec_normalize = find_wrapper(env, VecNormalize)
 
     def train_graph(self, *args: tf.Tensor) -> tuple[tf.Tensor, ...]:
         raise NotImplementedError
@@ -97,13 +107,29 @@ class OnPolicyModel:
 
     def save(self, path: str) -> None:
         """Write weights, optimizer state and metadata to one file (atomically)."""
-        p = self.policy
+        p, vn = self.policy, self.vec_normalize
+        extra = {} if vn is None else {f"{VN_PREFIX}{k}": v for k, v in vn.state_dict().items()}
+        meta = {} if vn is None else {"vec_normalize": vn.config()}
         save_model(path, self.algorithm, self._groups(), p.ob_space, p.ac_space,
-                   p.network_name, p.network_kwargs, self.hyperparameters, self.num_timesteps)
+                   p.network_name, p.network_kwargs, self.hyperparameters, self.num_timesteps,
+                   extra_arrays=extra, extra_metadata=meta)
 
     def load(self, path: str) -> None:
         """Load a file written by :meth:`save` for the same spaces and network."""
         p = self.policy
-        metadata, _ = load_model(path, self.algorithm, self._groups(), p.ob_space, p.ac_space)
+        metadata, arrays = load_model(path, self.algorithm, self._groups(), p.ob_space,
+                                      p.ac_space)
         self.num_timesteps = int(metadata.get("num_timesteps", 0))
+        if self.vec_normalize is not None and metadata.get("vec_normalize") is not None:
+            self.vec_normalize.load_state_dict(
+                {k[len(VN_PREFIX):]: v for k, v in arrays.items() if k.startswith(VN_PREFIX)})
         self.calls.sync()
+
+    def normalized_like_training(self, venv: VecEnv) -> VecEnv:
+        """``venv`` wrapped with frozen copies of the training normalization statistics (for
+        evaluation and play); ``venv`` itself when training used none."""
+        if self.vec_normalize is None:
+            return venv
+        wrapped = VecNormalize(venv, training=False, **self.vec_normalize.config())
+        wrapped.load_state_dict(self.vec_normalize.state_dict())
+        return wrapped

@@ -150,10 +150,14 @@ class FrameStackReplayBuffer:
     def __len__(self) -> int:
         return len(self._valid_ages()) * self.num_envs
 
+    def _limit(self, filled: int) -> int:
+        # The oldest sampleable age: a stack reaches nstack - 1 rows further back, which must
+        # not have been overwritten (taken conservatively before the ring wraps too).
+        return max(min(filled - 1, self.rows - self.nstack), 0)
+
     def _valid_ages(self) -> range:
         # age 0 is the newest row: its successor (next_obs) is not written yet.
-        limit = self.filled - 1 if self.filled < self.rows else self.rows - self.nstack
-        return range(1, max(limit, 0) + 1)
+        return range(1, self._limit(self.filled) + 1)
 
     def _flat(self, row: int) -> np.ndarray:
         return row * self.num_envs + np.arange(self.num_envs)
@@ -164,7 +168,7 @@ class FrameStackReplayBuffer:
         """Store one vectorized step; returns the flat indices that became sampleable and
         those that stopped being sampleable."""
         row = self.pos
-        wrapped = self.filled == self.rows
+        limit_before = self._limit(self.filled)
         for key in self._flat(row):
             self.start_frames.pop(int(key), None)
             self.final_frames.pop(int(key), None)
@@ -186,12 +190,12 @@ class FrameStackReplayBuffer:
         self._next_is_start = ended.copy()
         self.pos = (row + 1) % self.rows
         self.filled = min(self.filled + 1, self.rows)
-        valid = self._flat((row - 1) % self.rows) if 1 in self._valid_ages() else \
-            np.zeros(0, np.int64)
-        invalid = [self._flat(row)] if wrapped else []
-        if wrapped and self.nstack > 1:  # this row's old contents ended another row's stack
-            invalid.append(self._flat((row + self.nstack - 1) % self.rows))
-        invalid = np.concatenate(invalid) if invalid else np.zeros(0, np.int64)
+        limit = self._limit(self.filled)
+        empty = np.zeros(0, np.int64)
+        valid = self._flat((row - 1) % self.rows) if limit >= 1 else empty
+        # Once the ring is full every step ages one row past the limit.
+        invalid = self._flat((row - 1 - limit_before) % self.rows) \
+            if limit_before >= 1 and limit == limit_before else empty
         return valid, invalid
 
     # -- reading -------------------------------------------------------------------------

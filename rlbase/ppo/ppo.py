@@ -79,6 +79,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     model = (model_fn or Model)(policy, env.num_envs, nsteps, nminibatches, noptepochs,
                                 ent_coef, vf_coef, max_grad_norm, gamma, lam, clip_value,
                                 hyperparameters, jit_compile=jit)
+    model.attach_env(env)
     if load_path is not None:
         model.load(load_path)
     runner = RolloutRunner(env, model, nsteps=nsteps, gamma=gamma)
