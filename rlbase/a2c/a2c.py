@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
-import numpy as np
 import tensorflow as tf
 
-from rlbase.common import logger
-from rlbase.common.cmd_util import as_vec_env
-from rlbase.common.errors import NonFiniteError, RLBaseError
-from rlbase.common.misc_util import safemean, set_global_seeds
+from rlbase.common.errors import RLBaseError
+from rlbase.common.on_policy_loop import UpdateBookkeeper, setup
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy, build_policy, is_image_space
+from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn, named_schedule
 from rlbase.common.tf_util import (
     RMSprop,
     clip_by_global_norm,
-    configure_threads,
     discounted_returns,
     explained_variance,
 )
@@ -112,13 +107,8 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
                                     "jit_compile")}
     if nsteps < 1:
         raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
-    set_global_seeds(seed)
-    env = as_vec_env(env, seed)
     lr_fn = get_schedule_fn(lr) if callable(lr) else named_schedule(lrschedule, lr)
-    configure_threads(small_model=not is_image_space(env.observation_space))
-    value_network = network_kwargs.pop("value_network", None)
-    policy = build_policy(env.observation_space, env.action_space, network, value_network,
-                          **network_kwargs)
+    env, policy = setup(env, seed, network, network_kwargs)
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
     jit = nupdates >= 1500 if jit_compile is None else jit_compile
@@ -128,29 +118,10 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     if load_path is not None:
         model.load(load_path)
     runner = RolloutRunner(env, model, nsteps=nsteps, gamma=gamma)
-    tstart = time.perf_counter()
+    books = UpdateBookkeeper(ALGORITHM, model, runner, nupdates, log_interval, callback)
     for update in range(1, nupdates + 1):
         rollout = runner.run()
         stats, runner.pending = model.train(rollout, lr_fn(1.0 - (update - 1) / nupdates))
-        model.num_timesteps += nbatch
-        if not np.isfinite(stats["policy_loss"] + stats["value_loss"]):
-            bad = "policy_loss" if not np.isfinite(stats["policy_loss"]) else "value_loss"
-            raise NonFiniteError(f"a2c: {bad} became {stats[bad]} at update {update}")
-        if update % log_interval == 0 or update == 1 or update == nupdates:
-            fps = int(update * nbatch / (time.perf_counter() - tstart))
-            logger.record_tabular("time/nupdates", update)
-            logger.record_tabular("time/total_timesteps", model.num_timesteps)
-            logger.record_tabular("time/fps", fps)
-            for name in STAT_NAMES:
-                logger.record_tabular(f"train/{name}", stats[name])
-            logger.record_tabular("rollout/eprewmean",
-                                  safemean(ep["r"] for ep in runner.ep_infos))
-            logger.record_tabular("rollout/eplenmean",
-                                  safemean(ep["l"] for ep in runner.ep_infos))
-            logger.dump_tabular()
-        if callback is not None:
-            info = {"update": update, "num_timesteps": model.num_timesteps,
-                    "total_timesteps": nupdates * nbatch, "ep_infos": runner.ep_infos, **stats}
-            if callback(model, info) is False:
-                break
+        if books.done(update, stats):
+            break
     return model

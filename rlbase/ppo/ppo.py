@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Any, Callable
-
-import numpy as np
 
 from rlbase.common import logger
 from rlbase.common.cmd_util import as_vec_env
-from rlbase.common.errors import NonFiniteError, RLBaseError
-from rlbase.common.misc_util import safemean, set_global_seeds
-from rlbase.common.policies import build_policy, is_image_space
+from rlbase.common.errors import RLBaseError
+from rlbase.common.misc_util import safemean
+from rlbase.common.on_policy_loop import UpdateBookkeeper, setup
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn
-from rlbase.common.tf_util import configure_threads
 from rlbase.common.vec_env import VecEnv
-from rlbase.ppo.model import STAT_NAMES, Model
+from rlbase.ppo.model import Model
 
 
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
@@ -67,12 +63,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
         raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
     if clip_fn(1.0) <= 0:
         raise RLBaseError(f"cliprange must be positive, got {clip_fn(1.0)}")
-    set_global_seeds(seed)
-    env = as_vec_env(env, seed)
-    configure_threads(small_model=not is_image_space(env.observation_space))
-    value_network = network_kwargs.pop("value_network", None)
-    policy = build_policy(env.observation_space, env.action_space, network, value_network,
-                          **network_kwargs)
+    env, policy = setup(env, seed, network, network_kwargs)
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
     jit = nupdates >= 200 if jit_compile is None else jit_compile
@@ -83,41 +74,20 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     if load_path is not None:
         model.load(load_path)
     runner = RolloutRunner(env, model, nsteps=nsteps, gamma=gamma)
-    eval_runner = RolloutRunner(as_vec_env(eval_env), model, nsteps, gamma) \
-        if eval_env is not None else None
-    tstart = time.perf_counter()
+    eval_runner = RolloutRunner(model.normalized_like_training(as_vec_env(eval_env)), model,
+                                nsteps, gamma) if eval_env is not None else None
+    eval_logs = (lambda: {"eval/eprewmean": safemean(ep["r"] for ep in eval_runner.ep_infos)}) \
+        if eval_runner is not None else None
+    books = UpdateBookkeeper("ppo", model, runner, nupdates, log_interval, callback)
     for update in range(1, nupdates + 1):
         frac = 1.0 - (update - 1) / nupdates
         rollout = runner.run()
         if eval_runner is not None:
             eval_runner.run()
         stats, runner.pending = model.train(rollout, lr_fn(frac), clip_fn(frac))
-        model.num_timesteps += nbatch
-        for name in ("policy_loss", "value_loss"):
-            if not np.isfinite(stats[name]):
-                raise NonFiniteError(f"ppo: {name} became {stats[name]} at update {update}")
-        if update % log_interval == 0 or update == 1 or update == nupdates:
-            elapsed = time.perf_counter() - tstart
-            logger.record_tabular("time/nupdates", update)
-            logger.record_tabular("time/total_timesteps", model.num_timesteps)
-            logger.record_tabular("time/fps", int(update * nbatch / elapsed))
-            logger.record_tabular("time/time_elapsed", elapsed)
-            for name in STAT_NAMES:
-                logger.record_tabular(f"train/{name}", stats[name])
-            logger.record_tabular("rollout/eprewmean",
-                                  safemean(ep["r"] for ep in runner.ep_infos))
-            logger.record_tabular("rollout/eplenmean",
-                                  safemean(ep["l"] for ep in runner.ep_infos))
-            if eval_runner is not None:
-                logger.record_tabular("eval/eprewmean",
-                                      safemean(ep["r"] for ep in eval_runner.ep_infos))
-            logger.dump_tabular()
+        stop = books.done(update, stats, eval_logs)
         if save_interval and update % save_interval == 0 and logger.get_dir():
-            path = os.path.join(logger.get_dir(), "checkpoints", f"{update:05d}.zip")
-            model.save(path)
-        if callback is not None:
-            info = {"update": update, "num_timesteps": model.num_timesteps,
-                    "total_timesteps": nupdates * nbatch, "ep_infos": runner.ep_infos, **stats}
-            if callback(model, info) is False:
-                break
+            model.save(os.path.join(logger.get_dir(), "checkpoints", f"{update:05d}.zip"))
+        if stop:
+            break
     return model
