@@ -155,3 +155,23 @@ def test_normalization_statistics_save_with_the_model(tmp_path):
     frozen = loaded.normalized_like_training(make_vec_env("Pendulum-v1", num_env=1, seed=3))
     assert isinstance(frozen, VecNormalize) and not frozen.training
     np.testing.assert_array_equal(frozen.ob_rms.mean, env.ob_rms.mean)
+
+
+def test_mpi_workers_stay_identical(tmp_path):
+    import importlib.util
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
+        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
+    worker = os.path.join(os.path.dirname(__file__), "mpi_ppo_worker.py")
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, worker, str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rank0 = np.load(tmp_path / "rank0_of_2.npy")
+    rank1 = np.load(tmp_path / "rank1_of_2.npy")
+    # Each rank trained on its own envs (seeded apart), so only gradient averaging keeps
+    # the parameters equal.
+    np.testing.assert_array_equal(rank0, rank1)

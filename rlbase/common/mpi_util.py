@@ -57,3 +57,35 @@ def broadcast(x: np.ndarray, comm: Any | None = None, root: int = 0) -> np.ndarr
     x = np.ascontiguousarray(x)
     comm.Bcast(x, root=root)
     return x
+
+
+def allreduce_mean_f32(x: np.ndarray, comm: Any) -> np.ndarray:
+    """Float32 element-wise mean over ranks (what the in-graph gradient averaging calls)."""
+    from mpi4py import MPI
+
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    out = np.empty_like(x)
+    comm.Allreduce(x, out, op=MPI.SUM)
+    return out / np.float32(comm.Get_size())
+
+
+def sync_variables(variables: list, comm: Any | None = None) -> None:
+    """Give every rank root's values of ``variables`` (TF variables), so workers start equal."""
+    comm = comm if comm is not None else get_comm()
+    if comm is None or comm.Get_size() == 1:
+        return
+    for var in variables:
+        var.assign(broadcast(np.asarray(var.numpy()), comm))
+
+
+def check_synced(variables: list, comm: Any | None = None, what: str = "parameters") -> None:
+    """Raise if ranks hold different ``variables`` (compares a checksum of all of them)."""
+    comm = comm if comm is not None else get_comm()
+    if comm is None or comm.Get_size() == 1:
+        return
+    checksum = float(sum(np.asarray(v.numpy(), np.float64).sum() for v in variables))
+    sums = comm.allgather(checksum)
+    if max(sums) - min(sums) > 1e-6 * max(1.0, abs(sums[0])):
+        from rlbase.common.errors import RLBaseError
+
+        raise RLBaseError(f"MPI workers' {what} diverged: checksums {sums}")

@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.mpi_util import allreduce_mean_f32, sync_variables
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.tf_util import clip_by_global_norm, explained_variance, gae_advantages
@@ -55,7 +56,8 @@ class Model(OnPolicyModel):
     def __init__(self, policy: ActorCriticPolicy, nenvs: int, nsteps: int, nminibatches: int,
                  noptepochs: int, ent_coef: float, vf_coef: float, max_grad_norm: float | None,
                  gamma: float, lam: float, clip_value: bool = True,
-                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = True):
+                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = True,
+                 comm: Any | None = None):
         nbatch = nenvs * nsteps
         if nminibatches < 1 or noptepochs < 1:
             raise RLBaseError(f"nminibatches and noptepochs must be at least 1, got "
@@ -74,8 +76,24 @@ class Model(OnPolicyModel):
         self.nunits = nbatch // self.unit_len
         self.shuffle_seed = tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64,
                                         trainable=False)
+        # Under MPI every minibatch gradient is averaged over the workers from inside the
+        # training graph (a numpy_function call, which XLA cannot compile).
+        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
+        if self.comm is not None:
+            jit_compile = False
+            sync_variables(policy.weights, self.comm)
         optimizer = keras.optimizers.Adam(learning_rate=3e-4, epsilon=1e-5)
         super().__init__(policy, optimizer, nenvs, nsteps, hyperparameters, jit_compile)
+
+    def _average_over_workers(self, grads: list[tf.Tensor]) -> list[tf.Tensor]:
+        if self.comm is None:
+            return grads
+        flat = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
+        comm = self.comm
+        mean = tf.numpy_function(lambda x: allreduce_mean_f32(x, comm), [flat], tf.float32,
+                                 stateful=True)
+        sizes = [int(np.prod(g.shape)) for g in grads]
+        return [tf.reshape(part, g.shape) for part, g in zip(tf.split(mean, sizes), grads)]
 
     def _units(self, x: tf.Tensor) -> tf.Tensor:
         return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))
@@ -124,8 +142,8 @@ class Model(OnPolicyModel):
                 value_loss = value_loss_fn(vpred, mb_oldv, mb_ret,
                                            cliprange if self.clip_value else None)
                 loss = policy_loss - entropy * self.ent_coef + value_loss * self.vf_coef
-            grads, grad_norm = clip_by_global_norm(tape.gradient(loss, variables),
-                                                   self.max_grad_norm)
+            grads = self._average_over_workers(tape.gradient(loss, variables))
+            grads, grad_norm = clip_by_global_norm(grads, self.max_grad_norm)
             self.optimizer.apply_gradients(zip(grads, variables))
             approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - mb_oldnlp))
             step_stats = tf.stack([policy_loss, value_loss, entropy, approxkl, clipfrac,

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+import numpy as np
+
 from rlbase.common import logger
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import safemean
+from rlbase.common.mpi_util import allreduce_mean, check_synced, get_comm, mpi_rank
 from rlbase.common.on_policy_loop import UpdateBookkeeper, setup
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn
@@ -67,9 +70,10 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
     jit = nupdates >= 200 if jit_compile is None else jit_compile
+    comm = get_comm()
     model = (model_fn or Model)(policy, env.num_envs, nsteps, nminibatches, noptepochs,
                                 ent_coef, vf_coef, max_grad_norm, gamma, lam, clip_value,
-                                hyperparameters, jit_compile=jit)
+                                hyperparameters, jit_compile=jit, comm=comm)
     model.attach_env(env)
     if load_path is not None:
         model.load(load_path)
@@ -85,8 +89,13 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
         if eval_runner is not None:
             eval_runner.run()
         stats, runner.pending = model.train(rollout, lr_fn(frac), clip_fn(frac))
+        if comm is not None and comm.Get_size() > 1:
+            stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
+            if update % log_interval == 0 or update == nupdates:
+                check_synced(model.policy.trainable_variables, comm)
         stop = books.done(update, stats, eval_logs)
-        if save_interval and update % save_interval == 0 and logger.get_dir():
+        if save_interval and update % save_interval == 0 and logger.get_dir() and \
+                mpi_rank() == 0:
             model.save(os.path.join(logger.get_dir(), "checkpoints", f"{update:05d}.zip"))
         if stop:
             break
