@@ -103,7 +103,8 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
     if monitor_dir is not None:
         os.makedirs(monitor_dir, exist_ok=True)
         filename = os.path.join(monitor_dir, f"{rank}.monitor.csv")
-    return VecMonitor(venv, filename=filename)
+    # Atari episodes end at every lost life; only whole games (reported by the env) count.
+    return VecMonitor(venv, filename=filename, games_only=env_type == "atari")
 
 
 def _env_fn(env_id: str, seed: int | None, reward_scale: float,

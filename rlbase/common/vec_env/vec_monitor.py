@@ -42,11 +42,14 @@ class VecMonitor(VecEnvWrapper):
     :param filename: a folder, or a path (``.monitor.csv`` is appended unless it already ends
         with ``monitor.csv``); None writes no file.
     :param info_keywords: info keys copied into each episode record and CSV row.
+    :param games_only: record only episodes the env itself reports in ``info["episode"]``
+        (Atari: whole games, while training episodes end at every lost life).
     """
 
     def __init__(self, venv: VecEnv, filename: str | None = None,
-                 info_keywords: Sequence[str] = ()):
+                 info_keywords: Sequence[str] = (), games_only: bool = False):
         super().__init__(venv)
+        self.games_only = games_only
         self.info_keywords = tuple(info_keywords)
         self.t_start = time.time()
         self.episode_returns: list[float] = []
@@ -89,6 +92,9 @@ class VecMonitor(VecEnvWrapper):
     def _end_episode(self, i: int, info: dict[str, Any]) -> None:
         elapsed = round(time.time() - self.t_start, 6)
         episode = info.get("episode")
+        if episode is None and self.games_only:
+            self._returns[i], self._lengths[i] = 0.0, 0  # a life lost; the game goes on
+            return
         if episode is None:
             episode = {"r": float(self._returns[i]), "l": int(self._lengths[i]), "t": elapsed}
             episode.update({key: info.get(key) for key in self.info_keywords})
