@@ -6,8 +6,9 @@ extras = {
     "atari": ["ale-py>=0.9", "opencv-python-headless"],
     "mpi": ["mpi4py>=3.1", "mpich"],
     "plot": ["matplotlib", "pandas"],
-    "test": ["pytest>=7", "ruff", "matplotlib", "pandas",
-             "gymnasium[classic-control]>=1.0"],
+    # The tests cover Atari, videos and MPI too, so they need those extras' packages.
+    "test": ["pytest>=7", "ruff", "matplotlib", "pandas", "gymnasium[classic-control]>=1.0",
+             "ale-py>=0.9", "opencv-python-headless", "mpi4py>=3.1", "mpich"],
 }
 extras["all"] = sorted({dep for deps in extras.values() for dep in deps})
 

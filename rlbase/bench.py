@@ -62,11 +62,13 @@ def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int |
     model = learn(network=network, env=env, seed=seed, total_timesteps=num_timesteps, **kwargs)
     wall = time.perf_counter() - t0
     env.close()
-    eval_env = make_vec_env(env_id, env_type, 1, seed=123)
-    if hasattr(model, "normalized_like_training"):
-        eval_env = model.normalized_like_training(eval_env)
-    mean, std = evaluate_policy(model, eval_env, eval_episodes, deterministic=True)
-    eval_env.close()
+    mean = std = float("nan")
+    if eval_episodes > 0:  # 0: a throughput run
+        eval_env = make_vec_env(env_id, env_type, 1, seed=123)
+        if hasattr(model, "normalized_like_training"):
+            eval_env = model.normalized_like_training(eval_env)
+        mean, std = evaluate_policy(model, eval_env, eval_episodes, deterministic=True)
+        eval_env.close()
     return {"library": "rlbase", "alg": alg, "env": env_id, "seed": seed,
             "timesteps": num_timesteps, "num_env": num_env, "wall_s": round(wall, 2),
             "sps": round(num_timesteps / wall), "eval_mean": round(mean, 2),
