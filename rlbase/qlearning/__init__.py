@@ -1,0 +1,1 @@
+"""Tabular Q-learning for small Discrete (or discretized Box) state spaces."""
