@@ -118,12 +118,13 @@ def test_save_load_and_no_retracing(tmp_path):
     np.testing.assert_allclose(fresh.value(obs), model.value(obs), rtol=1e-6)
 
 
-def test_every_variable_trains_recurrent():
+@pytest.mark.parametrize("network", ["lstm", "lnlstm"])
+def test_every_variable_trains_recurrent(network):
     env = make_vec_env("CartPole-v1", num_env=4, seed=0)
-    model = learn("lstm", env, total_timesteps=1, seed=0, nsteps=8, nminibatches=2, nlstm=8,
+    model = learn(network, env, total_timesteps=1, seed=0, nsteps=8, nminibatches=2, nlstm=8,
                   ent_coef=0.01, **QUIET)
     before = [v.numpy().copy() for v in model.policy.trainable_variables]
-    learn("lstm", env, total_timesteps=32, seed=0, nsteps=8, nminibatches=2, nlstm=8,
+    learn(network, env, total_timesteps=32, seed=0, nsteps=8, nminibatches=2, nlstm=8,
           ent_coef=0.01, model_fn=lambda *a, **k: model, **QUIET)
     after = [v.numpy() for v in model.policy.trainable_variables]
     assert before and all(not np.array_equal(a, b) for a, b in zip(after, before))
