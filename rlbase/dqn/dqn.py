@@ -70,7 +70,7 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
           double_q: bool = True, dueling: bool = True,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, hiddens: Sequence[int] = (256,),
-          grad_norm_clipping: float | None = 10.0, param_noise_adaption_interval: int = 50,
+          grad_norm_clipping: float | None = 10.0, param_noise_adaption_interval: int = 1,
           jit_compile: bool | None = None, **network_kwargs: Any) -> Model:
     """Train a Q-network with DQN and return the :class:`~rlbase.dqn.learner.Model`.
 
@@ -105,7 +105,10 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
     load_path: start from this saved model.
     hiddens: dense ReLU layers of the Q head(s) on the network's output.
     grad_norm_clipping: clip the gradient's global norm to this (None: no clipping).
-    param_noise_adaption_interval: adapt the noise scale every this many env steps.
+    param_noise_adaption_interval: adapt the noise scale every this many env steps (at most
+        once per vector step), measured on a replay minibatch. 1 is Baselines' choice: the
+        scale moves 1% each time, so from its initial 0.01 it takes a few hundred
+        adaptations to reach a useful size.
     jit_compile: compile the update with XLA (~2 s to compile, faster updates); None (auto):
         on when training takes at least 2000 updates.
     **network_kwargs: passed to the network builder (num_layers, num_hidden, layer_norm...);
@@ -142,11 +145,13 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
     if load_path is not None:
         model.load(load_path)
     buffer = make_replay_buffer(env, buffer_size, prioritized_replay, prioritized_replay_alpha)
+    model.replay_buffer = buffer  # kept for inspection and for continuing in a script
     exploration = LinearSchedule(max(1, int(exploration_fraction * total_timesteps)),
                                  final_p=exploration_final_eps, initial_p=1.0)
     beta = LinearSchedule(prioritized_replay_beta_iters or total_timesteps, final_p=1.0,
                           initial_p=prioritized_replay_beta0)
     noise = AdaptiveParamNoise() if param_noise else None
+    model.param_noise = noise
     trainer = _Trainer(model, buffer, lr, beta if prioritized_replay else None,
                        prioritized_replay_eps)
 

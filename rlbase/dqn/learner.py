@@ -69,6 +69,8 @@ class Model:
             if param_noise and self.mirror is not None else None
         self._target_stale = True
         self.update_target()
+        self.replay_buffer: Any = None   # set by learn()
+        self.param_noise: Any = None     # the AdaptiveParamNoise learn() used, if any
 
     # -- acting ----------------------------------------------------------------------------
     def _obs_spec(self, batch: int | None, *lead: int) -> tf.TensorSpec:
@@ -205,7 +207,7 @@ class Model:
         noisy = {id(v) for v in self.q.perturbable_variables()}
         for k, (src, out) in enumerate(zip(self.q.weights, dst.weights)):
             if id(src) in noisy:
-                noise = tf.random.stateless_normal(src.shape, seed + [0, k], src.dtype)
+                noise = tf.random.stateless_normal(src.shape, seed=seed + [0, k], dtype=src.dtype)
                 out.assign(src + scale * noise)
             else:
                 out.assign(src)

@@ -1,0 +1,321 @@
+"""DQN: exact targets and losses, clipping, truncation, the numpy mirror, tracing, learning,
+parameter noise, saving, and the command line."""
+
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import keras
+import numpy as np
+import pytest
+
+from rlbase.common import identity_env as ie
+from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.errors import RLBaseError
+from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.replay_buffer import FrameStackReplayBuffer
+from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor
+from rlbase.dqn.dqn import learn
+from rlbase.dqn.learner import Model
+from rlbase.dqn.models import QNetwork
+from rlbase.dqn.numpy_q import NumpyQ
+from rlbase.dqn.param_noise import AdaptiveParamNoise, kl_threshold
+
+QUIET = dict(print_freq=None, checkpoint_freq=None)
+BOX2 = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
+
+
+def identity_network():
+    return keras.layers.Identity()
+
+
+def linear_model(double_q, gamma=0.9, clip=None, batch=2, steps=1, jit=False):
+    """Q(s) = s @ W + b: no torso, no hidden layers, one linear head."""
+    make = lambda: QNetwork(BOX2, gym.spaces.Discrete(3), identity_network, hiddens=[],  # noqa
+                            dueling=False)
+    return Model(make, gamma, double_q, clip, steps, batch, jit_compile=jit)
+
+
+def set_linear(net, kernel, bias):
+    net.advantage.out.kernel.assign(np.asarray(kernel, np.float32))
+    net.advantage.out.bias.assign(np.asarray(bias, np.float32))
+
+
+def batch_of(*rows):
+    return [np.asarray(x)[None] for x in zip(*rows)]
+
+
+@pytest.mark.parametrize("double_q", [True, False])
+def test_target_and_huber_loss_by_hand(double_q):
+    model = linear_model(double_q, gamma=0.9)
+    set_linear(model.q, [[1, 0, 2], [0, 1, -1]], [0, 0.5, 0])
+    set_linear(model.target, [[0.5, 1, 0], [1, 0, 1]], [1, 0, 0])
+    # Transition 1: s=(2,-1), a=2, r=1, s'=(1,2), not terminated.
+    #   Q(s, 2) = 2*2 + (-1)*(-1) = 5. Online Q(s') = (1, 2.5, 0): argmax 1.
+    #   Target Q(s') = (3.5, 1, 2): double Q takes its action 1 -> 1; plain DQN its max 3.5.
+    #   target = 1 + 0.9 * 1 = 1.9 (double) or 1 + 0.9 * 3.5 = 4.15; td = 3.1 or 0.85.
+    # Transition 2: s=(0,1), a=1, r=2, terminated: Q = 1.5, target 2, td = -0.5.
+    obs, actions, rewards, next_obs, dones, weights = batch_of(
+        ([2, -1], 2, 1.0, [1, 2], 0.0, 1.0), ([0, 1], 1, 2.0, [5, 5], 1.0, 0.5))
+    td, stats = model.train(obs, actions, rewards, next_obs, dones, weights, lr=0.0)
+    expected_td = [3.1, -0.5] if double_q else [0.85, -0.5]
+    np.testing.assert_allclose(td[0], expected_td, rtol=1e-5)
+    # Huber: |x| - 0.5 beyond 1, x^2 / 2 within; weighted by the importance weights.
+    first = 3.1 - 0.5 if double_q else 0.5 * 0.85 ** 2
+    assert stats["loss"] == pytest.approx((first + 0.5 * 0.5 * 0.5 ** 2) / 2, rel=1e-5)
+    assert stats["q_mean"] == pytest.approx((5 + 1.5) / 2)
+
+
+@pytest.mark.parametrize("clip", [0.01, None])
+def test_gradients_really_clipped(clip):
+    model = linear_model(False, clip=clip)
+    model.optimizer = keras.optimizers.SGD(1.0)  # the step is then exactly minus the gradient
+    model.optimizer.build(model.q.trainable_variables)
+    set_linear(model.q, np.ones((2, 3)), np.zeros(3))
+    before = [v.numpy().copy() for v in model.q.trainable_variables]
+    obs, actions, rewards, next_obs, dones, weights = batch_of(
+        ([2, -1], 2, 5.0, [1, 2], 1.0, 1.0), ([0, 1], 1, -3.0, [5, 5], 1.0, 1.0))
+    _, stats = model.train(obs, actions, rewards, next_obs, dones, weights, lr=1.0)
+    step = np.sqrt(sum(np.sum((v.numpy() - b) ** 2)
+                       for v, b in zip(model.q.trainable_variables, before)))
+    assert stats["grad_norm"] > 0.5  # the raw gradient is far above the clip
+    assert step == pytest.approx(stats["grad_norm"] if clip is None else clip, rel=1e-4)
+
+
+class EndsAtThree(gym.Env):
+    """Observation t/10 after t steps, reward 1; the episode ends at step 3 by termination
+    or by truncation."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, truncate):
+        self.truncate, self.t = truncate, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        ends = self.t == 3
+        return (np.full(1, self.t / 10, np.float32), 1.0, ends and not self.truncate,
+                ends and self.truncate, {})
+
+
+def test_truncation_bootstraps_and_termination_does_not():
+    env = VecMonitor(DummyVecEnv([lambda: EndsAtThree(False), lambda: EndsAtThree(True)]))
+    model = learn(env, identity_network, seed=0, total_timesteps=8, learning_starts=10**6,
+                  batch_size=2, hiddens=[], dueling=False, gamma=0.9, **QUIET)
+    buffer = model.replay_buffer
+    step3 = buffer.get(np.array([4, 5]))  # the third vector step: both episodes end there
+    np.testing.assert_allclose(step3.obs[:, 0], [0.2, 0.2])
+    # The truncated env stores its true final observation 0.3, not the reset one (0).
+    np.testing.assert_allclose(step3.next_obs[:, 0], [0.3, 0.3], rtol=1e-6)
+    np.testing.assert_array_equal(step3.dones, [1.0, 0.0])
+    np.testing.assert_allclose(buffer.get(np.array([6, 7])).obs[:, 0], [0.0, 0.0])
+    # Q(s) = (s, 2s): target = 1 (terminated) and 1 + 0.9 * max(0.3, 0.6) (truncated).
+    model.q.advantage.out.kernel.assign([[1.0, 2.0]])
+    model.q.advantage.out.bias.assign([0.0, 0.0])
+    model._target_stale = True
+    model.update_target()
+    actions = np.zeros((1, 2), np.int32)  # Q(0.2, action 0) = 0.2
+    td, _ = model.train(step3.obs[None], actions, step3.rewards[None], step3.next_obs[None],
+                        step3.dones[None], np.ones((1, 2), np.float32), lr=0.0)
+    np.testing.assert_allclose(td[0], [0.2 - 1.0, 0.2 - (1 + 0.9 * 0.6)], rtol=1e-5)
+
+
+NET_CASES = {
+    "box_dueling_tanh": (BOX2, dict(hiddens=[16], dueling=True), {}),
+    "discrete_relu_layernorm": (gym.spaces.Discrete(5), dict(hiddens=[8, 8], dueling=False,
+                                                             layer_norm=True),
+                                dict(activation="relu", layer_norm=True, num_layers=1)),
+    "multidiscrete_no_hiddens": (gym.spaces.MultiDiscrete([2, 3]),
+                                 dict(hiddens=[], dueling=True), dict(num_hidden=8)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NET_CASES))
+def test_numpy_mirror_matches_tf_and_every_variable_trains(case):
+    ob_space, head_kwargs, net_kwargs = NET_CASES[case]
+    make = lambda: QNetwork(ob_space, gym.spaces.Discrete(4), "mlp",  # noqa: E731
+                            network_kwargs=net_kwargs, **head_kwargs)
+    model = Model(make, 0.99, True, 10.0, 2, 8, param_noise=True, seed=0)
+    rng = np.random.default_rng(0)
+    for v in model.q.trainable_variables:
+        v.assign(rng.normal(0, 0.5, v.shape).astype(np.float32))
+    ob_space.seed(0)
+    obs = np.stack([ob_space.sample() for _ in range(16)])
+    mirror = NumpyQ(model.q)
+    np.testing.assert_allclose(mirror.q_values(obs), model.q(obs).numpy(), rtol=1e-4,
+                               atol=1e-4)
+    # The perturbed copy: numpy and TF agree, only non-normalization weights moved.
+    model.perturb(0.5)
+    np.testing.assert_allclose(model.q_values(obs, perturbed=True),
+                               model.perturbed(obs).numpy(), rtol=1e-4, atol=1e-4)
+    noisy = {id(v) for v in model.q.perturbable_variables()}
+    for src, dst in zip(model.q.trainable_variables, model.perturbed.trainable_variables):
+        assert np.array_equal(src.numpy(), dst.numpy()) == (id(src) not in noisy)
+    # One training call moves every trainable variable and refreshes the mirror.
+    before = [v.numpy().copy() for v in model.q.trainable_variables]
+    idx = rng.integers(0, 16, size=16)
+    stack = lambda x: x.reshape(2, 8, *x.shape[1:])  # noqa: E731
+    model.train(stack(obs[idx]), rng.integers(0, 4, (2, 8)).astype(np.int32),
+                rng.normal(size=(2, 8)).astype(np.float32), stack(obs[idx[::-1]]),
+                np.zeros((2, 8), np.float32), np.ones((2, 8), np.float32), 1e-3)
+    unchanged = [v.path for v, b in zip(model.q.trainable_variables, before)
+                 if np.array_equal(v.numpy(), b)]
+    assert not unchanged, f"variables that never train: {unchanged}"
+    np.testing.assert_allclose(model.q_values(obs), model.q(obs).numpy(), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_param_noise_distance_and_adaptation():
+    model = Model(lambda: QNetwork(BOX2, gym.spaces.Discrete(3), "mlp", hiddens=[8]),
+                  0.99, True, 10.0, 1, 4, param_noise=True, seed=0)
+    obs = np.random.default_rng(0).normal(size=(32, 2)).astype(np.float32)
+    assert model.perturbation_distance(obs, 0.0) == pytest.approx(0.0, abs=1e-6)
+    small, large = (model.perturbation_distance(obs, s) for s in (0.01, 1.0))
+    assert 0 < small < large
+    assert kl_threshold(0.1, 2) == pytest.approx(-np.log(0.95))
+    noise = AdaptiveParamNoise(0.01, 1.01)
+    assert noise.adapt(0.0, 0.1) == pytest.approx(0.0101)
+    assert noise.adapt(1.0, 0.1) == pytest.approx(0.01)
+
+
+def vec_identity(n=2, seed=0):
+    env = VecMonitor(DummyVecEnv([lambda: ie.DiscreteIdentityEnv(4)] * n))
+    env.seed(seed)
+    return env
+
+
+IDENTITY = dict(total_timesteps=1500, learning_starts=200, train_freq=4, gradient_steps=2,
+                batch_size=32, lr=3e-3, exploration_fraction=0.3, gamma=0.5,
+                target_network_update_freq=100, hiddens=[], num_hidden=32, **QUIET)
+
+
+# The identity env has no temporal structure: gamma 0.5 keeps targets close to the reward.
+# Random play scores 5 of the best 20. Each variant evaluated at 20 on seeds 0-3 (plain,
+# prioritized) and 0-3 (parameter noise, which needs a longer exploration phase: its scale
+# starts at 0.01 and grows 1% per step).
+@pytest.mark.parametrize("kwargs", [
+    dict(double_q=False, dueling=False),
+    dict(prioritized_replay=True),
+    dict(param_noise=True, exploration_fraction=0.5, total_timesteps=2500),
+], ids=["plain", "prioritized_double_dueling", "param_noise"])
+def test_identity_learning(kwargs):
+    model = learn(vec_identity(), "mlp", seed=0, **{**IDENTITY, **kwargs})
+    mean, _ = evaluate_policy(model, vec_identity(1, seed=100), n_eval_episodes=10)
+    assert mean >= 0.9 * 20
+    assert model.train_fn.function.experimental_get_tracing_count() == 1
+    if kwargs.get("prioritized_replay"):
+        assert model.replay_buffer.max_priority != 1.0  # priorities came from TD errors
+
+
+def test_epsilon_schedule_and_callback_stop():
+    seen = []
+
+    def record(model, info):
+        seen.append((info["num_timesteps"], info["exploration"]))
+        return info["num_timesteps"] < 80
+
+    model = learn(vec_identity(1), "mlp", seed=0, total_timesteps=100, learning_starts=10**6,
+                  exploration_fraction=0.5, exploration_final_eps=0.1, callback=record,
+                  **QUIET)
+    steps, eps = np.array(seen).T
+    assert steps[-1] == 80 == model.num_timesteps  # False from the callback stopped training
+    np.testing.assert_allclose(eps, 1.0 - 0.9 * np.minimum((steps - 1) / 50, 1.0))
+    assert model.epsilon == pytest.approx(0.1)
+
+
+def test_tf_act_path_and_xla_update_agree_without_retracing(monkeypatch):
+    monkeypatch.setenv("RLBASE_NUMPY_ACT", "0")
+    losses = []
+    for jit in (False, True):
+        keras.utils.set_random_seed(0)
+        model = linear_model(True, batch=4, steps=3, jit=jit)
+        assert model.mirror is None
+        rng = np.random.default_rng(0)
+        obs = rng.normal(size=(3, 4, 2)).astype(np.float32)
+        args = (obs, rng.integers(0, 3, (3, 4)).astype(np.int32),
+                rng.normal(size=(3, 4)).astype(np.float32), obs[::-1].copy(),
+                np.zeros((3, 4), np.float32), np.ones((3, 4), np.float32))
+        set_linear(model.q, [[0.1, 0.2, 0.3], [0.3, -0.2, 0.1]], [0, 0, 0])
+        losses.append([model.train(*args, lr=1e-2)[0] for _ in range(3)])
+        for n in (1, 5, 1):
+            model.step(obs[0][:n])
+        assert model.q_fn.function.experimental_get_tracing_count() == 1
+        assert model.train_fn.function.experimental_get_tracing_count() == 1
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4, atol=1e-6)
+
+
+def test_frame_stacked_env_uses_the_frame_buffer():
+    env = VecFrameStack(make_vec_env("CartPole-v1", num_env=2, seed=0), 3)
+    model = learn(env, "mlp", seed=0, total_timesteps=300, learning_starts=100, train_freq=50,
+                  gradient_steps=2, batch_size=16, num_hidden=16, hiddens=[], **QUIET)
+    assert isinstance(model.replay_buffer, FrameStackReplayBuffer)
+    assert model.replay_buffer.frames.shape[2:] == (4,)  # one CartPole frame per slot
+
+
+def test_save_load_round_trip_and_resume(tmp_path):
+    kwargs = dict(total_timesteps=400, learning_starts=100, train_freq=20, gradient_steps=4,
+                  batch_size=16, num_hidden=16, hiddens=[8], **QUIET)
+    model = learn(make_vec_env("CartPole-v1", seed=0), "mlp", seed=0, **kwargs)
+    path = str(tmp_path / "dqn.zip")
+    model.save(path)
+    obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
+    fresh = learn(make_vec_env("CartPole-v1", seed=1), "mlp", seed=1,
+                  **{**kwargs, "total_timesteps": 1, "learning_starts": 10})
+    assert not np.array_equal(fresh.step(obs, deterministic=True)[1],
+                              model.step(obs, deterministic=True)[1])
+    fresh.load(path)
+    np.testing.assert_array_equal(fresh.step(obs, deterministic=True)[0],
+                                  model.step(obs, deterministic=True)[0])
+    np.testing.assert_allclose(fresh.step(obs, deterministic=True)[1],
+                               model.step(obs, deterministic=True)[1])
+    for a, b in zip(fresh.optimizer.variables + fresh.target.weights,
+                    model.optimizer.variables + model.target.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert fresh.num_timesteps == 400
+    resumed = learn(make_vec_env("CartPole-v1", seed=2), "mlp", seed=2, load_path=path,
+                    **{**kwargs, "total_timesteps": 50})
+    assert resumed.num_timesteps == 450
+    with pytest.raises(RLBaseError, match="observation space"):
+        learn(make_vec_env("Acrobot-v1", seed=0), "mlp", load_path=path, **kwargs)
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(RLBaseError, match=r"Discrete action space, got Box.*ddpg"):
+        learn(make_vec_env("Pendulum-v1", seed=0), "mlp", total_timesteps=10)
+    with pytest.raises(RLBaseError, match="recurrent 'lstm'"):
+        learn(make_vec_env("CartPole-v1", seed=0), "lstm", total_timesteps=10)
+    with pytest.raises(RLBaseError, match="batch_size must be a positive integer"):
+        learn(make_vec_env("CartPole-v1", seed=0), "mlp", total_timesteps=10, batch_size=0)
+
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def run_cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "rlbase.run", *args], capture_output=True,
+                          text=True, timeout=300, env=ENV)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_cli_continuous_env_is_one_line_error():
+    code, _, err = run_cli("--alg=dqn", "--env=Pendulum-v1", "--num_timesteps=100")
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith("rlbase: error: dqn needs a Discrete action space, got Box")
+
+
+def test_cli_train_save_and_play(tmp_path):
+    path = tmp_path / "dqn.zip"
+    code, out, err = run_cli("--alg=dqn", "--env=CartPole-v1", "--num_timesteps=600",
+                             "--seed=0", "--learning_starts=100", "--gradient_steps=4",
+                             "--num_hidden=16", f"--save_path={path}", "--play",
+                             "--play_episodes=2")
+    assert code == 0, err
+    assert path.is_file() and "episode 2: return" in out

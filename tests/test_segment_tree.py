@@ -1,0 +1,71 @@
+"""Segment trees against brute force: range sums and minimums, prefix-sum search, updates."""
+
+import numpy as np
+import pytest
+
+from rlbase.common.errors import RLBaseError
+from rlbase.common.segment_tree import MinSegmentTree, SumSegmentTree
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 8, 64])
+def test_sum_and_min_of_every_range(capacity):
+    rng = np.random.default_rng(capacity)
+    values = rng.uniform(0, 10, capacity)
+    total, smallest = SumSegmentTree(capacity), MinSegmentTree(capacity)
+    total[np.arange(capacity)] = values
+    smallest[np.arange(capacity)] = values
+    for start in range(capacity + 1):
+        for end in range(start, capacity + 1):
+            assert total.sum(start, end) == pytest.approx(values[start:end].sum())
+            expected = values[start:end].min() if end > start else float("inf")
+            assert smallest.min(start, end) == expected
+    assert total.sum() == pytest.approx(values.sum())
+    assert smallest.min() == values.min()
+    np.testing.assert_array_equal(total[np.arange(capacity)], values)
+
+
+def test_updates_keep_every_node_consistent():
+    rng = np.random.default_rng(0)
+    tree, values = SumSegmentTree(32), np.zeros(32)
+    for _ in range(50):
+        idx = rng.integers(0, 32, size=rng.integers(1, 10))
+        new = rng.uniform(0, 5, len(idx))
+        tree[idx] = new
+        for i, v in zip(idx, new):  # repeated indices: the last write wins, as in a loop
+            values[i] = v
+        assert tree.sum() == pytest.approx(values.sum())
+        for node in range(1, 32):
+            assert tree.tree[node] == pytest.approx(tree.tree[2 * node] + tree.tree[2 * node + 1])
+    tree[5] = 2.5
+    assert tree[5] == 2.5
+
+
+def test_prefix_sum_search_matches_brute_force():
+    rng = np.random.default_rng(1)
+    values = rng.uniform(0, 3, 16)
+    values[[2, 3, 9]] = 0.0  # empty slots are never found
+    tree = SumSegmentTree(16)
+    tree[np.arange(16)] = values
+    cumulative = np.cumsum(values)
+    # (not exactly on a boundary: the tree adds in another order than cumsum)
+    queries = np.concatenate([rng.uniform(0, values.sum(), 2000), [0.0]])
+    expected = np.searchsorted(cumulative, queries, side="right")
+    expected = np.minimum(expected, 15)
+    found = tree.find_prefixsum_idx(queries)
+    np.testing.assert_array_equal(found, expected)
+    assert not np.isin(found, [2, 3, 9]).any()
+    # rounding that pushes a query to the total still lands on a slot that holds mass
+    values[15] = 0.0
+    tree[15] = 0.0
+    assert tree.find_prefixsum_idx(np.array([tree.sum()]))[0] == 14
+
+
+def test_bad_capacity_and_indices_are_errors():
+    for capacity in (0, 3, 12, -4, 2.0):
+        with pytest.raises(RLBaseError, match="power of two"):
+            SumSegmentTree(capacity)
+    tree = MinSegmentTree(4)
+    with pytest.raises(RLBaseError, match="outside"):
+        tree[4] = 1.0
+    with pytest.raises(RLBaseError, match="outside"):
+        tree.min(2, 6)
