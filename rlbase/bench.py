@@ -13,6 +13,7 @@ ratios measured together mean anything.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import platform
@@ -37,6 +38,16 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("ppo", "Pendulum-v1"): dict(num_env=4, nsteps=1024, nminibatches=32, noptepochs=10,
                                  gamma=0.9, lam=0.95, lr=1e-3, cliprange=0.2, ent_coef=0.0,
                                  value_network="copy", clip_value=False, normalize=True),
+    # The rl-zoo CartPole settings in the peer's anchor script (256x256 ReLU MLP, 128 updates
+    # every 256 steps, target copied every 10 steps), without double Q or dueling heads, and
+    # without Baselines' restore-the-best-checkpoint (the peer hands back its last model).
+    ("dqn", "CartPole-v1"): dict(num_env=1, network="mlp", num_layers=2, num_hidden=256,
+                                 activation="relu", hiddens=[], lr=2.3e-3, batch_size=64,
+                                 buffer_size=100_000, learning_starts=1000, gamma=0.99,
+                                 target_network_update_freq=10, train_freq=256,
+                                 gradient_steps=128, exploration_fraction=0.16,
+                                 exploration_final_eps=0.04, dueling=False, double_q=False,
+                                 checkpoint_freq=None, print_freq=None),
 }
 
 
@@ -62,7 +73,8 @@ def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int |
         from rlbase.common.vec_env import VecNormalize
 
         env = VecNormalize(env)
-    kwargs.setdefault("log_interval", 10**9)
+    if "log_interval" in inspect.signature(learn).parameters:  # not every learn() has one
+        kwargs.setdefault("log_interval", 10**9)
     t0 = time.perf_counter()
     model = learn(network=network, env=env, seed=seed, total_timesteps=num_timesteps, **kwargs)
     wall = time.perf_counter() - t0
