@@ -251,6 +251,26 @@ def test_tf_act_path_and_xla_update_agree_without_retracing(monkeypatch):
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("jit", [False, True])
+def test_one_call_of_many_steps_equals_many_calls(jit):
+    # The while loop must read the weights each step updates (not values hoisted from
+    # before the loop): three updates in one call end where three single calls do.
+    rng = np.random.default_rng(0)
+    data = [rng.normal(size=(3, 4, 2)).astype(np.float32),
+            rng.integers(0, 3, (3, 4)).astype(np.int32),
+            rng.normal(size=(3, 4)).astype(np.float32),
+            rng.normal(size=(3, 4, 2)).astype(np.float32),
+            np.zeros((3, 4), np.float32), np.ones((3, 4), np.float32)]
+    together, apart = linear_model(True, batch=4, steps=3, jit=jit), linear_model(True, batch=4)
+    for net in (together.q, together.target, apart.q, apart.target):
+        set_linear(net, [[0.1, 0.2, 0.3], [0.3, -0.2, 0.1]], [0, 0, 0])
+    together.train(*data, lr=1e-2)
+    for g in range(3):
+        apart.train(*[x[g:g + 1] for x in data], lr=1e-2)
+    for a, b in zip(together.q.weights, apart.q.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-7)
+
+
 def test_frame_stacked_env_uses_the_frame_buffer():
     env = VecFrameStack(make_vec_env("CartPole-v1", num_env=2, seed=0), 3)
     model = learn(env, "mlp", seed=0, total_timesteps=300, learning_starts=100, train_freq=50,
