@@ -172,13 +172,19 @@ def test_numpy_mirror_matches_tf_and_every_variable_trains(case):
                                atol=1e-4)
 
 
-def test_param_noise_distance_and_adaptation():
+@pytest.mark.parametrize("numpy_act", ["1", "0"])
+def test_param_noise_distance_and_adaptation(numpy_act, monkeypatch):
+    monkeypatch.setenv("RLBASE_NUMPY_ACT", numpy_act)
     model = Model(lambda: QNetwork(BOX2, gym.spaces.Discrete(3), "mlp", hiddens=[8]),
                   0.99, True, 10.0, 1, 4, param_noise=True, seed=0)
     obs = np.random.default_rng(0).normal(size=(32, 2)).astype(np.float32)
     assert model.perturbation_distance(obs, 0.0) == pytest.approx(0.0, abs=1e-6)
     small, large = (model.perturbation_distance(obs, s) for s in (0.01, 1.0))
     assert 0 < small < large
+    model.perturb(0.3)
+    np.testing.assert_allclose(model.q_values(obs, perturbed=True),
+                               model.perturbed(obs).numpy(), rtol=1e-5, atol=1e-6)
+    assert (model.perturbed_mirror is None) == (numpy_act == "0")
     assert kl_threshold(0.1, 2) == pytest.approx(-np.log(0.95))
     noise = AdaptiveParamNoise(0.01, 1.01)
     assert noise.adapt(0.0, 0.1) == pytest.approx(0.0101)
@@ -205,8 +211,13 @@ IDENTITY = dict(total_timesteps=1500, learning_starts=200, train_freq=4, gradien
     dict(prioritized_replay=True),
     dict(param_noise=True, exploration_fraction=0.5, total_timesteps=2500),
 ], ids=["plain", "prioritized_double_dueling", "param_noise"])
-def test_identity_learning(kwargs):
+def test_identity_learning(kwargs, tmp_path):
+    if kwargs.get("double_q") is False:  # also Baselines' keep-the-best checkpointing
+        kwargs = {**kwargs, "checkpoint_freq": 500, "checkpoint_path": str(tmp_path),
+                  "total_timesteps": 2500}  # Baselines keeps one only after 100 episodes
     model = learn(vec_identity(), "mlp", seed=0, **{**IDENTITY, **kwargs})
+    if "checkpoint_path" in kwargs:
+        assert (tmp_path / "model.zip").is_file() and model.num_timesteps == 2500
     mean, _ = evaluate_policy(model, vec_identity(1, seed=100), n_eval_episodes=10)
     assert mean >= 0.9 * 20
     assert model.train_fn.function.experimental_get_tracing_count() == 1
