@@ -176,8 +176,9 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
             actions, _ = model.act(obs, epsilon)
         new_obs, rewards, terminated, truncated, infos = env.step(actions + start)
         done = np.logical_or(terminated, truncated)
+        new_episode = bool(done.any())
         next_obs = new_obs
-        if done.any():  # the true last observation, not the next episode's first
+        if new_episode:  # the true last observation, not the next episode's first
             next_obs = new_obs.copy()
             for i in np.flatnonzero(done):
                 final = infos[i].get("final_observation")
@@ -188,8 +189,7 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
         t += nenvs
         model.num_timesteps += nenvs
         running += rewards
-        new_episode = bool(done.any())
-        for i in np.flatnonzero(done):
+        for i in np.flatnonzero(done) if new_episode else ():
             episode = infos[i].get("episode")
             ep_returns.append(float(episode["r"]) if episode is not None else running[i])
             running[i] = 0.0
