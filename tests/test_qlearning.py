@@ -120,12 +120,12 @@ def test_taxi_and_frozen_lake(seed):
     # FrozenLake-v1 learns the optimal policy (0.74 success within its 100-step limit).
     kwargs = dict(total_timesteps=100_000, seed=seed, lr=0.5, lrschedule="linear", **QUIET)
     taxi = learn("Taxi-v4", **kwargs)
-    assert evaluate_policy(taxi, chain_like("Taxi-v4", seed), 100)[0] >= 7.0
+    assert evaluate_policy(taxi, fresh_env("Taxi-v4", seed), 100)[0] >= 7.0
     lake = learn("FrozenLake-v1", **kwargs)
-    assert evaluate_policy(lake, chain_like("FrozenLake-v1", seed), 1000)[0] >= 0.68
+    assert evaluate_policy(lake, fresh_env("FrozenLake-v1", seed), 1000)[0] >= 0.68
 
 
-def chain_like(env_id, seed):
+def fresh_env(env_id, seed):
     from rlbase.common.cmd_util import make_vec_env
 
     return make_vec_env(env_id, seed=100 + seed)
