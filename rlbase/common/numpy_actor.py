@@ -36,7 +36,7 @@ def use_numpy_actor() -> bool:
     return os.environ.get("RLBASE_NUMPY_ACT", "1") != "0"
 
 
-def _encoder(space: gym.Space) -> Callable[[np.ndarray], np.ndarray]:
+def observation_encoder(space: gym.Space) -> Callable[[np.ndarray], np.ndarray]:
     """numpy twin of policies.encode_observation (flattened, float32)."""
     if isinstance(space, gym.spaces.Discrete):
         eye = np.eye(int(space.n), dtype=np.float32)
@@ -60,7 +60,7 @@ class NumpyActor:
     def __init__(self, policy: ActorCriticPolicy, seed: int):
         self.policy = policy
         torso: MLP = policy.torso
-        self.encode = _encoder(policy.ob_space)
+        self.encode = observation_encoder(policy.ob_space)
         self.activation = ACTIVATIONS[torso.activation_name]
         self.head = policy.pd_head
         self.rng = np.random.default_rng(seed)

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.models import MLP
-from rlbase.common.numpy_actor import ACTIVATIONS, _encoder
+from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
 from rlbase.dqn.models import QNetwork, Stream
 
 
@@ -28,7 +28,7 @@ class NumpyQ:
 
     def __init__(self, net: QNetwork):
         torso: MLP = net.torso
-        self.encode = _encoder(net.ob_space)
+        self.encode = observation_encoder(net.ob_space)
         self.activation = ACTIVATIONS[torso.activation_name]
         self.dueling = net.value is not None
         self._parts: list[tuple[int, int, list[float]]] = []  # (layers, norms, eps) per block
