@@ -1,6 +1,5 @@
 """A2C: learning on identity envs and CartPole, truncation bootstrapping, saving, tracing."""
 
-import gymnasium as gym
 import keras
 import numpy as np
 import pytest
@@ -59,36 +58,13 @@ def test_cartpole_reaches_475():
     assert mean >= 475
 
 
-class EndsAtThree(gym.Env):
-    """Observation t/10 after t steps; reward 1; the episode ends at step 3, by termination
-    or by truncation."""
-
-    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, truncate: bool):
-        self.truncate = truncate
-        self.t = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(1, np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        ends = self.t == 3
-        obs = np.full(1, self.t / 10, np.float32)
-        return obs, 1.0, ends and not self.truncate, ends and self.truncate, {}
-
-
 def identity_network():
     layer = keras.layers.Identity()
     return layer
 
 
 def test_runner_bootstraps_on_truncation_only():
-    env = VecMonitor(DummyVecEnv([lambda: EndsAtThree(False), lambda: EndsAtThree(True)]))
+    env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
     policy = build_policy(env.observation_space, env.action_space, identity_network)
     policy.value_head.set_weights([np.ones((1, 1), np.float32), np.zeros(1, np.float32)])
     model = Model(policy, nenvs=2, nsteps=4, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,

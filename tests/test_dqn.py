@@ -83,30 +83,8 @@ def test_gradients_really_clipped(clip):
     assert step == pytest.approx(stats["grad_norm"] if clip is None else clip, rel=1e-4)
 
 
-class EndsAtThree(gym.Env):
-    """Observation t/10 after t steps, reward 1; the episode ends at step 3 by termination
-    or by truncation."""
-
-    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def __init__(self, truncate):
-        self.truncate, self.t = truncate, 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(1, np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        ends = self.t == 3
-        return (np.full(1, self.t / 10, np.float32), 1.0, ends and not self.truncate,
-                ends and self.truncate, {})
-
-
 def test_truncation_bootstraps_and_termination_does_not():
-    env = VecMonitor(DummyVecEnv([lambda: EndsAtThree(False), lambda: EndsAtThree(True)]))
+    env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
     model = learn(env, identity_network, seed=0, total_timesteps=8, learning_starts=10**6,
                   batch_size=2, hiddens=[], dueling=False, gamma=0.9, **QUIET)
     buffer = model.replay_buffer

@@ -120,3 +120,28 @@ class MemoryEnv(gym.Env):
             reward = 1.0 if (int(action) == 1) == (self._cue > 0) else -1.0
         self._t += 1
         return (self._obs() if not last else np.zeros(2, np.float32)), reward, last, False, {}
+
+
+class EndsAtThree(gym.Env):
+    """Observation t/10 after t steps, reward 1; the episode ends at step 3, by termination
+    (``truncate=False``) or by a time limit (``truncate=True``). For exact checks that only
+    truncated episodes are bootstrapped, and from the final observation (0.3), not the reset
+    one (0.0)."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, truncate: bool):
+        self.truncate = truncate
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: Any):
+        self.t += 1
+        ends = self.t == 3
+        obs = np.full(1, self.t / 10, np.float32)
+        return obs, 1.0, ends and not self.truncate, ends and self.truncate, {}
