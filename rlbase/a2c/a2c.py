@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
+from rlbase.common.checkpoint import Checkpointer
 from rlbase.common.errors import RLBaseError
 from rlbase.common.on_policy_loop import UpdateBookkeeper, setup
 from rlbase.common.on_policy_model import OnPolicyModel
@@ -77,7 +78,9 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
           lrschedule: str = "linear", epsilon: float = 1e-5, alpha: float = 0.99,
           gamma: float = 0.99, log_interval: int = 100, load_path: str | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          jit_compile: bool | None = None, **network_kwargs: Any) -> Model:
+          jit_compile: bool | None = None, checkpoint_interval: int = 0,
+          checkpoint_path: str | None = None, resume: bool = False,
+          **network_kwargs: Any) -> Model:
     """Train a policy with A2C and return the :class:`Model`.
 
     network: a registered network name (mlp, cnn, lstm, ...) or a builder callable.
@@ -99,14 +102,19 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     callback: called after every update as ``callback(model, info)``; returning False stops.
     jit_compile: compile the update with XLA: ~1 ms faster per update, ~1.5 s to compile.
         None (auto): on for runs of at least 1500 updates, where the compile time is repaid.
+    checkpoint_interval: write a resumable checkpoint every this many env steps (0: never).
+    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
+    resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
+        the whole run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
         ``value_network='copy'`` gives the value head its own torso.
     """
     hyperparameters = {k: v for k, v in locals().items()
                        if k not in ("env", "callback", "network_kwargs", "load_path",
-                                    "jit_compile")}
+                                    "jit_compile", "resume")}
     if nsteps < 1:
         raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
+    checkpointer = Checkpointer(ALGORITHM, checkpoint_path, checkpoint_interval)
     lr_fn = get_schedule_fn(lr) if callable(lr) else named_schedule(lrschedule, lr)
     env, policy = setup(env, seed, network, network_kwargs)
     nbatch = env.num_envs * nsteps
@@ -118,8 +126,10 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     if load_path is not None:
         model.load(load_path)
     runner = RolloutRunner(env, model, nsteps=nsteps, gamma=gamma)
-    books = UpdateBookkeeper(ALGORITHM, model, runner, nupdates, log_interval, callback)
-    for update in range(1, nupdates + 1):
+    books = UpdateBookkeeper(ALGORITHM, model, runner, nupdates, log_interval, callback,
+                             checkpointer)
+    first = books.restore() if resume else 1
+    for update in range(first, nupdates + 1):
         rollout = runner.run()
         stats, runner.pending = model.train(rollout, lr_fn(1.0 - (update - 1) / nupdates))
         if books.done(update, stats):

@@ -105,17 +105,21 @@ class OnPolicyModel:
     def _groups(self) -> dict[str, Sequence[tf.Variable]]:
         return {"policy": self.policy.weights, "optimizer": self.optimizer.variables}
 
-    def save(self, path: str) -> None:
-        """Write weights, optimizer state and metadata to one file (atomically)."""
+    def save(self, path: str, extra_arrays: dict[str, np.ndarray] | None = None,
+             extra_metadata: dict[str, Any] | None = None) -> None:
+        """Write weights, optimizer state and metadata to one file (atomically); ``extra_*``
+        add entries (checkpoints put their resume state there)."""
         p, vn = self.policy, self.vec_normalize
         extra = {} if vn is None else {f"{VN_PREFIX}{k}": v for k, v in vn.state_dict().items()}
         meta = {} if vn is None else {"vec_normalize": vn.config()}
         save_model(path, self.algorithm, self._groups(), p.ob_space, p.ac_space,
                    p.network_name, p.network_kwargs, self.hyperparameters, self.num_timesteps,
-                   extra_arrays=extra, extra_metadata=meta)
+                   extra_arrays={**extra, **(extra_arrays or {})},
+                   extra_metadata={**meta, **(extra_metadata or {})})
 
-    def load(self, path: str) -> None:
-        """Load a file written by :meth:`save` for the same spaces and network."""
+    def load(self, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Load a file written by :meth:`save` for the same spaces and network; returns the
+        file's metadata and arrays."""
         p = self.policy
         metadata, arrays = load_model(path, self.algorithm, self._groups(), p.ob_space,
                                       p.ac_space)
@@ -124,6 +128,7 @@ class OnPolicyModel:
             self.vec_normalize.load_state_dict(
                 {k[len(VN_PREFIX):]: v for k, v in arrays.items() if k.startswith(VN_PREFIX)})
         self.calls.sync()
+        return metadata, arrays
 
     def normalized_like_training(self, venv: VecEnv) -> VecEnv:
         """``venv`` wrapped with frozen copies of the training normalization statistics (for

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common import logger
+from rlbase.common.checkpoint import Checkpointer
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import safemean
@@ -29,7 +30,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
           model_fn: Callable[..., Model] | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           clip_value: bool = True, jit_compile: bool | None = None,
-          **network_kwargs: Any) -> Model:
+          checkpoint_interval: int = 0, checkpoint_path: str | None = None,
+          resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with PPO and return the :class:`~rlbase.ppo.model.Model`.
 
     network: a registered network name (mlp, cnn, lstm, ...) or a builder callable.
@@ -55,17 +57,24 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     callback: called after every update as ``callback(model, info)``; returning False stops.
     clip_value: clip the value function's change to ``cliprange`` as PPO2 did.
     jit_compile: compile the update with XLA (None: for runs of at least 200 updates).
+    checkpoint_interval: write a resumable checkpoint every this many env steps (0: never;
+        rank 0 writes, every rank resumes from it).
+    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
+    resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
+        the whole run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
         ``value_network='copy'`` gives the value head its own torso.
     """
     hyperparameters = {k: v for k, v in locals().items()
                        if k not in ("env", "eval_env", "callback", "network_kwargs",
-                                    "load_path", "model_fn", "jit_compile")}
+                                    "load_path", "model_fn", "jit_compile", "resume")}
     lr_fn, clip_fn = get_schedule_fn(lr), get_schedule_fn(cliprange)
     if nsteps < 1:
         raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
     if clip_fn(1.0) <= 0:
         raise RLBaseError(f"cliprange must be positive, got {clip_fn(1.0)}")
+    checkpointer = Checkpointer("ppo", checkpoint_path, checkpoint_interval,
+                                writer=mpi_rank() == 0)
     env, policy = setup(env, seed, network, network_kwargs)
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
@@ -82,8 +91,11 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
                                 nsteps, gamma) if eval_env is not None else None
     eval_logs = (lambda: {"eval/eprewmean": safemean(ep["r"] for ep in eval_runner.ep_infos)}) \
         if eval_runner is not None else None
-    books = UpdateBookkeeper("ppo", model, runner, nupdates, log_interval, callback)
-    for update in range(1, nupdates + 1):
+    books = UpdateBookkeeper("ppo", model, runner, nupdates, log_interval, callback,
+                             checkpointer)
+    # Under MPI every rank resumes from the checkpoint rank 0 wrote (same weights and count).
+    first = books.restore() if resume else 1
+    for update in range(first, nupdates + 1):
         frac = 1.0 - (update - 1) / nupdates
         rollout = runner.run()
         if eval_runner is not None:

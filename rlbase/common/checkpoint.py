@@ -1,0 +1,257 @@
+"""Resumable checkpoints, shared by every algorithm.
+
+A checkpoint is an ordinary rlbase model file (``--load_path`` and ``model.load`` read it) that
+also holds what continuing needs: the learn loop's counters, random-generator states and, for
+off-policy algorithms, the replay buffer (as plain arrays, never pickle). Files are
+``<folder>/checkpoint_<timesteps>.zip``, written atomically; the newest ``keep`` are kept, and an
+older one is deleted only after a newer one is complete, so a kill at any moment leaves at least
+one loadable checkpoint.
+
+How an algorithm adopts it (A2C, PPO and DQN do exactly this)::
+
+    ckpt = Checkpointer(ALGORITHM, checkpoint_path, checkpoint_interval)
+    ...build the model...
+    resumed = ckpt.restore(model) if resume else None   # (loop_state, arrays) or None
+    if resumed: put loop_state["..."] back into the loop's variables
+    while training:
+        ...
+        if ckpt.due(model.num_timesteps) or stop_requested():
+            ckpt.save(model, {"update": update, ...}, {"replay/...": array, ...})
+
+``model`` needs ``save(path, extra_arrays=, extra_metadata=)`` and ``load(path)`` returning
+``(metadata, arrays)``. :func:`rng_state`/:func:`set_rng_state` capture Python's and numpy's
+global generators, :func:`object_state`/:func:`restore_object_state` any buffer made of numpy
+arrays and numbers (rlbase's replay buffers and segment trees), and :func:`generator_state`
+a ``numpy.random.Generator``. The env itself is not saved: a resumed run resets its envs, so
+only the episodes in progress at the checkpoint are lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import random
+import re
+from typing import Any
+
+import numpy as np
+
+from rlbase.common import logger
+from rlbase.common.errors import RLBaseError
+
+PREFIX = "checkpoint_"
+_NAME = re.compile(r"checkpoint_(\d+)\.zip$")
+RESUME_KEY = "resume"
+
+
+def checkpoint_folder(checkpoint_path: str | None) -> str:
+    """``checkpoint_path``, else ``<logger dir>/checkpoints``; an error when there is neither."""
+    if checkpoint_path:
+        return os.path.expanduser(os.fspath(checkpoint_path))
+    if logger.get_dir():
+        return os.path.join(logger.get_dir(), "checkpoints")
+    raise RLBaseError("checkpoints need a folder: pass checkpoint_path (CLI: --checkpoint_path) "
+                      "or configure a log directory (CLI: --log_path)")
+
+
+def list_checkpoints(folder: str) -> list[tuple[int, str]]:
+    """``(timesteps, path)`` of the checkpoint files in ``folder``, oldest first."""
+    found = []
+    for path in glob.glob(os.path.join(glob.escape(folder), PREFIX + "*.zip")):
+        match = _NAME.search(os.path.basename(path))
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+class Checkpointer:
+    """Writes a checkpoint every ``interval`` env steps and restores the newest one.
+
+    algorithm: the model files' algorithm name (restore checks it through ``model.load``).
+    checkpoint_path: the folder (None: ``<logger dir>/checkpoints``, needed only when used).
+    interval: env steps between checkpoints (0 or None: only on request, e.g. at Ctrl-C).
+    keep: how many of the newest checkpoints to keep on disk (at least 1).
+    writer: False on MPI ranks other than 0: they restore checkpoints but never write them.
+    """
+
+    def __init__(self, algorithm: str, checkpoint_path: str | None, interval: int | None,
+                 keep: int = 2, writer: bool = True):
+        if interval is not None and (isinstance(interval, bool) or
+                                     not isinstance(interval, (int, np.integer)) or interval < 0):
+            raise RLBaseError(f"checkpoint_interval must be a non-negative integer number of "
+                              f"env steps, got {interval!r}")
+        if keep < 1:
+            raise RLBaseError(f"keep must be at least 1, got {keep}")
+        self.algorithm, self.path, self.interval = algorithm, checkpoint_path, int(interval or 0)
+        self.keep, self.writer = keep, writer
+        self.last_saved: int | None = None
+        self._next = self.interval
+        if self.interval:
+            self.folder  # noqa: B018 - fail before training when there is nowhere to write
+
+    @property
+    def active(self) -> bool:
+        """Whether a stop (Ctrl-C) should also write a checkpoint: an interval or a folder was
+        given."""
+        return self.writer and (bool(self.interval) or self.path is not None)
+
+    @property
+    def folder(self) -> str:
+        return checkpoint_folder(self.path)
+
+    def due(self, num_timesteps: int) -> bool:
+        """True once ``num_timesteps`` has reached the next multiple of the interval."""
+        return self.writer and bool(self.interval) and num_timesteps >= self._next
+
+    def save(self, model: Any, loop_state: dict[str, Any],
+             arrays: dict[str, np.ndarray] | None = None) -> str:
+        """Write one checkpoint (model + ``loop_state`` JSON + ``arrays``); returns its path."""
+        steps = int(model.num_timesteps)
+        path = os.path.join(self.folder, f"{PREFIX}{steps:012d}.zip")
+        meta = {RESUME_KEY: {"loop": loop_state, "rng": rng_state_meta()}}
+        all_arrays = {**rng_state_arrays(), **(arrays or {})}
+        model.save(path, extra_arrays=all_arrays, extra_metadata=meta)
+        self.last_saved = steps
+        if self.interval:
+            self._next = (steps // self.interval + 1) * self.interval
+        self._prune()
+        return path
+
+    def _prune(self) -> None:
+        for _, old in list_checkpoints(self.folder)[:-self.keep]:
+            with contextlib.suppress(OSError):
+                os.remove(old)
+        # Temporary files of saves killed mid-write (see serialization.atomic_write).
+        for tmp in glob.glob(os.path.join(glob.escape(self.folder), f".{PREFIX}*.tmp")):
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+
+    def latest(self) -> str | None:
+        found = list_checkpoints(self.folder)
+        return found[-1][1] if found else None
+
+    def restore(self, model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+        """Load the newest checkpoint into ``model`` and the global RNGs.
+
+        Returns ``(loop_state, arrays)`` for the caller to put back, or None (with a log line)
+        when the folder holds no checkpoint yet, so ``--resume`` also starts a fresh run.
+        """
+        path = self.latest()
+        if path is None:
+            logger.log(f"No checkpoint in {self.folder}: starting from scratch")
+            return None
+        metadata, arrays = model.load(path)
+        state = metadata.get(RESUME_KEY)
+        if not isinstance(state, dict) or not isinstance(state.get("loop"), dict):
+            raise RLBaseError(f"{path} is a model file without resume state: load it with "
+                              "load_path instead")
+        set_rng_state(state.get("rng"), arrays, path)
+        self.last_saved = int(model.num_timesteps)
+        if self.interval:
+            self._next = (self.last_saved // self.interval + 1) * self.interval
+        logger.log(f"Resumed from {path} at {model.num_timesteps} timesteps")
+        return state["loop"], arrays
+
+
+# ---- random generators ----------------------------------------------------------------------
+
+
+def rng_state_meta() -> dict[str, Any]:
+    """The JSON part of Python's and numpy's global generator states."""
+    version, _, gauss = random.getstate()
+    _, _, pos, has_gauss, cached = np.random.get_state()
+    return {"python": {"version": version, "gauss": gauss},
+            "numpy": {"pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)}}
+
+
+def rng_state_arrays() -> dict[str, np.ndarray]:
+    """The array part of Python's and numpy's global generator states."""
+    return {"rng/python": np.array(random.getstate()[1], dtype=np.uint64),
+            "rng/numpy": np.asarray(np.random.get_state()[1], dtype=np.uint32)}
+
+
+def set_rng_state(meta: Any, arrays: dict[str, np.ndarray], path: str = "") -> None:
+    """Restore what :func:`rng_state_meta` and :func:`rng_state_arrays` captured."""
+    try:
+        py, npy = meta["python"], meta["numpy"]
+        random.setstate((int(py["version"]), tuple(int(x) for x in arrays["rng/python"]),
+                         py["gauss"]))
+        np.random.set_state(("MT19937", arrays["rng/numpy"].astype(np.uint32), int(npy["pos"]),
+                             int(npy["has_gauss"]), float(npy["cached"])))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RLBaseError(f"checkpoint {path} has a malformed random-generator state "
+                          f"({type(exc).__name__}: {exc})") from exc
+
+
+def generator_state(rng: np.random.Generator) -> dict[str, Any]:
+    """A numpy Generator's state as JSON-serializable data."""
+    return rng.bit_generator.state
+
+
+def set_generator_state(rng: np.random.Generator, state: Any) -> None:
+    try:
+        rng.bit_generator.state = state
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RLBaseError(f"malformed generator state in checkpoint ({exc})") from exc
+
+
+# ---- numpy-array objects (replay buffers) ---------------------------------------------------
+
+
+def _is_state_object(value: Any) -> bool:
+    return hasattr(value, "__dict__") and type(value).__module__.startswith("rlbase.")
+
+
+def object_state(obj: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Every numpy array (as arrays) and number (as JSON) of ``obj``, recursing into rlbase
+    objects it holds (a prioritized buffer's storage and trees). Other attributes (functions,
+    shapes) are structure, rebuilt by the constructor, and are skipped."""
+    meta: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    for name, value in vars(obj).items():
+        if isinstance(value, np.ndarray):
+            arrays[f"{prefix}/{name}"] = value
+        elif isinstance(value, (bool, int, float, np.integer, np.floating, np.bool_)):
+            meta[name] = value.item() if isinstance(value, np.generic) else value
+        elif _is_state_object(value):
+            sub_meta, sub_arrays = object_state(value, f"{prefix}/{name}")
+            meta[name] = sub_meta
+            arrays.update(sub_arrays)
+    return meta, arrays
+
+
+def restore_object_state(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: str
+                         ) -> None:
+    """Inverse of :func:`object_state`, into an ``obj`` built with the same settings; a shape,
+    dtype or field mismatch raises RLBaseError before anything is changed."""
+    plan: list[tuple[Any, str, Any]] = []
+    _plan_restore(obj, meta, arrays, prefix, plan)
+    for target, name, value in plan:
+        current = getattr(target, name)
+        if isinstance(current, np.ndarray):
+            current[...] = value
+        else:
+            setattr(target, name, type(current)(value))
+
+
+def _plan_restore(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: str,
+                  plan: list[tuple[Any, str, Any]]) -> None:
+    if not isinstance(meta, dict):
+        raise RLBaseError(f"checkpoint state {prefix!r} is malformed (expected a mapping)")
+    for name, current in vars(obj).items():
+        key = f"{prefix}/{name}"
+        if isinstance(current, np.ndarray):
+            saved = arrays.get(key)
+            if saved is None or saved.shape != current.shape or saved.dtype != current.dtype:
+                got = None if saved is None else f"{saved.dtype}{list(saved.shape)}"
+                raise RLBaseError(f"checkpoint array {key} is {got}, this run needs "
+                                  f"{current.dtype}{list(current.shape)}: it was written with "
+                                  "other settings (buffer size, number of envs, spaces)")
+            plan.append((obj, name, saved))
+        elif isinstance(current, (bool, int, float, np.integer, np.floating, np.bool_)):
+            if name not in meta or not isinstance(meta[name], (bool, int, float)):
+                raise RLBaseError(f"checkpoint state {key} is missing or not a number")
+            plan.append((obj, name, meta[name]))
+        elif _is_state_object(current):
+            _plan_restore(current, meta.get(name), arrays, key, plan)
