@@ -1,0 +1,160 @@
+"""ES policies: defined by the network registry, evaluated in numpy on flat parameter vectors.
+
+ES scores one parameter vector per episode, so a TensorFlow call per env step (~120 us here)
+would cost more than the env itself. The Keras network is built once from the registry to fix
+the architecture and its initial weights; episodes then run a numpy forward pass on slices
+of a flat vector, many perturbed vectors at once (``params`` of shape [P, dim]).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from rlbase.common.errors import RLBaseError
+from rlbase.common.models import MLP, build_network, ortho
+from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
+
+OBS_CLIP = 5.0  # normalized observations are clipped to +-5 (Salimans et al.)
+
+
+def check_action_space(space: gym.Space) -> None:
+    if isinstance(space, gym.spaces.Discrete):
+        return
+    if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+        return
+    raise RLBaseError(f"es supports Discrete and 1-D Box action spaces, got {space}")
+
+
+class PolicyNet(keras.Model):
+    """The registry's torso and a linear head: logits (Discrete) or the action mean (Box)."""
+
+    def __init__(self, torso: keras.layers.Layer, num_outputs: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.torso = torso
+        # A small head: the initial policy is near-uniform / near-zero, and perturbations of
+        # the hidden layers are not swamped by a large output layer.
+        self.head = keras.layers.Dense(num_outputs, kernel_initializer=ortho(0.01))
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        return self.head(self.torso(x))
+
+
+class ESPolicy:
+    """The flat-vector view of a :class:`PolicyNet` and its numpy forward pass.
+
+    :param ob_space: observation space (encoded like the other algorithms: one-hot for
+        Discrete, flattened floats for Box).
+    :param ac_space: Discrete or 1-D Box action space.
+    :param network: a registered network name or builder; its layer must be an ``mlp``
+        (``num_layers=0`` gives a linear policy).
+    :param network_kwargs: passed to the builder.
+    """
+
+    def __init__(self, ob_space: gym.Space, ac_space: gym.Space, network: Any,
+                 network_kwargs: dict[str, Any]):
+        check_action_space(ac_space)
+        self.ob_space, self.ac_space = ob_space, ac_space
+        self.network_name = network if isinstance(network, str) else \
+            getattr(network, "__name__", repr(network))
+        self.network_kwargs = dict(network_kwargs)
+        torso = build_network(network, **network_kwargs)
+        if type(torso) is not MLP or torso.activation_name not in ACTIVATIONS:
+            raise RLBaseError(f"es evaluates policies in numpy and supports mlp networks (any "
+                              f"size; num_layers=0 is a linear policy) with activation in "
+                              f"{sorted(ACTIVATIONS)}, got network '{self.network_name}'")
+        self.encode = observation_encoder(ob_space)
+        self.ob_dim = int(self.encode(np.asarray([ob_space.sample()])).shape[1])
+        self.discrete = isinstance(ac_space, gym.spaces.Discrete)
+        num_outputs = int(ac_space.n) if self.discrete else int(ac_space.shape[0])
+        self.net = PolicyNet(torso, num_outputs)
+        self.net(tf.zeros([1, self.ob_dim], tf.float32))
+        self.activation = ACTIVATIONS[torso.activation_name]
+        self.layer_norm_eps = [norm.epsilon for norm in torso.norms]
+        variables = [v for dense in torso.hidden for v in (dense.kernel, dense.bias)]
+        variables += [v for norm in torso.norms for v in (norm.gamma, norm.beta)]
+        variables += [self.net.head.kernel, self.net.head.bias]
+        self.variables = variables
+        self.shapes = [tuple(v.shape) for v in variables]
+        self.sizes = [int(np.prod(s)) for s in self.shapes]
+        self.dim = int(sum(self.sizes))
+        self.num_layers = len(torso.hidden)
+        if not self.discrete:
+            low, high = ac_space.low.astype(np.float64), ac_space.high.astype(np.float64)
+            self.bounded = bool(np.all(np.isfinite(low)) and np.all(np.isfinite(high)))
+            self.low, self.high = low, high
+        self.obs_mean = np.zeros(self.ob_dim, np.float32)
+        self.obs_std = np.ones(self.ob_dim, np.float32)
+
+    # -- the flat vector ------------------------------------------------------------------
+    def get_flat(self) -> np.ndarray:
+        return np.concatenate([np.asarray(v.numpy(), np.float32).ravel()
+                               for v in self.variables])
+
+    def set_flat(self, theta: np.ndarray) -> None:
+        """Write ``theta`` into the Keras variables (for saving and for checks)."""
+        for v, part in zip(self.variables, self.unflatten(theta[None])):
+            v.assign(part[0])
+
+    def unflatten(self, params: np.ndarray) -> list[np.ndarray]:
+        """Views of ``params`` [P, dim] as the layers' arrays, each [P, *shape] (no copies:
+        a column block of a row-major array reshapes to a strided view)."""
+        out, start = [], 0
+        for shape, size in zip(self.shapes, self.sizes):
+            out.append(params[:, start:start + size].reshape(len(params), *shape))
+            start += size
+        return out
+
+    # -- acting ---------------------------------------------------------------------------
+    def set_obs_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
+        self.obs_mean = np.asarray(mean, np.float32)
+        self.obs_std = np.maximum(np.asarray(std, np.float32), 1e-2)  # Salimans' floor
+
+    def normalize(self, x: np.ndarray) -> np.ndarray:
+        """Encoded observations [P, ob_dim] -> normalized and clipped."""
+        return np.clip((x - self.obs_mean) / self.obs_std, -OBS_CLIP, OBS_CLIP)
+
+    def outputs(self, params: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Network outputs [P, num_outputs]: row p uses parameters ``params[p]`` on the
+        normalized observation ``x[p]``; a single parameter row is shared by every x."""
+        parts = self.unflatten(params)
+        n = self.num_layers
+        norms = parts[2 * n:2 * n + 2 * len(self.layer_norm_eps)]
+        shared = len(params) == 1
+        h = x.astype(np.float32, copy=False)
+        for i in range(n):
+            h = self._dense(h, parts[2 * i], parts[2 * i + 1], shared)
+            if norms:
+                gamma, beta = norms[2 * i], norms[2 * i + 1]
+                mean = h.mean(axis=-1, keepdims=True)
+                var = h.var(axis=-1, keepdims=True)
+                h = (h - mean) / np.sqrt(var + self.layer_norm_eps[i])
+                h = h * (gamma[0] if shared else gamma) + (beta[0] if shared else beta)
+            h = self.activation(h)
+        return self._dense(h, parts[-2], parts[-1], shared)
+
+    @staticmethod
+    def _dense(h: np.ndarray, kernel: np.ndarray, bias: np.ndarray, shared: bool
+               ) -> np.ndarray:
+        if shared:
+            return h @ kernel[0] + bias[0]
+        return np.matmul(h[:, None, :], kernel)[:, 0, :] + bias
+
+    def actions(self, out: np.ndarray) -> np.ndarray:
+        """Deterministic actions from outputs: argmax of the logits (Discrete); the mean,
+        squashed into the bounds with tanh when the Box is bounded (Box)."""
+        if self.discrete:
+            return np.argmax(out, axis=-1) + int(self.ac_space.start)
+        if self.bounded:
+            squashed = (np.tanh(out) + 1.0) * 0.5
+            return (self.low + squashed * (self.high - self.low)).astype(self.ac_space.dtype)
+        return out.astype(self.ac_space.dtype)
+
+    def act(self, params: np.ndarray, raw_obs: np.ndarray) -> np.ndarray:
+        """Actions for a batch of raw observations (deterministic)."""
+        x = self.normalize(self.encode(raw_obs))
+        return self.actions(self.outputs(params, x))

@@ -1,0 +1,129 @@
+"""Running ES episodes: many perturbed parameter vectors at once, one env per slot.
+
+Each slot holds one env and one parameter vector; all slots act through one batched numpy
+forward pass per step (a 64x64 MLP costs ~12 us for one observation and ~17 us for 16), and a
+slot whose episode ends takes the next task at once. Only live slots step, so no env step is
+wasted at the end of a generation and every counted step belongs to a scored episode.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import gymnasium as gym
+import numpy as np
+
+from rlbase.common.errors import RLBaseError
+from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv
+from rlbase.common.vec_env.vec_monitor import VecMonitor
+from rlbase.es.noise_table import NoiseTable
+from rlbase.es.policy import ESPolicy
+
+
+class Results(NamedTuple):
+    """What one worker's tasks gave: returns and lengths per task, and the sums of the
+    observations it saw (for the running normalization statistics)."""
+
+    returns: np.ndarray
+    lengths: np.ndarray
+    obs_sum: np.ndarray
+    obs_sumsq: np.ndarray
+    obs_count: int
+
+
+def gym_envs(venv: VecEnv) -> list[gym.Env]:
+    """The gymnasium envs inside ``venv``, to be stepped here one episode at a time.
+
+    ES scores whole episodes of different parameter vectors, which the lockstep VecEnv API
+    does not fit; a VecMonitor is allowed (its statistics are simply not updated), wrappers
+    that change observations or rewards are not. Envs of a SubprocVecEnv are re-made here
+    from their spec.
+    """
+    inner = venv
+    while isinstance(inner, VecMonitor):
+        inner = inner.venv
+    if isinstance(inner, DummyVecEnv):
+        return inner.envs
+    if isinstance(inner, GymVecEnv):
+        specs = inner.vector_env.get_attr("spec")
+        if all(spec is not None for spec in specs):
+            return [gym.make(spec) for spec in specs]
+    raise RLBaseError(f"es runs episodes on the gymnasium envs of a DummyVecEnv (optionally "
+                      f"under VecMonitor), got {type(venv).__name__}; drop VecNormalize and "
+                      f"use observation_normalization=True instead")
+
+
+class EpisodeRunner:
+    """Runs tasks (a noise offset and a sign: +1, -1, or 0 for the unperturbed policy).
+
+    :param envs: one env per slot.
+    :param policy: the numpy policy.
+    :param seeds: each env's seed for its first reset (None: unseeded).
+    :param max_episode_steps: cut episodes at this length (None: the env's own limit).
+    :param action_noise: std of Gaussian noise added to the outputs in perturbed episodes.
+    :param rng: draws the action noise.
+    """
+
+    def __init__(self, envs: list[gym.Env], policy: ESPolicy, seeds: list[int | None],
+                 max_episode_steps: int | None, action_noise: float,
+                 rng: np.random.Generator):
+        self.envs, self.policy = envs, policy
+        self.pending_seeds = list(seeds)
+        self.max_steps = max_episode_steps or np.iinfo(np.int64).max
+        self.action_noise, self.rng = action_noise, rng
+
+    def run(self, theta: np.ndarray, noise: NoiseTable, noise_stdev: float,
+            indices: np.ndarray, signs: np.ndarray) -> Results:
+        policy, dim = self.policy, self.policy.dim
+        n = len(indices)
+        nslots = min(len(self.envs), n)
+        returns, lengths = np.zeros(n), np.zeros(n, np.int64)
+        obs_sum, obs_sumsq = np.zeros(policy.ob_dim), np.zeros(policy.ob_dim)
+        obs_count = 0
+        if n == 0:
+            return Results(returns, lengths, obs_sum, obs_sumsq, 0)
+        params = np.empty((nslots, dim), np.float32)
+        raw_obs = np.zeros((nslots, *policy.ob_space.shape), policy.ob_space.dtype)
+        noisy = np.zeros((nslots, 1), np.float32)
+        task_of = np.full(nslots, -1)
+        next_task = 0
+
+        def start(slot: int) -> None:
+            nonlocal next_task
+            task = task_of[slot] = next_task
+            next_task += 1
+            sign = signs[task]
+            params[slot] = theta
+            if sign != 0:
+                params[slot] += (sign * noise_stdev) * noise.get(indices[task], dim)
+            noisy[slot] = float(sign != 0)
+            seed, self.pending_seeds[slot] = self.pending_seeds[slot], None
+            raw_obs[slot], _ = self.envs[slot].reset(seed=seed)
+
+        for slot in range(nslots):
+            start(slot)
+        active = list(range(nslots))
+        while active:
+            x = policy.encode(raw_obs)
+            live = x[active] if len(active) < nslots else x
+            obs_sum += live.sum(axis=0)
+            obs_sumsq += np.square(live, dtype=np.float64).sum(axis=0)
+            obs_count += len(live)
+            out = policy.outputs(params, policy.normalize(x))
+            if self.action_noise > 0:
+                out = out + self.action_noise * noisy * self.rng.standard_normal(out.shape)
+            actions = policy.actions(out)
+            for slot in list(active):
+                ob, reward, terminated, truncated, _ = self.envs[slot].step(actions[slot])
+                task = task_of[slot]
+                returns[task] += float(reward)
+                lengths[task] += 1
+                if terminated or truncated or lengths[task] >= self.max_steps:
+                    if next_task < n:
+                        start(slot)
+                    else:
+                        active.remove(slot)
+                else:
+                    raw_obs[slot] = ob
+        return Results(returns, lengths, obs_sum, obs_sumsq, obs_count)
