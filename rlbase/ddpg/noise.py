@@ -1,0 +1,133 @@
+"""Exploration noise for DDPG: action-space noise (Gaussian, Ornstein-Uhlenbeck) and
+adaptive parameter-space noise, chosen by a ``noise_type`` string such as
+``'adaptive-param_0.2'``, ``'normal_0.1'``, ``'ou_0.2'``, ``'none'`` or a comma-separated
+combination (``'adaptive-param_0.2,ou_0.1'``).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from rlbase.common.errors import RLBaseError
+
+NOISE_FORMS = "'none', 'adaptive-param_S', 'normal_S', 'ou_S' (S a positive number) or a " \
+              "comma-separated combination such as 'adaptive-param_0.2,ou_0.1'"
+
+
+class ActionNoise:
+    """Noise added to the actor's actions; :meth:`reset` at the start of every episode."""
+
+    def __call__(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        pass
+
+
+class NormalActionNoise(ActionNoise):
+    """Independent Gaussian noise N(mu, sigma^2) at every step."""
+
+    def __init__(self, mu: np.ndarray, sigma: np.ndarray, rng: np.random.Generator):
+        self.mu, self.sigma, self.rng = np.asarray(mu, np.float64), np.asarray(sigma), rng
+
+    def __call__(self) -> np.ndarray:
+        return self.rng.normal(self.mu, self.sigma)
+
+    def __repr__(self) -> str:
+        return f"NormalActionNoise(mu={self.mu}, sigma={self.sigma})"
+
+
+class OrnsteinUhlenbeckActionNoise(ActionNoise):
+    """Temporally correlated noise: x += theta (mu - x) dt + sigma sqrt(dt) N(0, 1).
+
+    Its stationary standard deviation is ``sigma * sqrt(dt / (1 - (1 - theta dt)^2))``
+    (about ``sigma / sqrt(2 theta)`` for small dt), which the tests check.
+    """
+
+    def __init__(self, mu: np.ndarray, sigma: np.ndarray, rng: np.random.Generator,
+                 theta: float = 0.15, dt: float = 1e-2, x0: np.ndarray | None = None):
+        self.mu, self.sigma = np.asarray(mu, np.float64), np.asarray(sigma, np.float64)
+        self.theta, self.dt, self.x0, self.rng = theta, dt, x0, rng
+        self.reset()
+
+    def __call__(self) -> np.ndarray:
+        self.x = self.x + self.theta * (self.mu - self.x) * self.dt + \
+            self.sigma * np.sqrt(self.dt) * self.rng.standard_normal(self.mu.shape)
+        return self.x
+
+    def reset(self) -> None:
+        self.x = np.array(self.x0, np.float64) if self.x0 is not None else np.zeros_like(self.mu)
+
+    def __repr__(self) -> str:
+        return f"OrnsteinUhlenbeckActionNoise(mu={self.mu}, sigma={self.sigma})"
+
+
+class SumNoise(ActionNoise):
+    """Several action noises added together (``'normal_0.1,ou_0.2'``)."""
+
+    def __init__(self, parts: Sequence[ActionNoise]):
+        self.parts = list(parts)
+
+    def __call__(self) -> np.ndarray:
+        return sum(p() for p in self.parts)
+
+    def reset(self) -> None:
+        for p in self.parts:
+            p.reset()
+
+
+class AdaptiveParamNoiseSpec:
+    """The scale of parameter-space noise, adapted so that the perturbed actor's actions lie
+    about ``desired_action_stddev`` away (root mean square) from the actor's (Plappert et
+    al. 2018): shrink by ``adoption_coefficient`` when farther, grow when nearer."""
+
+    def __init__(self, initial_stddev: float = 0.1, desired_action_stddev: float = 0.1,
+                 adoption_coefficient: float = 1.01):
+        self.initial_stddev = float(initial_stddev)
+        self.desired_action_stddev = float(desired_action_stddev)
+        self.adoption_coefficient = float(adoption_coefficient)
+        self.current_stddev = self.initial_stddev
+
+    def adapt(self, distance: float) -> None:
+        if distance > self.desired_action_stddev:
+            self.current_stddev /= self.adoption_coefficient
+        else:
+            self.current_stddev *= self.adoption_coefficient
+
+    def __repr__(self) -> str:
+        return (f"AdaptiveParamNoiseSpec(initial_stddev={self.initial_stddev}, "
+                f"desired_action_stddev={self.desired_action_stddev})")
+
+
+def parse_noise_type(noise_type: str, nb_actions: int, rng: np.random.Generator
+                     ) -> tuple[ActionNoise | None, AdaptiveParamNoiseSpec | None]:
+    """The action noise and parameter noise a ``noise_type`` string asks for."""
+    if not isinstance(noise_type, str) or not noise_type.strip():
+        raise RLBaseError(f"bad noise_type {noise_type!r}: use {NOISE_FORMS}")
+    actions: list[ActionNoise] = []
+    param: AdaptiveParamNoiseSpec | None = None
+    zeros = np.zeros(nb_actions)
+    for part in (p.strip() for p in noise_type.split(",")):
+        if part == "none":
+            continue
+        kind, _, value = part.rpartition("_")
+        try:
+            stddev = float(value)
+        except ValueError:
+            stddev = float("nan")
+        if kind not in ("adaptive-param", "normal", "ou") or not np.isfinite(stddev) \
+                or stddev <= 0:
+            raise RLBaseError(f"bad noise_type {noise_type!r} (part {part!r}): use {NOISE_FORMS}")
+        if kind == "adaptive-param":
+            if param is not None:
+                raise RLBaseError(f"bad noise_type {noise_type!r}: adaptive-param given twice")
+            param = AdaptiveParamNoiseSpec(stddev, stddev)
+        elif kind == "normal":
+            actions.append(NormalActionNoise(zeros, stddev * np.ones(nb_actions), rng))
+        else:
+            actions.append(OrnsteinUhlenbeckActionNoise(zeros, stddev * np.ones(nb_actions),
+                                                        rng))
+    action = actions[0] if len(actions) == 1 else SumNoise(actions) if actions else None
+    return action, param
