@@ -48,6 +48,16 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
                                  gradient_steps=128, exploration_fraction=0.16,
                                  exploration_final_eps=0.04, dueling=False, double_q=False,
                                  checkpoint_freq=None, print_freq=None),
+    # The rl-zoo Pendulum settings in the peer's anchor script (400x300 ReLU nets, lr 1e-3,
+    # Gaussian action noise 0.1, 1e4 random steps, one gradient step per env step, batch 256,
+    # tau 0.005); TD3's options are added with --twin_q=True --policy_delay=2
+    # --target_noise=0.2.
+    ("ddpg", "Pendulum-v1"): dict(num_env=1, network="mlp", layer_sizes=(400, 300),
+                                  activation="relu", actor_lr=1e-3, critic_lr=1e-3, gamma=0.98,
+                                  buffer_size=200_000, learning_starts=10_000,
+                                  noise_type="normal_0.1", nb_rollout_steps=100,
+                                  nb_train_steps=100, batch_size=256, tau=0.005,
+                                  critic_l2_reg=0.0, normalize_observations=False),
 }
 
 
