@@ -203,6 +203,12 @@ def _is_state_object(value: Any) -> bool:
     return hasattr(value, "__dict__") and type(value).__module__.startswith("rlbase.")
 
 
+def _is_array_dict(value: Any) -> bool:
+    """A dict from int to array (the frame-stack buffer's side stores of frames)."""
+    return isinstance(value, dict) and all(
+        isinstance(k, int) and isinstance(v, np.ndarray) for k, v in value.items())
+
+
 def object_state(obj: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Every numpy array (as arrays) and number (as JSON) of ``obj``, recursing into rlbase
     objects it holds (a prioritized buffer's storage and trees). Other attributes (functions,
@@ -214,6 +220,11 @@ def object_state(obj: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.nd
             arrays[f"{prefix}/{name}"] = value
         elif isinstance(value, (bool, int, float, np.integer, np.floating, np.bool_)):
             meta[name] = value.item() if isinstance(value, np.generic) else value
+        elif _is_array_dict(value):
+            keys = np.array(sorted(value), dtype=np.int64)
+            arrays[f"{prefix}/{name}/keys"] = keys
+            arrays[f"{prefix}/{name}/values"] = np.stack([value[k] for k in keys.tolist()]) \
+                if len(keys) else np.zeros(0)
         elif _is_state_object(value):
             sub_meta, sub_arrays = object_state(value, f"{prefix}/{name}")
             meta[name] = sub_meta
@@ -229,7 +240,9 @@ def restore_object_state(obj: Any, meta: Any, arrays: dict[str, np.ndarray], pre
     _plan_restore(obj, meta, arrays, prefix, plan)
     for target, name, value in plan:
         current = getattr(target, name)
-        if isinstance(current, np.ndarray):
+        if isinstance(current, dict):
+            setattr(target, name, value)
+        elif isinstance(current, np.ndarray):
             current[...] = value
         else:
             setattr(target, name, type(current)(value))
@@ -253,5 +266,12 @@ def _plan_restore(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: st
             if name not in meta or not isinstance(meta[name], (bool, int, float)):
                 raise RLBaseError(f"checkpoint state {key} is missing or not a number")
             plan.append((obj, name, meta[name]))
+        elif _is_array_dict(current):
+            keys, values = arrays.get(f"{key}/keys"), arrays.get(f"{key}/values")
+            if keys is None or values is None or len(keys) != len(values) or \
+                    keys.dtype != np.int64:
+                raise RLBaseError(f"checkpoint arrays {key}/keys and /values are missing or "
+                                  "do not match")
+            plan.append((obj, name, {int(k): v.copy() for k, v in zip(keys, values)}))
         elif _is_state_object(current):
             _plan_restore(current, meta.get(name), arrays, key, plan)

@@ -10,6 +10,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rlbase.common import logger
+from rlbase.common.checkpoint import (
+    Checkpointer,
+    generator_state,
+    object_state,
+    restore_object_state,
+    set_generator_state,
+)
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.misc_util import safemean, set_global_seeds
@@ -21,10 +28,11 @@ from rlbase.common.replay_buffer import (
     ReplayBuffer,
 )
 from rlbase.common.schedules import LinearSchedule
+from rlbase.common.signals import stop_requested
 from rlbase.common.tf_util import configure_threads
 from rlbase.common.vec_env import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
-from rlbase.dqn.learner import STAT_NAMES, Model
+from rlbase.dqn.learner import ALGORITHM, STAT_NAMES, Model
 from rlbase.dqn.models import QNetwork, check_action_space
 from rlbase.dqn.param_noise import AdaptiveParamNoise, kl_threshold
 
@@ -71,7 +79,8 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, hiddens: Sequence[int] = (256,),
           grad_norm_clipping: float | None = 10.0, param_noise_adaption_interval: int = 1,
-          jit_compile: bool | None = None, **network_kwargs: Any) -> Model:
+          jit_compile: bool | None = None, checkpoint_interval: int = 0,
+          resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a Q-network with DQN and return the :class:`~rlbase.dqn.learner.Model`.
 
     env: a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped).
@@ -111,11 +120,17 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
         adaptations to reach a useful size.
     jit_compile: compile the update with XLA (~2 s to compile, faster updates); None (auto):
         on when training takes at least 2000 updates.
+    checkpoint_interval: every this many env steps write a resumable checkpoint (model,
+        replay buffer, counters, RNG states) to checkpoint_path (None: <log dir>/checkpoints)
+        as checkpoint_<steps>.zip, beside the best model.zip (0: never).
+    resume: continue from the newest of those checkpoints (total_timesteps counts the whole
+        run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder (num_layers, num_hidden, layer_norm...);
         ``layer_norm`` also normalizes the Q heads' hidden layers.
     """
     hyperparameters = {k: v for k, v in locals().items()
-                       if k not in ("env", "callback", "network_kwargs", "load_path")}
+                       if k not in ("env", "callback", "network_kwargs", "load_path",
+                                    "resume")}
     _positive(total_timesteps=total_timesteps, buffer_size=buffer_size, train_freq=train_freq,
               gradient_steps=gradient_steps, batch_size=batch_size,
               target_network_update_freq=target_network_update_freq,
@@ -125,6 +140,7 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
                           f"<= 1, got {exploration_fraction!r} and {exploration_final_eps!r}")
     if learning_starts < 0:
         raise RLBaseError(f"learning_starts must be >= 0, got {learning_starts!r}")
+    checkpointer = Checkpointer(ALGORITHM, checkpoint_path, checkpoint_interval)
     set_global_seeds(seed)
     env = as_vec_env(env, seed)
     check_action_space(env.action_space)
@@ -165,6 +181,17 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
     obs = env.reset()
     new_episode = True
     t, tstart = 0, time.perf_counter()
+    resumed = checkpointer.restore(model) if resume else None
+    if resumed is not None:
+        loop, arrays = resumed
+        restore_object_state(buffer, loop["replay"], arrays, "replay")
+        set_generator_state(model.rng, loop["rng"])
+        t, episodes, trainer.updates = loop["t"], loop["episodes"], loop["updates"]
+        ep_returns.extend(loop["ep_returns"])
+        best_return, best_file = loop["best_return"], loop["best_file"]
+        best_weights = [arrays[k] for k in sorted(arrays) if k.startswith("best/")] or None
+        if noise is not None:
+            noise.scale = float(loop["noise_scale"])
     while t < total_timesteps:
         epsilon = exploration.value(t)
         model.epsilon = epsilon
@@ -218,11 +245,21 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
                 else:
                     best_weights = model.get_weights()
                 logger.log(f"Saving model due to mean reward increase: {mean_return:.2f}")
-        if callback is not None:
-            info = {"num_timesteps": model.num_timesteps, "total_timesteps": total_timesteps,
-                    "episodes": episodes, "exploration": epsilon, **stats}
-            if callback(model, info) is False:
-                break
+        stop = callback is not None and callback(model, {
+            "num_timesteps": model.num_timesteps, "total_timesteps": total_timesteps,
+            "episodes": episodes, "exploration": epsilon, **stats}) is False
+        stop = stop or stop_requested()
+        if checkpointer.due(model.num_timesteps) or (stop and checkpointer.active):
+            # Episodes in progress are not saved: their partial returns restart from zero.
+            replay_meta, arrays = object_state(buffer, "replay")
+            arrays.update({f"best/{i:04d}": w for i, w in enumerate(best_weights or [])})
+            checkpointer.save(model, {
+                "t": t, "episodes": episodes, "updates": trainer.updates,
+                "ep_returns": list(ep_returns), "best_return": best_return,
+                "best_file": best_file, "rng": generator_state(model.rng), "replay": replay_meta,
+                "noise_scale": None if noise is None else noise.scale}, arrays)
+        if stop:
+            break
     if best_return is not None:
         # Baselines' rule: the model handed back is the best one checkpointed.
         logger.log(f"Restored model with mean reward: {best_return:.2f}")

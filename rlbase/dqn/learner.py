@@ -249,21 +249,25 @@ class Model:
         return {"q": self.q.weights, "target": self.target.weights,
                 "optimizer": self.optimizer.variables}
 
-    def save(self, path: str) -> None:
-        """Write both networks, the optimizer state and metadata to one file (atomically)."""
+    def save(self, path: str, extra_arrays: dict[str, np.ndarray] | None = None,
+             extra_metadata: dict[str, Any] | None = None) -> None:
+        """Write both networks, the optimizer state and metadata to one file (atomically);
+        ``extra_*`` add entries (checkpoints put their resume state there)."""
         q = self.q
         save_model(path, ALGORITHM, self._groups(), q.ob_space, q.ac_space, q.network_name,
                    {**q.network_kwargs, **q.config()}, self.hyperparameters,
-                   self.num_timesteps)
+                   self.num_timesteps, extra_arrays, extra_metadata)
 
-    def load(self, path: str) -> None:
-        """Load a file written by :meth:`save` for the same spaces and network."""
+    def load(self, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Load a file written by :meth:`save` for the same spaces and network; returns the
+        file's metadata and arrays."""
         q = self.q
-        metadata, _ = load_model(path, ALGORITHM, self._groups(), q.ob_space, q.ac_space)
+        metadata, arrays = load_model(path, ALGORITHM, self._groups(), q.ob_space, q.ac_space)
         self.num_timesteps = int(metadata.get("num_timesteps", 0))
         if self.mirror is not None:
             self.mirror.sync()
         self._target_stale = False
+        return metadata, arrays
 
     def get_weights(self) -> list[np.ndarray]:
         """A snapshot of every saved variable (for restoring the best model in memory)."""
