@@ -1,7 +1,7 @@
 """The Baselines VecEnv API on top of ``gymnasium.vector``."""
 
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, find_wrapper
-from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv, SubprocVecEnv
+from rlbase.common.vec_env.gym_vec import DummyVecEnv, EnvWorkerError, GymVecEnv, SubprocVecEnv
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.common.vec_env.vec_normalize import VecNormalize
@@ -9,6 +9,7 @@ from rlbase.common.vec_env.vec_video_recorder import VecVideoRecorder
 
 __all__ = [
     "DummyVecEnv",
+    "EnvWorkerError",
     "GymVecEnv",
     "SubprocVecEnv",
     "VecEnv",

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
+import sys
+import time
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
@@ -95,16 +99,125 @@ class DummyVecEnv(GymVecEnv):
         return list(self.vector_env.envs)
 
 
-class SubprocVecEnv(GymVecEnv):
-    """Steps each env in its own process (``gymnasium.vector.AsyncVectorEnv``)."""
+class EnvWorkerError(RuntimeError):
+    """An env worker process raised or died; the message names the env index and the cause."""
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], context: str | None = None):
-        super().__init__(AsyncVectorEnv(list(env_fns), context=context,
-                                        autoreset_mode=AutoresetMode.SAME_STEP))
+
+class SubprocVecEnv(GymVecEnv):
+    """Steps each env in its own process (``gymnasium.vector.AsyncVectorEnv``).
+
+    When a worker's env raises, or the worker dies, the call raises :class:`EnvWorkerError`
+    naming the env index and the worker's exception (or exit status), and every worker is
+    stopped at once: no hang, no orphaned processes. Workers ignore SIGINT (Ctrl-C is the main
+    process's to handle) and, on Linux, die with the main process even if it is SIGKILLed.
+
+    timeout: seconds to wait for the workers' answer to a step or reset (None: forever); a
+        worker stuck longer is reported as hung.
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], context: str | None = None,
+                 timeout: float | None = None):
+        self.timeout = timeout
+        fns = [_WorkerEnvFn(fn) for fn in env_fns]
+        try:
+            vector_env = AsyncVectorEnv(fns, context=context,
+                                        autoreset_mode=AutoresetMode.SAME_STEP)
+        except (EOFError, OSError) as exc:  # a worker died while building its env
+            raise EnvWorkerError("an env worker died while creating its env (its traceback is "
+                                 f"printed above): {type(exc).__name__}: {exc}") from exc
+        super().__init__(vector_env)
+
+    def reset(self) -> np.ndarray:
+        try:
+            self.vector_env.reset_async(seed=self._seeds)
+            obs, _ = self.vector_env.reset_wait(timeout=self.timeout)
+        except Exception as exc:  # noqa: BLE001 - any worker failure is reported the same way
+            raise self._fault("reset", exc) from exc
+        self._seeds = None
+        return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        self.vector_env.step_async(actions)
+        try:
+            self.vector_env.step_async(actions)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fault("step", exc) from exc
 
     def step_wait(self) -> VecStepResult:
-        obs, rewards, terminated, truncated, info = self.vector_env.step_wait()
+        try:
+            obs, rewards, terminated, truncated, info = self.vector_env.step_wait(
+                timeout=self.timeout)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fault("step", exc) from exc
         return obs, rewards, terminated, truncated, self._split_info(info)
+
+    def _fault(self, call: str, exc: BaseException) -> EnvWorkerError:
+        """Describe which worker failed and why, then stop every worker."""
+        venv = self.vector_env
+        if isinstance(exc, multiprocessing.TimeoutError):
+            message = f"env workers did not answer {call} within {self.timeout} s (hung)"
+        else:
+            # gymnasium drops the pipe of a worker whose env raised; a dead one has exited.
+            raised = [i for i, pipe in enumerate(venv.parent_pipes) if pipe is None]
+            deadline = time.monotonic() + 2.0
+            dead: list[tuple[int, int | None]] = []
+            while not raised and not dead and time.monotonic() < deadline:
+                dead = [(i, p.exitcode) for i, p in enumerate(venv.processes)
+                        if not p.is_alive()]
+                time.sleep(0.01)
+            if raised:
+                # gymnasium re-raises ``type(e)(e)``: the worker's own exception is args[0].
+                cause = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) \
+                    else exc
+                message = (f"env {raised[0]} raised {type(cause).__name__}: {cause} during "
+                           f"{call} (in its SubprocVecEnv worker; traceback above)")
+            elif dead:
+                i, code = dead[0]
+                how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+                message = f"the worker process of env {i} died ({how}) during {call}"
+            else:
+                message = f"an env worker failed during {call}: {type(exc).__name__}: {exc}"
+        self._shutdown()
+        return EnvWorkerError(message)
+
+    def _shutdown(self) -> None:
+        """Terminate every worker and close the pipes (gymnasium's close would wait on the
+        pending call of a worker that is gone)."""
+        venv = self.vector_env
+        for p in venv.processes:
+            if p.is_alive():
+                p.terminate()
+        for p in venv.processes:
+            p.join(timeout=2.0)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=2.0)
+        for pipe in venv.parent_pipes:
+            if pipe is not None:
+                pipe.close()
+        venv.closed = True
+
+    def close(self) -> None:
+        if not self.vector_env.closed:
+            try:
+                self.vector_env.close(timeout=self.timeout)
+            except Exception:  # noqa: BLE001 - a broken worker must not make close() hang
+                self._shutdown()
+
+
+class _WorkerEnvFn:
+    """Builds the env inside a worker after making the worker ignore SIGINT and (Linux) die
+    with its parent."""
+
+    def __init__(self, fn: Callable[[], gym.Env]):
+        self.fn = fn
+
+    def __call__(self) -> gym.Env:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # DEATHSIG
+            except (OSError, AttributeError):
+                pass
+        return self.fn()
