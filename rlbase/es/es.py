@@ -187,6 +187,9 @@ def _update(model: ESModel, noise: NoiseTable, gathered: list[tuple], fitness_sh
     if not np.all(np.isfinite(returns)):
         raise NonFiniteError(f"es: an episode return became {returns[~np.isfinite(returns)][0]}"
                              f" at generation {generation}")
+    if not all(np.all(np.isfinite(g[6])) for g in gathered):
+        raise NonFiniteError(f"es: an env returned a non-finite observation at generation "
+                             f"{generation}")
     fitness = shape_fitness(returns, fitness_shaping)
     grad = es_gradient(noise, dirs, fitness if antithetic else fitness[:, 0], policy.dim,
                        antithetic)

@@ -36,12 +36,14 @@ def gym_envs(venv: VecEnv) -> list[gym.Env]:
     """The gymnasium envs inside ``venv``, to be stepped here one episode at a time.
 
     ES scores whole episodes of different parameter vectors, which the lockstep VecEnv API
-    does not fit; a VecMonitor is allowed (its statistics are simply not updated), wrappers
-    that change observations or rewards are not. Envs of a SubprocVecEnv are re-made here
-    from their spec.
+    does not fit. Wrappers that only watch (VecMonitor, whose statistics are then not
+    updated; the CLI's finiteness check, which ES does itself on returns and observations)
+    are passed through; wrappers that change observations or rewards are refused. Envs of a
+    SubprocVecEnv are re-made here from their spec.
     """
     inner = venv
-    while isinstance(inner, VecMonitor):
+    # By name: the finiteness check lives in a module ES does not otherwise need.
+    while isinstance(inner, VecMonitor) or type(inner).__name__ == "VecCheckFinite":
         inner = inner.venv
     if isinstance(inner, DummyVecEnv):
         return inner.envs

@@ -1,0 +1,272 @@
+"""Evolution strategies: the ES math on exact and toy inputs, the noise table across
+processes, the numpy policy against Keras, step accounting, MPI, save/load and learning."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.errors import RLBaseError
+from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.vec_env import DummyVecEnv, VecMonitor
+from rlbase.es.es import learn, share
+from rlbase.es.model import ESModel
+from rlbase.es.noise_table import NoiseTable
+from rlbase.es.optimizer import (
+    Adam,
+    ascent_step,
+    centered_ranks,
+    es_gradient,
+    ranks,
+    shape_fitness,
+)
+from rlbase.es.policy import ESPolicy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# -- the math ------------------------------------------------------------------------------
+def test_centered_ranks_hand_computed():
+    np.testing.assert_allclose(centered_ranks(np.array([3.0, 1.0, 2.0, 10.0])),
+                               [1 / 6, -0.5, -1 / 6, 0.5])
+    # Ties share their mean rank: the equal pair gets (1 + 2) / 2 = 1.5 -> 1.5 / 3 - 0.5 = 0.
+    np.testing.assert_allclose(centered_ranks(np.array([1.0, 2.0, 2.0, 5.0])),
+                               [-0.5, 0.0, 0.0, 0.5])
+    # Shape is kept ([pairs, 2]); ranks run over all entries.
+    np.testing.assert_allclose(ranks(np.array([[5.0, 0.0], [7.0, 5.0]])), [[1.5, 0], [3, 1.5]])
+    np.testing.assert_allclose(centered_ranks(np.array([[4.0, 4.0]])), [[0.0, 0.0]])
+
+
+def test_shape_fitness_options():
+    x = np.array([1.0, 2.0, 3.0, 6.0])
+    np.testing.assert_allclose(shape_fitness(x, "normalize"), (x - 3.0) / np.sqrt(3.5))
+    np.testing.assert_allclose(shape_fitness(x, "none"), x)
+    with pytest.raises(RLBaseError, match="fitness_shaping 'rank'.*centered_rank"):
+        shape_fitness(x, "rank")
+
+
+def test_es_gradient_exact_on_tiny_table():
+    table = NoiseTable(0, 4)
+    table.noise = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    # Pairs at offsets 0 ([1, 2]) and 2 ([3, 4]); weights f+ - f- = 1 and -1; / (2 * 2).
+    grad = es_gradient(table, np.array([0, 2]), np.array([[1.0, 0.0], [0.0, 1.0]]), 2, True)
+    np.testing.assert_allclose(grad, [-0.5, -0.5])
+    grad = es_gradient(table, np.array([0, 1]), np.array([2.0, -1.0]), 2, False)
+    np.testing.assert_allclose(grad, [(2 - 2) / 2, (4 - 3) / 2])
+
+
+def test_adam_first_step_and_weight_decay():
+    adam = Adam(3, lr=0.1)
+    grad = np.array([2.0, -0.5, 0.0])
+    # Bias-corrected first step: -lr * g / (|g| + eps') = -lr * sign(g).
+    np.testing.assert_allclose(adam.step(grad), [-0.1, 0.1, 0.0], atol=1e-6)
+    # Weight decay alone (zero ES gradient) pulls theta toward 0.
+    delta = ascent_step(Adam(2, lr=0.1), np.array([1.0, -2.0]), np.zeros(2), l2coeff=0.01)
+    np.testing.assert_allclose(delta, [-0.1, 0.1], atol=1e-5)
+
+
+def _quadratic(theta: np.ndarray, optimum: np.ndarray) -> float:
+    return -float(np.sum(np.square(theta - optimum)))
+
+
+def _pair_returns(table, dirs, theta, optimum, sigma, dim):
+    return np.array([[_quadratic(theta + s * sigma * table.get(i, dim), optimum)
+                      for s in (1, -1)] for i in dirs])
+
+
+@pytest.mark.parametrize("shaping,min_cosine", [("none", 0.95), ("centered_rank", 0.9)])
+def test_es_gradient_points_along_true_gradient(shaping, min_cosine):
+    dim, sigma = 10, 0.05
+    table = NoiseTable(1, 100_000)
+    rng = np.random.default_rng(0)
+    optimum, theta = rng.normal(size=dim), rng.normal(size=dim)
+    dirs = table.sample_index(rng, dim, 1000)
+    returns = _pair_returns(table, dirs, theta, optimum, sigma, dim)
+    grad = es_gradient(table, dirs, shape_fitness(returns, shaping), dim, True)
+    true_grad = -2.0 * (theta - optimum)
+    cosine = grad @ true_grad / (np.linalg.norm(grad) * np.linalg.norm(true_grad))
+    assert cosine > min_cosine
+    if shaping == "none":  # unshaped, the estimate times 1/sigma is the gradient itself
+        # (its error shrinks as 1/sqrt(pairs): ~0.1 of the norm for 1000 pairs in 10-D)
+        error = np.linalg.norm(grad / sigma - true_grad) / np.linalg.norm(true_grad)
+        assert error < 0.25
+
+
+def test_es_converges_on_quadratic():
+    dim, sigma = 10, 0.05
+    table = NoiseTable(2, 100_000)
+    rng = np.random.default_rng(1)
+    optimum = rng.normal(size=dim)
+    theta = np.zeros(dim)
+    adam = Adam(dim, lr=0.05)
+    for _ in range(300):
+        dirs = table.sample_index(rng, dim, 20)
+        fitness = centered_ranks(_pair_returns(table, dirs, theta, optimum, sigma, dim))
+        theta = theta + ascent_step(adam, theta, es_gradient(table, dirs, fitness, dim, True),
+                                    0.0)
+    assert np.linalg.norm(theta - optimum) < 0.05 * np.linalg.norm(optimum)
+
+
+def test_noise_table_same_in_two_processes():
+    code = ("import json; from rlbase.es.noise_table import NoiseTable; "
+            "print(json.dumps(NoiseTable(42, 100000).get(1234, 8).tolist()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout
+    here = NoiseTable(42, 100_000).get(1234, 8)
+    np.testing.assert_array_equal(np.array(json.loads(out), np.float32), here)
+    assert not np.array_equal(NoiseTable(43, 100_000).get(1234, 8), here)
+
+
+def test_share_splits_evenly():
+    assert [share(10, r, 3) for r in range(3)] == [4, 3, 3]
+    assert sum(share(7, r, 4) for r in range(4)) == 7
+
+
+# -- the policy ------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs", [dict(num_layers=2, num_hidden=16),
+                                    dict(num_layers=1, num_hidden=8, layer_norm=True,
+                                         activation="relu"),
+                                    dict(num_layers=0)])
+def test_numpy_forward_matches_keras(kwargs):
+    import tensorflow as tf
+
+    env = gym.make("CartPole-v1")
+    policy = ESPolicy(env.observation_space, env.action_space, "mlp", kwargs)
+    rng = np.random.default_rng(0)
+    thetas = rng.normal(size=(3, policy.dim)).astype(np.float32)
+    x = rng.normal(size=(3, policy.ob_dim)).astype(np.float32)
+    batched = policy.outputs(thetas, x)
+    for p in range(3):
+        policy.set_flat(thetas[p])
+        keras_out = policy.net(tf.constant(x)).numpy()
+        np.testing.assert_allclose(policy.outputs(thetas[p:p + 1], x), keras_out, rtol=1e-4,
+                                   atol=1e-5)
+        np.testing.assert_allclose(batched[p], keras_out[p], rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(policy.get_flat(), thetas[p])
+
+
+def test_box_actions_are_squashed_into_bounds():
+    env = gym.make("Pendulum-v1")
+    policy = ESPolicy(env.observation_space, env.action_space, "mlp", {"num_layers": 0})
+    out = np.array([[-100.0], [0.0], [100.0]])
+    np.testing.assert_allclose(policy.actions(out), [[-2.0], [0.0], [2.0]], atol=1e-5)
+    discrete = ESPolicy(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(3, start=1), "mlp",
+                        {})
+    np.testing.assert_array_equal(discrete.actions(np.array([[0.1, 0.9, 0.2]])), [2])
+
+
+def test_bad_input_is_a_clear_error():
+    env = make_vec_env("CartPole-v1", num_env=1, seed=0)
+    with pytest.raises(RLBaseError, match="popsize must be even"):
+        learn("mlp", env, 100, popsize=7)
+    with pytest.raises(RLBaseError, match="fitness_shaping 'best'"):
+        learn("mlp", env, 100, fitness_shaping="best")
+    with pytest.raises(RLBaseError, match="noise_stdev must be a positive number, got -0.1"):
+        learn("mlp", env, 100, noise_stdev=-0.1)
+    with pytest.raises(RLBaseError, match="supports mlp networks.*'lstm'"):
+        learn("lstm", env, 100)
+    multi = gym.spaces.MultiDiscrete([2, 3])
+    with pytest.raises(RLBaseError, match="Discrete and 1-D Box action spaces, got Multi"):
+        ESPolicy(env.observation_space, multi, "mlp", {})
+
+
+# -- training --------------------------------------------------------------------------------
+class CountSteps(gym.Wrapper):
+    steps = 0
+
+    def step(self, action):
+        CountSteps.steps += 1
+        return self.env.step(action)
+
+
+def test_timesteps_count_real_env_steps():
+    CountSteps.steps = 0
+    env = VecMonitor(DummyVecEnv([lambda: CountSteps(gym.make("CartPole-v1"))
+                                  for _ in range(3)]))
+    infos = []
+    model = learn("mlp", env, 1500, seed=0, popsize=6, num_hidden=8, eval_episodes=3,
+                  log_interval=2, callback=lambda m, info: infos.append(info))
+    train, evals = sum(i["train_steps"] for i in infos), sum(i["eval_steps"] for i in infos)
+    assert model.num_timesteps == train >= 1500
+    assert train - infos[-1]["train_steps"] < 1500  # stopped after the crossing generation
+    assert evals > 0 and CountSteps.steps == train + evals
+
+
+def test_cartpole_learns():
+    for seed in (0, 1):
+        env = make_vec_env("CartPole-v1", num_env=8, seed=seed)
+        model = learn("mlp", env, 30_000, seed=seed, popsize=8, noise_stdev=0.1, lr=0.05,
+                      log_interval=10**9)
+        mean, _ = evaluate_policy(model, make_vec_env("CartPole-v1", num_env=1, seed=99), 5)
+        assert mean >= 475, (seed, mean)
+
+
+def test_pendulum_runs_with_box_actions():
+    env = make_vec_env("Pendulum-v1", num_env=4, seed=0)
+    model = learn("mlp", env, 1700, seed=0, popsize=4, num_hidden=16, action_noise=0.01,
+                  log_interval=10**9)
+    actions, values, _, neglogp = model.step(np.zeros((2, 3), np.float32))
+    assert actions.shape == (2, 1) and np.all(np.abs(actions) <= 2.0)
+    assert values.shape == neglogp.shape == (2,)
+    # Episodes are always 200 steps: 4 per generation, so the 3rd generation crosses 1700.
+    assert model.num_timesteps == 2400
+
+
+def test_save_load_round_trip(tmp_path):
+    env = make_vec_env("CartPole-v1", num_env=2, seed=0)
+    model = learn("mlp", env, 2000, seed=0, popsize=4, num_hidden=16, log_interval=10**9)
+    path = str(tmp_path / "es.zip")
+    model.save(path)
+    loaded = ESModel.from_file(path, env.observation_space, env.action_space)
+    np.testing.assert_array_equal(loaded.theta, model.theta)
+    np.testing.assert_array_equal(loaded.obs_rms.mean, model.obs_rms.mean)
+    np.testing.assert_array_equal(loaded.optimizer.m, model.optimizer.m)
+    assert loaded.optimizer.t == model.optimizer.t
+    assert loaded.num_timesteps == model.num_timesteps >= 2000
+    obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.step(obs)[0], model.step(obs)[0])
+    assert not np.allclose(model.obs_rms.mean, 0.0)  # statistics were gathered and saved
+    resumed = learn("mlp", env, 1000, seed=1, popsize=4, num_hidden=16, load_path=path,
+                    log_interval=10**9)
+    assert resumed.num_timesteps >= model.num_timesteps + 1000
+    assert resumed.optimizer.t > model.optimizer.t
+    with pytest.raises(RLBaseError, match="holds 6 'policy' arrays"):
+        learn("mlp", env, 100, num_layers=1, load_path=path)
+
+
+def test_mpi_ranks_stay_identical(tmp_path):
+    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
+        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
+    worker = os.path.join(ROOT, "tests", "mpi_es_worker.py")
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, worker, str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rank0, rank1 = (np.load(tmp_path / f"rank{r}_of_2.npz") for r in (0, 1))
+    # Each rank ran its own episodes on its own envs: only the exchanged returns keep the
+    # parameters and observation statistics equal.
+    for key in ("theta", "obs_mean", "obs_var", "num_timesteps", "steps"):
+        np.testing.assert_array_equal(rank0[key], rank1[key])
+    assert int(rank0["num_timesteps"]) == rank0["steps"].sum() >= 3000
+
+
+def test_cli_trains_and_saves(tmp_path):
+    path = tmp_path / "model.zip"
+    proc = subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=es", "--env=CartPole-v1",
+                           "--num_timesteps=2000", "--seed=0", "--popsize=4",
+                           f"--save_path={path}", "--no_progress"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert path.is_file()
+    proc = subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=es", "--env=CartPole-v1",
+                           "--num_timesteps=100", "--popsize=5"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2 and "popsize must be even" in proc.stderr
