@@ -7,6 +7,7 @@ mistake prints one line and exits with status 2.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import inspect
 import math
@@ -90,6 +91,10 @@ def build_env(args: Any, env_type: str, num_env: int, seed: int | None) -> Any:
     monitor_dir = args.log_path if args.log_path else None
     env = make_vec_env(args.env, env_type, num_env, seed, reward_scale=args.reward_scale,
                        env_kwargs=env_kwargs, monitor_dir=monitor_dir)
+    if args.check_finite:
+        from rlbase.common.nan_guard import VecCheckFinite
+
+        env = VecCheckFinite(env)
     if args.normalize:
         from rlbase.common.vec_env import VecNormalize
 
@@ -134,11 +139,54 @@ def play(model: Any, env_id: str, episodes: int, seed: int | None) -> list[float
     return returns
 
 
+def add_reliability_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--checkpoint_interval", type=int, default=0,
+                        help="write a resumable checkpoint every this many env steps")
+    parser.add_argument("--checkpoint_path", type=str, default=None,
+                        help="the checkpoints' folder (default: <log_path>/checkpoints)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the newest checkpoint in the checkpoint folder")
+    parser.add_argument("--check_finite", action=argparse.BooleanOptionalAction, default=True,
+                        help="stop at the first NaN/inf observation or reward (default: on)")
+    return parser
+
+
+def checkpoint_args(args: Any, learn: Callable[..., Any]) -> dict[str, Any]:
+    """The learn() arguments for --checkpoint_interval, --checkpoint_path and --resume."""
+    if not (args.checkpoint_interval or args.resume or args.checkpoint_path):
+        return {}
+    if args.checkpoint_interval < 0:
+        raise RLBaseError(f"--checkpoint_interval must be >= 0, got {args.checkpoint_interval}")
+    params = inspect.signature(learn).parameters
+    if not {"checkpoint_interval", "resume"} <= set(params):
+        raise RLBaseError(f"algorithm '{args.alg}' does not support --checkpoint_interval/"
+                          "--resume yet; algorithms with checkpoints: " + ", ".join(
+                              a for a in available_algorithms() if "resume" in
+                              inspect.signature(get_learn_function(a)).parameters))
+    folder = args.checkpoint_path or (os.path.join(args.log_path, "checkpoints")
+                                      if args.log_path else None)
+    if folder is None:
+        raise RLBaseError("--checkpoint_interval and --resume need --checkpoint_path or "
+                          "--log_path (checkpoints go to <log_path>/checkpoints)")
+    return {"checkpoint_interval": args.checkpoint_interval, "resume": args.resume,
+            "checkpoint_path": os.path.expanduser(folder)}
+
+
+def interrupted_save_path(args: Any, ckpt: dict[str, Any]) -> str:
+    """Where a model stopped by Ctrl-C goes: --save_path, else beside the checkpoints, else
+    the log folder, else the current folder."""
+    if args.save_path:
+        return os.path.expanduser(args.save_path)
+    folder = ckpt.get("checkpoint_path") or args.log_path or "."
+    return os.path.join(os.path.expanduser(folder), f"{args.alg}_interrupted.zip")
+
+
 def main(argv: list[str] | None = None) -> Any:
     from rlbase.common.cmd_util import common_arg_parser, parse_unknown_args
     from rlbase.common.misc_util import import_tensorflow_quietly
 
-    args, unknown = common_arg_parser().parse_known_args(argv)
+    parser = add_reliability_flags(common_arg_parser())
+    args, unknown = parser.parse_known_args(argv)
     extra = parse_unknown_args(unknown)
     total = parse_num_timesteps(args.num_timesteps)
     import_tensorflow_quietly()
@@ -146,8 +194,9 @@ def main(argv: list[str] | None = None) -> Any:
 
     from rlbase.common import logger
     from rlbase.common.cmd_util import check_env_id, get_env_type
-    from rlbase.common.mpi_util import mpi_rank
+    from rlbase.common.mpi_util import abort_on_error, mpi_rank
     from rlbase.common.serialization import load_file
+    from rlbase.common.signals import INTERRUPTED_EXIT_CODE, graceful_interrupt, stop_requested
 
     check_env_id(args.env)
     env_type = args.env_type or get_env_type(args.env)
@@ -159,11 +208,14 @@ def main(argv: list[str] | None = None) -> Any:
     args.normalize = args.normalize or bool(alg_kwargs.pop("normalize", False))
     check_extra_args(args.alg, learn, network, extra)
     alg_kwargs.update(extra)
+    ckpt = checkpoint_args(args, learn)
+    alg_kwargs.update(ckpt)
     if args.load_path:
         load_file(os.path.expanduser(args.load_path))  # a bad file fails before any training
     if args.num_env is not None and args.num_env < 1:
         raise RLBaseError(f"--num_env must be at least 1, got {args.num_env}")
 
+    abort_on_error()  # under mpiexec a rank's crash ends every rank (no job hangs)
     rank = mpi_rank()
     if rank == 0:
         formats = ["stdout", "log", "csv"] if args.log_path else ["stdout"]
@@ -177,12 +229,22 @@ def main(argv: list[str] | None = None) -> Any:
         alg_kwargs["callback"] = progress_callback(total)
     print(f"Training {args.alg} on {args.env} ({env_type}) for {total} steps with "
           f"{num_env} env(s), network {network}, arguments {alg_kwargs}", flush=True)
-    try:
-        model = learn(env=env, network=network, seed=args.seed, total_timesteps=total,
-                      load_path=os.path.expanduser(args.load_path) if args.load_path else None,
-                      **alg_kwargs)
-    finally:
-        env.close()
+    # Ctrl-C stops at the learn loop's next safe point (rlbase.common.signals); the model
+    # (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
+    with graceful_interrupt():
+        try:
+            model = learn(env=env, network=network, seed=args.seed, total_timesteps=total,
+                          load_path=os.path.expanduser(args.load_path) if args.load_path
+                          else None, **alg_kwargs)
+        finally:
+            env.close()
+    if stop_requested():
+        if rank == 0:
+            save_path = interrupted_save_path(args, ckpt)
+            model.save(save_path)
+            print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {save_path}",
+                  flush=True)
+        raise SystemExit(INTERRUPTED_EXIT_CODE)
     if args.save_path and rank == 0:
         save_path = os.path.expanduser(args.save_path)
         model.save(save_path)
@@ -194,11 +256,18 @@ def main(argv: list[str] | None = None) -> Any:
 
 def cli() -> None:
     """Entry point: one clear line and exit status 2 for a user's mistake."""
+    from rlbase.common.mpi_util import abort_job
+
     try:
         main()
     except RLBaseError as exc:
         print(f"rlbase: error: {exc}", file=sys.stderr, flush=True)
+        abort_job(2)  # under mpiexec, the other ranks must not wait for this one forever
         sys.exit(2)
+    except SystemExit as exc:
+        if exc.code:
+            abort_job(exc.code if isinstance(exc.code, int) else 1)
+        raise
 
 
 if __name__ == "__main__":

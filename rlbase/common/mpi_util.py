@@ -89,3 +89,34 @@ def check_synced(variables: list, comm: Any | None = None, what: str = "paramete
         from rlbase.common.errors import RLBaseError
 
         raise RLBaseError(f"MPI workers' {what} diverged: checksums {sums}")
+
+
+def abort_on_error(comm: Any | None = None) -> None:
+    """Make an uncaught exception on any rank end the whole job (MPI_Abort) instead of leaving
+    the other ranks blocked forever in their next collective call.
+
+    The CLI installs this under mpiexec. A rank killed outright (SIGKILL, out of memory) is
+    handled by mpiexec itself, which ends the job when one of its processes dies.
+    """
+    comm = comm if comm is not None else get_comm()
+    if comm is None or comm.Get_size() == 1:
+        return
+    import sys
+
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        previous(kind, value, tb)
+        print(f"rlbase: rank {comm.Get_rank()} failed ({kind.__name__}): aborting all "
+              f"{comm.Get_size()} ranks", file=sys.stderr, flush=True)
+        comm.Abort(1)
+
+    sys.excepthook = hook
+
+
+def abort_job(code: int, comm: Any | None = None) -> None:
+    """Under mpiexec, end every rank with ``code`` (a rank leaving alone would leave the others
+    waiting forever in their next collective call); single-process, do nothing."""
+    comm = comm if comm is not None else get_comm()
+    if comm is not None and comm.Get_size() > 1:
+        comm.Abort(int(code))

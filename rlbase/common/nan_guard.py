@@ -1,0 +1,72 @@
+"""Stop at the first NaN or infinity an env produces, naming the env and the step.
+
+A non-finite observation or reward poisons every later update without any error: the losses
+become NaN a few updates later, far from the cause. :class:`VecCheckFinite` raises
+:class:`~rlbase.common.errors.NonFiniteError` on the step where it happens instead. The CLI
+wraps every env with it (``--no-check_finite`` turns it off); losses are checked by the learn
+loops themselves.
+
+The check costs one sum per step on float data (integer observations, such as Atari frames,
+cannot hold NaN and are skipped); the element-wise search runs only when the sum is not finite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rlbase.common.errors import NonFiniteError
+from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
+
+
+def _finite(x: Any) -> bool:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fc":
+        return True
+    # A sum of finite values can overflow to inf: confirm element-wise before reporting.
+    return bool(np.isfinite(arr.sum())) or bool(np.isfinite(arr).all())
+
+
+def first_bad_env(x: np.ndarray) -> int:
+    """The first index along the leading (env) axis holding a NaN or infinity."""
+    arr = np.asarray(x)
+    bad = ~np.isfinite(arr.reshape(arr.shape[0], -1)).all(axis=1)
+    return int(np.flatnonzero(bad)[0])
+
+
+class VecCheckFinite(VecEnvWrapper):
+    """Raise NonFiniteError when an observation, final observation or reward is NaN or inf.
+
+    venv: the env to check (wrap it below normalization, to see the env's own values).
+    """
+
+    def __init__(self, venv: VecEnv):
+        super().__init__(venv)
+        self.steps = 0  # vectorized steps since creation
+
+    def reset(self) -> np.ndarray:
+        obs = self.venv.reset()
+        self._check("observation", obs, "reset")
+        return obs
+
+    def step_wait(self) -> VecStepResult:
+        obs, rewards, terminated, truncated, infos = self.venv.step_wait()
+        self.steps += 1
+        where = f"step {self.steps}"
+        self._check("reward", rewards, where)
+        self._check("observation", obs, where)
+        for i, info in enumerate(infos):
+            final = info.get("final_observation")
+            if final is not None and not _finite(final):
+                raise NonFiniteError(f"env {i} returned a non-finite final observation at "
+                                     f"{where}: {np.asarray(final).ravel()[:8]}")
+        return obs, rewards, terminated, truncated, infos
+
+    def _check(self, what: str, values: np.ndarray, where: str) -> None:
+        if _finite(values):
+            return
+        i = first_bad_env(values)
+        shown = np.asarray(values[i]).ravel()[:8]
+        raise NonFiniteError(f"env {i} returned a non-finite {what} at {where}: {shown} "
+                             "(CLI: --no-check_finite turns this check off)")
