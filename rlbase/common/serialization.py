@@ -33,6 +33,10 @@ PICKLED_NAME = "pickled.pkl"
 DEFAULT_MAX_BYTES = 4 << 30
 # Deflate cannot expand data more than ~1032:1, so a member that claims more is a zip bomb.
 _MAX_DEFLATE_RATIO = 1100
+# Metadata is a few kB; a hostile file must not make json.loads build gigabytes of objects.
+MAX_METADATA_BYTES = 16 << 20
+# A Box space allocates its bounds in full: refuse descriptions no real env has.
+MAX_SPACE_ELEMENTS = 1 << 24
 
 PathLike = str | os.PathLike
 
@@ -168,11 +172,13 @@ def _check_members(zf: zipfile.ZipFile, archive_size: int, max_bytes: int) -> No
             raise _Corrupt(f"contents exceed the limit of {max_bytes} bytes (max_bytes)")
 
 
-def _read_member(zf: zipfile.ZipFile, name: str) -> bytes:
+def _read_member(zf: zipfile.ZipFile, name: str, limit: int | None = None) -> bytes:
     try:
         info = zf.getinfo(name)
     except KeyError:
         raise _Corrupt(f"member {name!r} is missing") from None
+    if limit is not None and info.file_size > limit:
+        raise _Corrupt(f"member {name!r} is larger than {limit} bytes")
     # ZipExtFile stops at the declared size and checks the CRC at the end of the data.
     with zf.open(info) as f:
         data = f.read()
@@ -227,7 +233,8 @@ def load_file(path: PathLike, allow_pickle: bool = False, max_bytes: int = DEFAU
     try:
         with zipfile.ZipFile(path) as zf:
             _check_members(zf, os.path.getsize(path), max_bytes)
-            metadata = json.loads(_read_member(zf, METADATA_NAME).decode("utf-8"))
+            metadata = json.loads(
+                _read_member(zf, METADATA_NAME, MAX_METADATA_BYTES).decode("utf-8"))
             if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
                 raise _Corrupt("its metadata does not say format 'rlbase'")
             arrays = _load_arrays(_read_member(zf, ARRAYS_NAME), max_bytes)
@@ -293,6 +300,9 @@ def space_from_json(d: Mapping[str, Any]) -> gym.Space:
         kind = d["type"]
         if kind == "Box":
             shape = tuple(int(n) for n in d["shape"])
+            if int(np.prod(shape, dtype=object)) > MAX_SPACE_ELEMENTS:
+                raise RLBaseError(f"Box shape {shape} has more than {MAX_SPACE_ELEMENTS} "
+                                  "elements: not a space this library saves")
             dtype = np.dtype(d["dtype"])
             low = np.broadcast_to(np.asarray(d["low"], dtype=dtype), shape)
             high = np.broadcast_to(np.asarray(d["high"], dtype=dtype), shape)
