@@ -44,11 +44,15 @@ class VecMonitor(VecEnvWrapper):
     :param info_keywords: info keys copied into each episode record and CSV row.
     :param games_only: record only episodes the env itself reports in ``info["episode"]``
         (Atari: whole games, while training episodes end at every lost life).
+    :param max_episodes: ``episode_returns``/``lengths``/``times`` keep at most the last this
+        many episodes (memory stays flat over long runs; the CSV file keeps them all).
     """
 
     def __init__(self, venv: VecEnv, filename: str | None = None,
-                 info_keywords: Sequence[str] = (), games_only: bool = False):
+                 info_keywords: Sequence[str] = (), games_only: bool = False,
+                 max_episodes: int = 10_000):
         super().__init__(venv)
+        self.max_episodes = max(1, int(max_episodes))
         self.games_only = games_only
         self.info_keywords = tuple(info_keywords)
         self.t_start = time.time()
@@ -104,6 +108,10 @@ class VecMonitor(VecEnvWrapper):
         self.episode_returns.append(ret)
         self.episode_lengths.append(length)
         self.episode_times.append(elapsed)
+        if len(self.episode_returns) >= 2 * self.max_episodes:
+            # Trim in batches (amortized O(1)); the lists stay plain lists for callers.
+            for records in (self.episode_returns, self.episode_lengths, self.episode_times):
+                del records[:-self.max_episodes]
         if self._writer is not None:
             extras = [info.get(key) for key in self.info_keywords]
             self._writer.writerow((round(ret, 6), length, elapsed, *extras))
