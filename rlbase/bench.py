@@ -58,6 +58,11 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
                                   noise_type="normal_0.1", nb_rollout_steps=100,
                                   nb_train_steps=100, batch_size=256, tau=0.005,
                                   critic_l2_reg=0.0, normalize_observations=False),
+    # Like the peer's ARS (a linear policy, a few directions per update): 4 mirrored pairs,
+    # sigma 0.1, Adam 0.05, 8 episodes side by side. The peer runs from sb3_ars.py, not
+    # sb3_bench.py: run it right after this one in the same shell command.
+    ("es", "CartPole-v1"): dict(num_env=8, network="mlp", num_layers=0, popsize=8,
+                                noise_stdev=0.1, lr=0.05),
 }
 
 
