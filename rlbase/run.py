@@ -90,7 +90,7 @@ def build_env(args: Any, env_type: str, num_env: int, seed: int | None) -> Any:
     env_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     monitor_dir = args.log_path if args.log_path else None
     env = make_vec_env(args.env, env_type, num_env, seed, reward_scale=args.reward_scale,
-                       env_kwargs=env_kwargs, monitor_dir=monitor_dir)
+                       env_kwargs=env_kwargs, monitor_dir=monitor_dir, vec_env=args.vec_env)
     if args.check_finite:
         from rlbase.common.nan_guard import VecCheckFinite
 

@@ -75,3 +75,109 @@ def test_cnn_smoke_run_on_pong(learn, kwargs):
     actions = model.step(obs)[0]
     assert actions.shape == (2,) and model.calls.actor is None  # cnn acts through TF
     env.close()
+
+
+# ---- the fast path: ale-py's vector env ---------------------------------------------------
+ale_vector = pytest.importorskip("ale_py.vector_env")
+
+
+@pytest.mark.parametrize("env_id,sticky", [("PongNoFrameskip-v4", 0.0),
+                                           ("ALE/Breakout-v5", 0.25)])
+def test_ale_path_is_the_default_and_gives_the_same_frames_layout(env_id, sticky):
+    from rlbase.common.vec_env.ale_vec_env import AleVecEnv
+
+    env = make_vec_env(env_id, num_env=2, seed=0)
+    inner = env.unwrapped
+    assert isinstance(inner, AleVecEnv)
+    assert inner.vector_env.ale is not None and sticky == (0.25 if "ALE/" in env_id else 0.0)
+    obs = env.reset()
+    assert obs.shape == (2, 84, 84, 4) and obs.dtype == np.uint8
+    assert env.observation_space.shape == (84, 84, 4)
+    # Once the game moves, the four stacked frames differ.
+    for _ in range(80):
+        obs, *_ = env.step(np.ones(2, dtype=np.int64))
+    assert not np.array_equal(obs[..., 0], obs[..., 3])
+    env.close()
+
+
+def test_ale_path_ends_episodes_at_lost_lives_and_scores_whole_games():
+    from rlbase.common.vec_env.ale_vec_env import AleVecEnv
+
+    env = AleVecEnv("BreakoutNoFrameskip-v4", 2, clip_rewards=False)
+    env.seed(0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    terminations, games, game_total, reward_total = 0, 0, 0.0, np.zeros(2)
+    lives = None
+    for _ in range(3000):
+        _, rewards, terminated, truncated, infos = env.step(rng.integers(4, size=2))
+        reward_total += rewards
+        terminations += int(terminated.sum())
+        for i, info in enumerate(infos):
+            if "episode" in info:
+                games += 1
+                game_total += info["episode"]["r"]
+                assert terminated[i] or truncated[i]
+                assert "final_observation" in info
+                reward_total[i] -= info["episode"]["r"]  # what is left: unfinished games
+            elif terminated[i]:  # a lost life: the game goes on with one life fewer
+                assert info["lives"] == lives[i] - 1
+        lives = [info["lives"] for info in infos]
+    assert games >= 4 and terminations >= 4 * games  # Breakout: 5 lives per game
+    assert game_total > 0
+    assert np.all(reward_total >= 0)  # every completed game's score was its rewards' sum
+    env.close()
+
+
+def test_ale_path_clips_training_rewards_and_refuses_what_it_cannot_do():
+    from rlbase.common.vec_env.ale_vec_env import ale_game_name
+
+    env = make_vec_env("BreakoutNoFrameskip-v4", num_env=1, seed=0, vec_env="ale")
+    env.reset()
+    seen = set()
+    for _ in range(400):
+        _, rewards, *_ = env.step(np.array([1]))
+        seen.update(rewards.tolist())
+    assert seen <= {0.0, 1.0, -1.0}
+    env.close()
+    assert ale_game_name("MsPacmanNoFrameskip-v4") == "ms_pacman"
+    assert ale_game_name("ALE/SpaceInvaders-v5") == "space_invaders"
+    with pytest.raises(RLBaseError, match="render_mode"):
+        make_vec_env("PongNoFrameskip-v4", num_env=1, vec_env="ale",
+                     env_kwargs={"render_mode": "rgb_array"})
+    with pytest.raises(RLBaseError, match="Atari envs only"):
+        make_vec_env("CartPole-v1", num_env=1, vec_env="ale")
+    with pytest.raises(RLBaseError, match="unknown vec_env 'threads'"):
+        make_vec_env("PongNoFrameskip-v4", num_env=1, vec_env="threads")
+    # Asking for rendered frames picks the process path by itself.
+    env = make_vec_env("PongNoFrameskip-v4", num_env=1, env_kwargs={"render_mode": "rgb_array"})
+    assert not type(env.unwrapped).__name__ == "AleVecEnv"
+    env.close()
+
+
+def test_ppo_trains_on_the_ale_path():
+    env = make_vec_env("PongNoFrameskip-v4", num_env=2, seed=0, vec_env="ale")
+    model = ppo_learn("cnn", env, total_timesteps=128, seed=0, log_interval=10**9, nsteps=32,
+                      nminibatches=2, noptepochs=1)
+    assert model.step(env.reset())[0].shape == (2,)
+    env.close()
+
+
+def test_cli_records_a_video_of_the_real_game(tmp_path):
+    import subprocess
+    import sys
+
+    import cv2
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlbase.run", "--alg=a2c", "--env=PongNoFrameskip-v4",
+         "--num_timesteps=120", "--num_env=1", "--nsteps=5", "--save_video_interval=50",
+         "--save_video_length=20", f"--log_path={tmp_path}", "--no_progress"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    assert videos and all(v.stat().st_size > 1000 for v in videos)
+    capture = cv2.VideoCapture(str(videos[0]))
+    ok, frame = capture.read()
+    capture.release()
+    assert ok and frame.shape == (210, 160, 3)  # the emulator's own screen, not 84x84

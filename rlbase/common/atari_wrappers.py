@@ -126,8 +126,28 @@ def make_atari(env_id: str, env_kwargs: dict[str, Any] | None = None) -> gym.Env
 
 def make_atari_vec_env(env_id: str, num_env: int, seed: int | None,
                        wrapper_kwargs: dict[str, Any], env_kwargs: dict[str, Any],
-                       force_dummy: bool = False, frame_stack: int = 4) -> VecEnv:
-    """``num_env`` preprocessed Atari envs, one process each, with 4 stacked frames."""
+                       vec_env: str = "auto", frame_stack: int = 4) -> VecEnv:
+    """``num_env`` preprocessed Atari envs with 4 stacked frames (channels last).
+
+    vec_env: 'ale' steps ale-py's emulators in C++ threads (``AleVecEnv``); 'subproc' one
+    process per env; 'dummy' all in this process; 'auto' is 'ale' when ale-py has its vector
+    env and nothing asks for rendered frames, else 'subproc'.
+    """
+    from rlbase.common.vec_env.ale_vec_env import AleVecEnv, ale_vector_available
+
+    # ale-py's vector env renders no frames and takes only these of gymnasium's env kwargs.
+    ale_kwargs = {"repeat_action_probability", "full_action_space"}
+    unsupported = sorted(k for k in env_kwargs if k not in ale_kwargs)
+    if vec_env == "auto":
+        vec_env = "ale" if ale_vector_available() and not unsupported else "subproc"
+    if vec_env == "ale":
+        if unsupported:
+            raise RLBaseError(f"vec_env 'ale' does not take env_kwargs {unsupported} "
+                              "(videos need render_mode): use vec_env 'subproc'")
+        return AleVecEnv(env_id, num_env, frame_stack=frame_stack,
+                         repeat_action_probability=env_kwargs.get("repeat_action_probability"),
+                         full_action_space=bool(env_kwargs.get("full_action_space", False)),
+                         **_ale_wrapper_kwargs(wrapper_kwargs))
     rank = mpi_rank()
 
     def env_fn(index: int) -> Callable[[], gym.Env]:
@@ -140,5 +160,16 @@ def make_atari_vec_env(env_id: str, num_env: int, seed: int | None,
         return make
 
     fns = [env_fn(i) for i in range(num_env)]
-    venv = SubprocVecEnv(fns) if num_env > 1 and not force_dummy else DummyVecEnv(fns)
+    venv = SubprocVecEnv(fns) if num_env > 1 and vec_env != "dummy" else DummyVecEnv(fns)
     return VecFrameStack(venv, frame_stack) if frame_stack > 1 else venv
+
+
+def _ale_wrapper_kwargs(wrapper_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """wrap_deepmind's keywords, as AleVecEnv takes them."""
+    allowed = {"episode_life", "clip_rewards", "fire_reset", "noop_max", "frame_skip",
+               "screen_size"}
+    unknown = sorted(set(wrapper_kwargs) - allowed)
+    if unknown:
+        raise RLBaseError(f"unknown Atari wrapper keyword(s) {unknown}; allowed: "
+                          f"{sorted(allowed)}")
+    return dict(wrapper_kwargs)

@@ -68,35 +68,48 @@ def make_env(env_id: str, seed: int | None = None, reward_scale: float = 1.0,
     return env
 
 
+VEC_ENV_KINDS = ("auto", "dummy", "subproc", "ale")
+
+
 def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
                  seed: int | None = None, reward_scale: float = 1.0,
                  env_kwargs: dict[str, Any] | None = None, wrapper_kwargs: dict | None = None,
                  monitor_dir: str | None = None, force_dummy: bool = False,
-                 wrapper: Callable[[gym.Env], gym.Env] | None = None) -> VecEnv:
+                 wrapper: Callable[[gym.Env], gym.Env] | None = None,
+                 vec_env: str = "auto") -> VecEnv:
     """``num_env`` copies of ``env_id`` as a VecEnv with episode monitoring.
 
     env_type: 'atari' applies the DeepMind preprocessing (see rlbase.common.atari_wrappers);
         None detects it from the registry.
     seed: env i on MPI rank r is seeded with seed + 10000 * r + i.
     monitor_dir: where VecMonitor writes monitor.csv (None: no file, statistics only).
-    force_dummy: step all envs in this process even when num_env > 1.
+    force_dummy: step all envs in this process even when num_env > 1 (same as 'dummy').
+    vec_env: how the envs are stepped: 'dummy' (in this process), 'subproc' (a process per
+        env), 'ale' (Atari only: ale-py's emulators in C++ threads, the fastest), or 'auto'
+        ('ale' for Atari when ale-py has it and no frames are rendered, else as before).
     """
     check_env_id(env_id)
     env_type = env_type or get_env_type(env_id)
     if num_env < 1:
         raise RLBaseError(f"num_env must be at least 1, got {num_env}")
+    if vec_env not in VEC_ENV_KINDS:
+        raise RLBaseError(f"unknown vec_env '{vec_env}'; choose one of "
+                          f"{', '.join(VEC_ENV_KINDS)}")
+    if vec_env == "ale" and env_type != "atari":
+        raise RLBaseError(f"vec_env 'ale' is for Atari envs only; '{env_id}' is {env_type}")
+    vec_env = "dummy" if force_dummy else vec_env
     rank = mpi_rank()
     if env_type == "atari":
         from rlbase.common.atari_wrappers import make_atari_vec_env
 
         venv = make_atari_vec_env(env_id, num_env, seed, wrapper_kwargs or {},
-                                  env_kwargs or {}, force_dummy=force_dummy)
+                                  env_kwargs or {}, vec_env=vec_env)
     else:
         fns = [_env_fn(env_id, env_seed(seed, i, rank), reward_scale, env_kwargs, wrapper)
                for i in range(num_env)]
         # Cheap envs step faster in-process than across pipes.
-        subproc = num_env > 1 and not force_dummy and env_type not in ("classic_control",
-                                                                      "toy_text")
+        subproc = num_env > 1 and (vec_env == "subproc" or vec_env == "auto" and env_type
+                                   not in ("classic_control", "toy_text"))
         venv = SubprocVecEnv(fns) if subproc else DummyVecEnv(fns)
     venv.seed(env_seed(seed, 0, rank))
     filename = None
@@ -163,6 +176,10 @@ def common_arg_parser() -> argparse.ArgumentParser:
                    help="normalize observations and rewards with running statistics "
                         "(VecNormalize); they are saved with the model and used by --play")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    p.add_argument("--vec_env", choices=VEC_ENV_KINDS, default="auto",
+                   help="how envs are stepped: dummy (in this process), subproc (a process "
+                        "per env), ale (Atari: ale-py's C++ emulator threads); auto picks ale "
+                        "for Atari when available, else subproc for all but cheap envs")
     return p
 
 
