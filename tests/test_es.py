@@ -145,6 +145,7 @@ def test_numpy_forward_matches_keras(kwargs):
     thetas = rng.normal(size=(3, policy.dim)).astype(np.float32)
     x = rng.normal(size=(3, policy.ob_dim)).astype(np.float32)
     batched = policy.outputs(thetas, x)
+    assert all(np.shares_memory(part, thetas) for part in policy.unflatten(thetas))
     for p in range(3):
         policy.set_flat(thetas[p])
         keras_out = policy.net(tf.constant(x)).numpy()

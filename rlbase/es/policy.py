@@ -118,13 +118,14 @@ class ESPolicy:
         """Encoded observations [P, ob_dim] -> normalized and clipped."""
         return np.clip((x - self.obs_mean) / self.obs_std, -OBS_CLIP, OBS_CLIP)
 
-    def outputs(self, params: np.ndarray, x: np.ndarray) -> np.ndarray:
+    def outputs(self, params: np.ndarray | list[np.ndarray], x: np.ndarray) -> np.ndarray:
         """Network outputs [P, num_outputs]: row p uses parameters ``params[p]`` on the
-        normalized observation ``x[p]``; a single parameter row is shared by every x."""
-        parts = self.unflatten(params)
+        normalized observation ``x[p]``; a single parameter row is shared by every x.
+        ``params`` may also be ``unflatten(params)``, made once for many steps."""
+        parts = self.unflatten(params) if isinstance(params, np.ndarray) else params
         n = self.num_layers
         norms = parts[2 * n:2 * n + 2 * len(self.layer_norm_eps)]
-        shared = len(params) == 1
+        shared = len(parts[-1]) == 1
         h = x.astype(np.float32, copy=False)
         for i in range(n):
             h = self._dense(h, parts[2 * i], parts[2 * i + 1], shared)

@@ -105,6 +105,7 @@ class EpisodeRunner:
 
         for slot in range(nslots):
             start(slot)
+        layers = policy.unflatten(params)  # views: they follow params as slots change
         active = list(range(nslots))
         while active:
             x = policy.encode(raw_obs)
@@ -112,7 +113,7 @@ class EpisodeRunner:
             obs_sum += live.sum(axis=0)
             obs_sumsq += np.square(live, dtype=np.float64).sum(axis=0)
             obs_count += len(live)
-            out = policy.outputs(params, policy.normalize(x))
+            out = policy.outputs(layers, policy.normalize(x))
             if self.action_noise > 0:
                 out = out + self.action_noise * noisy * self.rng.standard_normal(out.shape)
             actions = policy.actions(out)
