@@ -42,7 +42,8 @@ class Buffer:
         self.axis = (len(ob_space.shape) - 1 if stack.channels_order == "last" else 0) \
             if self.nstack > 1 else 0
         shape = list(ob_space.shape)
-        shape[self.axis] //= self.nstack
+        if self.nstack > 1:
+            shape[self.axis] //= self.nstack
         self.ob_shape = tuple(ob_space.shape)
         lead = (self.slots, self.nenv)
         self.frames = np.zeros((*lead, nsteps + 1, *shape), dtype=ob_space.dtype)
@@ -58,6 +59,8 @@ class Buffer:
 
     def _split(self, obs: np.ndarray) -> list[np.ndarray]:
         """Stacked observations (any leading axes) -> their frames, oldest first."""
+        if self.nstack == 1:
+            return [obs]
         axis = self.axis + obs.ndim - len(self.ob_shape)
         return np.split(obs, self.nstack, axis=axis)
 

@@ -161,7 +161,11 @@ class Model(OnPolicyModel):
                 spec_like([nenvs, p.state_size], np.float32),             # state
                 spec_like([], np.float32)]                                # lr
 
-    def train_graph(self, obs, actions, rewards, dones, mus, starts, state, lr):
+    def gradients(self, obs: tf.Tensor, actions: tf.Tensor, rewards: tf.Tensor,
+                  dones: tf.Tensor, mus: tf.Tensor, starts: tf.Tensor, state: tf.Tensor
+                  ) -> tuple[list[tf.Tensor], tf.Tensor]:
+        """The (unclipped) gradients of the ACER loss for the policy's trainable variables and
+        the statistics (in STAT_NAMES order; norm_grads filled in by :meth:`train_graph`)."""
         nenvs, nsteps, nbatch = self.nenvs, self.nsteps, self.nenvs * self.nsteps
         policy = self.policy
         variables = policy.trainable_variables
@@ -214,20 +218,26 @@ class Model(OnPolicyModel):
         grads_policy = tape.gradient(f, variables, output_gradients=grads_f)
         grads_q = tape.gradient(scaled_loss_q, variables)
         del tape
-        grads, norm_grads = clip_by_global_norm(_add_grads(grads_policy, grads_q),
-                                                self.max_grad_norm)
+        grads = _add_grads(grads_policy, grads_q)
+        loss = loss_policy + self.q_coef * loss_q - self.ent_coef * entropy
+        stats = tf.stack([
+            loss, loss_q, entropy, loss_policy, loss_f, loss_bc, explained_variance(q_i, qret),
+            tf.linalg.global_norm(grads),
+            tf.linalg.global_norm([x for x in grads_q if x is not None]),
+            tf.linalg.global_norm([x for x in grads_policy if x is not None]),
+            _avg_norm(grads_f) * nbatch, _avg_norm(k), _avg_norm(g),
+            tf.reduce_mean(tf.abs(k_dot_g)), tf.reduce_mean(tf.abs(adj))])
+        return grads, stats
+
+    def train_graph(self, obs, actions, rewards, dones, mus, starts, state, lr):
+        variables = self.policy.trainable_variables
+        grads, stats = self.gradients(obs, actions, rewards, dones, mus, starts, state)
+        grads, _ = clip_by_global_norm(grads, self.max_grad_norm)
         self.optimizer.learning_rate.assign(lr)
         self.optimizer.apply_gradients(zip(grads, variables))
         # Polyak averaging after the step (the loss above used the average from before it).
         for avg, var in zip(self.average.trainable_variables, variables):
             avg.assign(self.alpha * avg + (1.0 - self.alpha) * var)
-        loss = loss_policy + self.q_coef * loss_q - self.ent_coef * entropy
-        stats = tf.stack([
-            loss, loss_q, entropy, loss_policy, loss_f, loss_bc, explained_variance(q_i, qret),
-            norm_grads, tf.linalg.global_norm([x for x in grads_q if x is not None]),
-            tf.linalg.global_norm([x for x in grads_policy if x is not None]),
-            _avg_norm(grads_f) * nbatch, _avg_norm(k), _avg_norm(g),
-            tf.reduce_mean(tf.abs(k_dot_g)), tf.reduce_mean(tf.abs(adj))])
         return (stats, *self.calls.actor_weights())
 
     def train(self, seq: Any, lr: float) -> dict[str, float]:  # type: ignore[override]

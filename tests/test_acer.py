@@ -1,0 +1,361 @@
+"""ACER: Retrace and trust-region math, exact losses, the sequence buffer, learning on identity
+envs, saving and loading, tracing, bad input and the CLI."""
+
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlbase.acer.acer import learn
+from rlbase.acer.buffer import Buffer
+from rlbase.acer.model import AcerPolicy, Model, q_retrace, trust_region_adjust
+from rlbase.acer.runner import Runner
+from rlbase.common import identity_env as ie
+from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.errors import RLBaseError
+from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor
+
+QUIET = dict(log_interval=10**9)
+
+
+def vec(make, n=4, seed=0):
+    env = VecMonitor(DummyVecEnv([make] * n))
+    env.seed(seed)
+    return env
+
+
+def identity_network():
+    return keras.layers.Identity()
+
+
+# -- the math ------------------------------------------------------------------------------
+
+def test_retrace_targets_by_hand():
+    # Env 0: 3 steps, the episode ends at step 1. gamma 0.9, bootstrap V(s_3) = 2.
+    #   t=2: Qret = 3 + 0.9 * 2 = 4.8
+    #   t=1: Qret = 2 (episode end: no bootstrap)
+    #   t=0: Qret = 1 + 0.9 * (rho_1 (Qret_1 - Q_1) + V_1) = 1 + 0.9 * (1.0 * (2 - 1) + 0.8)
+    #        = 2.62
+    # Env 1: no end; rho_bar 0 cuts the trace to V: Qret_0 = 1 + 0.9 * V_1, ...
+    rewards = np.array([[1, 2, 3], [1, 1, 1]], np.float32)
+    dones = np.array([[0, 1, 0], [0, 0, 0]], np.float32)
+    q_i = np.array([[0.5, 1.0, 1.5], [5, 5, 5]], np.float32)
+    values = np.array([[0.4, 0.8, 1.2, 2.0], [1, 2, 3, 4]], np.float32)
+    rho_bar = np.array([[0.5, 1.0, 0.25], [0, 0, 0]], np.float32)
+    qret = q_retrace(rewards, dones, q_i, values, rho_bar, 0.9).numpy()
+    np.testing.assert_allclose(qret, [[2.62, 2.0, 4.8], [2.8, 3.7, 4.6]], rtol=1e-6)
+
+
+def test_trust_region_adjustment():
+    k = np.array([[1.0, 0.0], [1.0, 1.0], [-2.0, 1.0]], np.float32)
+    g = np.array([[3.0, 0.0], [0.2, 0.3], [-1.0, 0.5]], np.float32)
+    z, k_dot_g, adj = (t.numpy() for t in trust_region_adjust(g, k, 1.0))
+    # Row 0: k.g = 3 > 1, adj = (3 - 1) / |k|^2 = 2, z = g - 2k. Row 1: k.g = 0.5, inside.
+    # Row 2: k.g = 2.5, adj = 1.5 / 5 = 0.3.
+    np.testing.assert_allclose(k_dot_g, [3.0, 0.5, 2.5])
+    np.testing.assert_allclose(adj, [2.0, 0.0, 0.3], rtol=1e-5)
+    np.testing.assert_allclose(z, [[1.0, 0.0], [0.2, 0.3], [-0.4, 0.2]], rtol=1e-5)
+    rng = np.random.default_rng(0)
+    g = rng.normal(size=(500, 4)).astype(np.float32) * 3
+    k = rng.normal(size=(500, 4)).astype(np.float32)
+    z = trust_region_adjust(g, k, 0.5)[0].numpy()
+    kz, kg = (k * z).sum(-1), (k * g).sum(-1)
+    assert (kz <= 0.5 + 1e-4).all()  # the linearized KL bound holds for every sample
+    inside = kg <= 0.5
+    assert 50 < inside.sum() < 450
+    np.testing.assert_array_equal(z[inside], g[inside])  # untouched inside the bound
+    np.testing.assert_allclose(kz[~inside], 0.5, atol=1e-4)  # projected onto its edge
+    # The change is along k only: the smallest one that satisfies the bound.
+    d = z - g
+    np.testing.assert_allclose(d[:, 0] * k[:, 1], d[:, 1] * k[:, 0], atol=1e-4)
+
+
+def constant_model(trust_region=True, nsteps=2, **kwargs):
+    ob, ac = gym.spaces.Box(-1.0, 1.0, (1,), np.float32), gym.spaces.Discrete(2)
+    policy, average = (AcerPolicy(ob, ac, identity_network) for _ in range(2))
+    model = Model(policy, average, 1, nsteps, gamma=0.5, trust_region=trust_region, **kwargs)
+    # Uniform pi, Q = (1, 3) everywhere, so V = 2.
+    policy.pd_head.dense.set_weights([np.zeros((1, 2), np.float32), np.zeros(2, np.float32)])
+    policy.q_head.set_weights([np.zeros((1, 2), np.float32), np.array([1, 3], np.float32)])
+    return model
+
+
+def batch(nsteps=2, mus=None):
+    obs = np.linspace(-0.5, 0.5, nsteps + 1, dtype=np.float32).reshape(-1, 1)
+    mus = np.full((nsteps, 2), 0.5, np.float32) if mus is None else mus
+    return (obs, np.array([0, 1] * (nsteps // 2), np.int64), np.ones((1, nsteps), np.float32),
+            np.zeros((1, nsteps), np.float32), mus, np.zeros(nsteps + 1, np.float32),
+            np.zeros((1, 0), np.float32))
+
+
+def test_losses_by_hand():
+    model = constant_model()
+    _, stats = model.gradients(*batch())
+    s = dict(zip(model.stat_names, stats.numpy()))
+    # Retrace (gamma 0.5, rho 1): Qret_1 = 1 + 0.5 * 2 = 2; Qret_0 = 1 + 0.5 * (2 - 3 + 2)
+    # = 1.5. Q_i = (1, 3). loss_q = mean(0.5 * (0.5^2, 1^2)) = 0.3125.
+    assert s["loss_q"] == pytest.approx(0.3125, rel=1e-5)
+    # Advantages Qret - V = (-0.5, 0); loss_f = -mean(log(0.5) * adv) = log(0.5) / 4.
+    assert s["loss_f"] == pytest.approx(np.log(0.5) / 4, rel=1e-4)
+    assert s["loss_bc"] == 0.0  # rho = 1 < c: nothing truncated
+    assert s["entropy"] == pytest.approx(np.log(2), rel=1e-4)
+    assert s["explained_variance"] == pytest.approx(1 - 0.5625 / 0.0625, rel=1e-4)
+    assert s["loss"] == pytest.approx(np.log(0.5) / 4 + 0.5 * 0.3125 - 0.01 * np.log(2),
+                                      rel=1e-4)
+    # Behaviour probabilities (0.9, 0.01) for actions 0, 1: rho = (5/9, 50). Action 1 is
+    # truncated to c = 10 and bias-corrected: gain_bc = sum_a log f_a (Q_a - V)
+    # relu(1 - c / rho_a) f_a over the step, only action 1 (rho 50) counts:
+    # log(0.5) * (3 - 2) * 0.8 * 0.5.
+    mus = np.array([[0.9, 0.1], [0.9, 0.01]], np.float32)
+    _, stats = model.gradients(*batch(mus=mus))
+    s = dict(zip(model.stat_names, stats.numpy()))
+    rho1 = 0.5 / (0.01 + 1e-6)
+    bc_row1 = np.log(0.5) * 1.0 * (1 - 10 / rho1) * 0.5
+    rho0 = 0.5 / (0.1 + 1e-6)  # step 0, action 1: rho 5 < c, no correction
+    assert rho0 < 10
+    assert s["loss_bc"] == pytest.approx(-bc_row1 / 2, rel=1e-4)
+
+
+def test_trust_region_shrinks_the_step_towards_the_average():
+    obs, *rest = batch()
+    strict = constant_model(delta=1e-3)
+    loose = constant_model(trust_region=False)
+    for model in (strict, loose):  # an average policy that prefers action 0
+        model.average.pd_head.dense.set_weights([np.zeros((1, 2), np.float32),
+                                                 np.array([1.0, -1.0], np.float32)])
+    g_strict = dict(zip(strict.stat_names, strict.gradients(obs, *rest)[1].numpy()))
+    g_loose = dict(zip(loose.stat_names, loose.gradients(obs, *rest)[1].numpy()))
+    assert g_strict["avg_norm_adj"] > 0 and g_loose["avg_norm_adj"] == 0
+    assert g_strict["norm_grads_policy"] < g_loose["norm_grads_policy"]
+
+
+# -- the buffer ----------------------------------------------------------------------------
+
+class CountingImages(gym.Env):
+    """uint8 2x2x1 frames showing 10 * env + t (t counts all steps); episodes of ``length``
+    steps, ended by termination or (``truncate``) by a time limit. Reward t."""
+
+    observation_space = gym.spaces.Box(0, 255, (2, 2, 1), np.uint8)
+    action_space = gym.spaces.Discrete(3)
+
+    def __init__(self, env_index, length, truncate=False):
+        self.base, self.length, self.truncate = 10 * env_index, length, truncate
+        self.t = self.in_episode = 0
+
+    def _obs(self):
+        return np.full((2, 2, 1), self.base + self.t % 10, np.uint8)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.in_episode = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        self.in_episode += 1
+        ends = self.in_episode == self.length
+        return self._obs(), float(self.t), ends and not self.truncate, \
+            ends and self.truncate, {}
+
+
+class RandomModel:
+    """Acts uniformly with random behaviour probabilities; V = 0 (for truncations)."""
+
+    def __init__(self, seed=0):
+        self.rng = np.random.default_rng(seed)
+
+    def initial_state(self, n):
+        return np.zeros((n, 1), np.float32)
+
+    def act(self, obs, state, mask):
+        n = len(obs)
+        mus = self.rng.dirichlet(np.ones(3), size=n).astype(np.float32)
+        return self.rng.integers(0, 3, n), mus, state + 1
+
+    def value(self, obs, state, mask):
+        return np.zeros(len(obs), np.float32)
+
+
+@pytest.mark.parametrize("nstack", [1, 3])
+def test_buffer_returns_whole_aligned_sequences(nstack):
+    makers = [lambda: CountingImages(0, 3), lambda: CountingImages(1, 5, truncate=True),
+              lambda: CountingImages(2, 2)]
+    env = VecFrameStack(DummyVecEnv(makers), nstack) if nstack > 1 else DummyVecEnv(makers)
+    runner = Runner(env, RandomModel(), nsteps=4)
+    buffer = Buffer(env, nsteps=4, size=4 * 5, state_size=1)  # keeps the last 5 rollouts
+    assert buffer.frames.dtype == np.uint8 and buffer.frames.shape[-1] == 1
+    put = []
+    for _ in range(8):
+        seq = runner.run()
+        put.append(seq)
+        buffer.put(seq)
+    assert buffer.num_in_buffer == 5 and buffer.has_atleast(20) and not buffer.has_atleast(24)
+    kept = put[3:]
+    assert any(s.dones.any() and (s.starts[:, 1:] == 1).any() for s in kept)
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(30):
+        got = buffer.get(rng)
+        assert got.obs.dtype == np.uint8
+        for e in range(3):
+            matches = [i for i, s in enumerate(kept) if np.array_equal(s.obs[e], got.obs[e])
+                       and np.array_equal(s.actions[e], got.actions[e])
+                       and np.array_equal(s.rewards[e], got.rewards[e])
+                       and np.array_equal(s.dones[e], got.dones[e])
+                       and np.array_equal(s.mus[e], got.mus[e])
+                       and np.array_equal(s.starts[e], got.starts[e])
+                       and np.array_equal(s.state[e], got.state[e])]
+            assert len(matches) == 1, f"env {e}: no stored sequence matches"
+            seen.add((e, matches[0]))
+    assert len(seen) >= 12  # sampling reaches most of the stored sequences
+
+
+def test_buffer_rebuilds_stacks_across_episode_starts():
+    env = VecFrameStack(DummyVecEnv([lambda: CountingImages(0, 2)]), 3)
+    seq = Runner(env, RandomModel(), nsteps=5).run()
+    buffer = Buffer(env, nsteps=5, size=5)
+    buffer.put(seq)
+    # Episode of 2 steps: obs 0 starts, obs 2 and 4 start again, their older frames are 0.
+    np.testing.assert_array_equal(seq.starts[0], [1, 0, 1, 0, 1, 0])
+    np.testing.assert_array_equal(seq.obs[0, :, 0, 0], [[0, 0, 0], [0, 0, 1], [0, 0, 2],
+                                                        [0, 2, 3], [0, 0, 4], [0, 4, 5]])
+    got = buffer.get(np.random.default_rng(0))
+    np.testing.assert_array_equal(got.obs, seq.obs)
+
+
+# -- learning ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("replay_ratio", [0, 4])
+def test_identity_learning(replay_ratio):
+    # Random play scores 5 of 20 (Discrete(4)); gamma 0.5 keeps the return's variance low.
+    make = lambda: ie.DiscreteIdentityEnv(4)  # noqa: E731
+    model = learn("mlp", vec(make), seed=0, total_timesteps=6000, nsteps=5, gamma=0.5,
+                  lr=3e-3, replay_ratio=replay_ratio, replay_start=100, buffer_size=1000,
+                  **QUIET)
+    mean, _ = evaluate_policy(model, vec(make, 1, seed=100), n_eval_episodes=10)
+    assert mean >= 0.9 * 20
+
+
+class ObsSpaceEnv(gym.Env):
+    """Observations from ``space``; action 1 earns 1. Episodes of 10 steps."""
+
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, space):
+        self.observation_space = space
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self.t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.observation_space.sample(), float(action == 1), self.t == 10, False, {}
+
+
+@pytest.mark.parametrize("space,network,kwargs", [
+    (gym.spaces.Box(-1, 1, (3,), np.float32), "mlp", {"value_network": "copy"}),
+    (gym.spaces.MultiDiscrete([3, 4]), "mlp", {}),
+    (gym.spaces.MultiBinary(3), "lstm", {"nlstm": 8}),
+    (gym.spaces.Box(0, 255, (12, 12, 1), np.uint8), "conv_only",
+     {"convs": [(4, 3, 1)]}),
+], ids=["box", "multidiscrete", "multibinary-lstm", "image-framestack"])
+def test_every_variable_trains_without_retracing(space, network, kwargs, monkeypatch):
+    monkeypatch.setenv("RLBASE_NUMPY_ACT", "0")  # also trace the TF act path
+    env = VecMonitor(DummyVecEnv([lambda: ObsSpaceEnv(space)] * 2))
+    if space.dtype == np.uint8:
+        env = VecFrameStack(env, 2)
+    model = learn(network, env, seed=0, total_timesteps=5 * 2 * 3, nsteps=5, replay_ratio=2,
+                  replay_start=5, buffer_size=50, **kwargs, **QUIET)
+    variables = model.policy.trainable_variables
+    before = [v.numpy().copy() for v in variables]
+    average = [v.numpy().copy() for v in model.average.trainable_variables]
+    runner = Runner(env, model, 5)
+    for _ in range(3):  # fresh and replayed batches go through the same compiled call
+        model.train(runner.run(), 1e-3)
+    unchanged = [v.path for v, b in zip(variables, before) if np.array_equal(v.numpy(), b)]
+    assert not unchanged, f"variables that never train: {unchanged}"
+    assert all(not np.array_equal(v.numpy(), a)
+               for v, a in zip(model.average.trainable_variables, average))
+    assert model._train.function.experimental_get_tracing_count() == 1
+    assert model._act.function.experimental_get_tracing_count() == 1
+
+
+def test_numpy_act_probabilities_match_the_policy():
+    env = vec(lambda: ie.DiscreteIdentityEnv(4), n=2)
+    model = learn("mlp", env, seed=0, total_timesteps=200, nsteps=5, replay_start=20,
+                  buffer_size=100, **QUIET)
+    assert model.calls.actor is not None
+    obs = np.arange(4)
+    _, mus, _ = model.act(obs, model.initial_state(4), np.zeros(4, np.float32))
+    logits = model.policy.forward(obs, model.initial_state(4), np.zeros(4, np.float32))[0]
+    np.testing.assert_allclose(mus, tf.nn.softmax(logits).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_save_load_round_trip(tmp_path):
+    env = make_vec_env("CartPole-v1", num_env=2, seed=0)
+    model = learn("mlp", env, seed=0, total_timesteps=800, nsteps=10, replay_start=50,
+                  buffer_size=200, **QUIET)
+    path = str(tmp_path / "acer.zip")
+    model.save(path)
+    fresh = learn("mlp", env, seed=5, total_timesteps=0, nsteps=10, **QUIET)
+    obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
+    assert not np.allclose(fresh.value(obs), model.value(obs))
+    fresh.load(path)
+    np.testing.assert_array_equal(fresh.step(obs, deterministic=True)[0],
+                                  model.step(obs, deterministic=True)[0])
+    np.testing.assert_allclose(fresh.value(obs), model.value(obs))
+    for a, b in zip(fresh.average.trainable_variables + fresh.optimizer.variables,
+                    model.average.trainable_variables + model.optimizer.variables):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert fresh.num_timesteps == model.num_timesteps == 800
+    resumed = learn("mlp", env, seed=1, total_timesteps=200, nsteps=10, load_path=path,
+                    **QUIET)
+    assert resumed.num_timesteps == 1000
+    with pytest.raises(RLBaseError, match="'acer' model, not 'a2c'|not 'acer'"):
+        from rlbase.a2c.a2c import learn as a2c_learn
+
+        a2c_learn("mlp", env, total_timesteps=0, load_path=path, **QUIET)
+
+
+def test_bad_input():
+    with pytest.raises(RLBaseError, match="Discrete action space, got Box"):
+        learn("mlp", make_vec_env("Pendulum-v1", num_env=1, seed=0), total_timesteps=10)
+    cartpole = make_vec_env("CartPole-v1", num_env=1, seed=0)
+    with pytest.raises(RLBaseError, match="replay_start=2000 is larger than buffer_size=1000"):
+        learn("mlp", cartpole, total_timesteps=10, buffer_size=1000, replay_start=2000)
+    with pytest.raises(RLBaseError, match="lrschedule|schedule"):
+        learn("mlp", cartpole, total_timesteps=10, lrschedule="sideways")
+    with pytest.raises(RLBaseError, match="replay_ratio"):
+        learn("mlp", cartpole, total_timesteps=10, replay_ratio=-1)
+    # On-policy ACER needs no buffer, so its size is not checked.
+    learn("mlp", cartpole, total_timesteps=10, nsteps=5, replay_ratio=0, buffer_size=1,
+          replay_start=2000, **QUIET)
+
+
+def test_cli_trains_saves_loads_and_plays(tmp_path):
+    path = str(tmp_path / "acer.zip")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    cmd = [sys.executable, "-m", "rlbase.run", "--alg=acer", "--env=CartPole-v1", "--seed=0"]
+    proc = subprocess.run([*cmd, "--num_timesteps=800", f"--save_path={path}",
+                           "--replay_start=100"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "train/loss_bc" in proc.stdout and "train/avg_norm_k_dot_g" in proc.stdout
+    proc = subprocess.run([*cmd, "--num_timesteps=1", f"--load_path={path}", "--play",
+                           "--play_episodes=1"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "mean return over 1 episodes" in proc.stdout
+    proc = subprocess.run([*cmd, "--env=Pendulum-v1", "--num_timesteps=10"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2 and "Discrete action space" in proc.stderr
