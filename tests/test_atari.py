@@ -181,3 +181,19 @@ def test_cli_records_a_video_of_the_real_game(tmp_path):
     ok, frame = capture.read()
     capture.release()
     assert ok and frame.shape == (210, 160, 3)  # the emulator's own screen, not 84x84
+
+
+def test_ale_path_serves_again_after_a_lost_life():
+    from rlbase.common.vec_env.ale_vec_env import AleVecEnv
+
+    # Only NOOPs from the agent: without FIRE after a lost life Breakout would wait forever.
+    env = AleVecEnv("BreakoutNoFrameskip-v4", 1)
+    env.seed(0)
+    env.reset()
+    lives_lost, games = 0, 0
+    for _ in range(400):
+        _, _, terminated, _, infos = env.step(np.zeros(1, dtype=np.int64))
+        games += int("episode" in infos[0])
+        lives_lost += int(terminated[0] and "episode" not in infos[0])
+    assert lives_lost >= 4 and games >= 1
+    env.close()

@@ -7,7 +7,9 @@ pipe per env. What ale-py does not do the way rlbase needs, this class does in n
 
 - frames come channels last, ``(84, 84, 4)`` uint8, like the SubprocVecEnv path;
 - a lost life ends the learner's episode (``terminated``) but not the game (DeepMind's
-  episodic life; ale-py's own ``episodic_life`` restarts the whole game instead);
+  episodic life; ale-py's own ``episodic_life`` restarts the whole game instead), and in
+  games with a FIRE action the next step presses FIRE in place of the agent's action, as
+  DeepMind's fire-on-reset does after every lost life (ale-py fires only at a game's start);
 - rewards are sign-clipped for training while ``info["episode"]`` carries the real, unclipped
   score of each whole game, as ``GameScore`` does on the other path.
 """
@@ -74,6 +76,11 @@ class AleVecEnv(VecEnv):
                                            np.uint8)
         super().__init__(num_envs, observation_space, self.vector_env.single_action_space)
         self.clip_rewards = clip_rewards
+        self.fire_after_lost_life = fire_reset and episode_life and "FIRE" in \
+            self.get_action_meanings()
+        self._fire = self.get_action_meanings().index("FIRE") if self.fire_after_lost_life \
+            else 0
+        self._serve = np.zeros(num_envs, dtype=bool)  # envs that lost a life last step
         self._seed: int | None = None
         self._actions: np.ndarray | None = None
         self._scores = np.zeros(num_envs)
@@ -91,10 +98,12 @@ class AleVecEnv(VecEnv):
         self._scores[:] = 0.0
         self._lengths[:] = 0
         self._frames[:] = info["episode_frame_number"]
+        self._serve[:] = False
         return _channels_last(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions, dtype=np.int32).reshape(self.num_envs)
+        self._actions = np.array(actions, dtype=np.int32).reshape(self.num_envs)
+        self._actions[self._serve] = self._fire
 
     def step_wait(self) -> VecStepResult:
         obs, rewards, terminated, truncated, info = self.vector_env.step(self._actions)
@@ -116,6 +125,8 @@ class AleVecEnv(VecEnv):
             self._scores[i], self._lengths[i] = 0.0, 0
         # A game over is always the end of an episode, even when the life counter says no.
         terminated = np.logical_or(terminated, game_over & ~truncated)
+        if self.fire_after_lost_life:
+            self._serve = terminated & ~game_over
         if self.clip_rewards:
             rewards = np.sign(rewards)
         return _channels_last(obs), rewards.astype(np.float32), terminated, truncated, infos
