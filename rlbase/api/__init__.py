@@ -1,0 +1,14 @@
+"""Model classes (the Stable Baselines way) over the algorithms' learn() functions."""
+
+from rlbase.api.a2c import A2C
+from rlbase.api.acer import ACER
+from rlbase.api.base_class import BaseRLModel
+from rlbase.api.behaviour_cloning import ExpertDataset, generate_expert_traj
+from rlbase.api.ddpg import DDPG, TD3
+from rlbase.api.dqn import DQN
+from rlbase.api.es import ES
+from rlbase.api.ppo import PPO
+from rlbase.api.qlearning import QLearning
+
+__all__ = ["A2C", "ACER", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "PPO",
+           "QLearning", "TD3", "generate_expert_traj"]

@@ -1,0 +1,164 @@
+"""Behaviour cloning: record expert trajectories, read them back, fit a policy to them."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+from rlbase.common import logger
+from rlbase.common.errors import RLBaseError
+from rlbase.common.tf_util import spec_like
+
+KEYS = ("obs", "actions", "rewards", "episode_starts", "episode_returns")
+
+
+def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes: int = 10,
+                         save_path: str | None = None, deterministic: bool = True,
+                         seed: int | None = None) -> dict[str, np.ndarray]:
+    """Play ``n_episodes`` with an expert and return (and save as ``save_path`` .npz) arrays
+    ``obs``, ``actions``, ``rewards``, ``episode_starts`` (one per step) and
+    ``episode_returns`` (one per episode).
+
+    model_or_callable: a model class instance (its deterministic predict) or ``obs -> action``.
+    env: a gymnasium env (not vectorized) or an env id.
+    seed: seed of the first reset (later episodes continue its random stream).
+    """
+    if isinstance(n_episodes, bool) or not isinstance(n_episodes, int) or n_episodes < 1:
+        raise RLBaseError(f"n_episodes must be a positive integer, got {n_episodes!r}")
+    if isinstance(env, str):
+        env = gym.make(env)
+    if not isinstance(env, gym.Env):
+        raise RLBaseError(f"generate_expert_traj needs a gymnasium env or an env id, got "
+                          f"{type(env).__name__} (use one env, not a VecEnv)")
+    if hasattr(model_or_callable, "predict"):
+        def policy(obs: np.ndarray) -> Any:
+            return model_or_callable.predict(obs, deterministic=deterministic)[0]
+    elif callable(model_or_callable):
+        policy = model_or_callable
+    else:
+        raise RLBaseError(f"expert must be a model or a callable, got "
+                          f"{type(model_or_callable).__name__}")
+    out: dict[str, list] = {k: [] for k in KEYS}
+    obs, _ = env.reset(seed=seed)
+    for _ in range(n_episodes):
+        start, total, done = True, 0.0, False
+        while not done:
+            action = policy(obs)
+            out["obs"].append(obs)
+            out["actions"].append(action)
+            out["episode_starts"].append(start)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            out["rewards"].append(reward)
+            total += float(reward)
+            start, done = False, terminated or truncated
+        out["episode_returns"].append(total)
+        obs, _ = env.reset()
+    arrays = {k: np.asarray(v) for k, v in out.items()}
+    arrays["rewards"] = arrays["rewards"].astype(np.float32)
+    arrays["episode_starts"] = arrays["episode_starts"].astype(bool)
+    if save_path is not None:
+        path = save_path if save_path.endswith(".npz") else save_path + ".npz"
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        np.savez(path, **arrays)
+    return arrays
+
+
+class ExpertDataset:
+    """Expert data from :func:`generate_expert_traj`, split into training and validation.
+
+    path: the .npz file (or a dict of its arrays).
+    train_fraction: share of the samples used for training (the rest validates).
+    batch_size: samples per minibatch.
+    traj_limitation: use only the first this many episodes (-1: all).
+    seed: seed of the split and of the minibatch shuffling.
+    """
+
+    def __init__(self, path: str | dict[str, np.ndarray], train_fraction: float = 0.7,
+                 batch_size: int = 64, traj_limitation: int = -1, seed: int | None = 0):
+        if isinstance(path, dict):
+            data = path
+        else:
+            if not os.path.exists(path):
+                raise RLBaseError(f"expert data file {path} does not exist")
+            with np.load(path, allow_pickle=False) as npz:
+                data = {k: npz[k] for k in npz.files}
+        lacking = [k for k in ("obs", "actions", "episode_starts") if k not in data]
+        if lacking:
+            raise RLBaseError(f"expert data lacks {lacking}; generate_expert_traj writes "
+                              f"{', '.join(KEYS)}")
+        if not 0.0 < train_fraction <= 1.0:
+            raise RLBaseError(f"train_fraction must be in (0, 1], got {train_fraction!r}")
+        if batch_size < 1:
+            raise RLBaseError(f"batch_size must be positive, got {batch_size!r}")
+        n = len(data["obs"])
+        if traj_limitation > 0:
+            starts = np.flatnonzero(data["episode_starts"])
+            if traj_limitation < len(starts):
+                n = int(starts[traj_limitation])
+        self.observations = np.asarray(data["obs"][:n])
+        self.actions = np.asarray(data["actions"][:n])
+        self.returns = np.asarray(data.get("episode_returns", np.zeros(0)))
+        self.batch_size = int(batch_size)
+        self.rng = np.random.default_rng(seed)
+        order = self.rng.permutation(n)
+        n_train = max(1, int(round(train_fraction * n)))
+        self.train_indices, self.val_indices = order[:n_train], order[n_train:]
+
+    def batches(self, split: str = "train") -> Any:
+        """Minibatches ``(obs, actions)`` covering the split once, shuffled."""
+        if split not in ("train", "val"):
+            raise RLBaseError(f"split must be 'train' or 'val', got {split!r}")
+        idx = self.train_indices if split == "train" else self.val_indices
+        idx = self.rng.permutation(idx)
+        for i in range(0, len(idx), self.batch_size):
+            take = idx[i:i + self.batch_size]
+            yield self.observations[take], self.actions[take]
+
+
+def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor],
+               dataset: ExpertDataset, ob_space: gym.Space, ac_space: gym.Space,
+               n_epochs: int, learning_rate: float, val_interval: int | None,
+               verbose: int) -> list[float]:
+    """Minimize ``loss_fn`` over the training split with Adam (one compiled call per batch);
+    returns the mean training loss of each epoch."""
+    import keras
+
+    if not isinstance(dataset, ExpertDataset):
+        raise RLBaseError(f"pretrain needs an ExpertDataset, got {type(dataset).__name__}")
+    if dataset.observations.shape[1:] != ob_space.shape:
+        raise RLBaseError(f"expert observations have shape {dataset.observations.shape[1:]}, "
+                          f"the model's observation space {ob_space}")
+    optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+    optimizer.build(variables)
+    signature = [spec_like([None, *ob_space.shape], ob_space.dtype),
+                 spec_like([None, *ac_space.shape], ac_space.dtype)]
+
+    @tf.function(input_signature=signature)
+    def train_step(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            loss = loss_fn(obs, actions)
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    @tf.function(input_signature=signature)
+    def eval_step(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+        return loss_fn(obs, actions)
+
+    def cast(obs: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return obs.astype(ob_space.dtype), actions.astype(ac_space.dtype).reshape(
+            len(actions), *ac_space.shape)
+
+    history = []
+    for epoch in range(1, n_epochs + 1):
+        losses = [float(train_step(*cast(o, a))) for o, a in dataset.batches("train")]
+        history.append(float(np.mean(losses)))
+        if val_interval and epoch % val_interval == 0 and len(dataset.val_indices):
+            val = np.mean([float(eval_step(*cast(o, a))) for o, a in dataset.batches("val")])
+            if verbose:
+                logger.log(f"pretrain epoch {epoch}: train loss {history[-1]:.4f}, "
+                           f"validation loss {val:.4f}")
+    return history
