@@ -157,7 +157,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
                  results.lengths[:n_train], results.returns[n_train:],
                  results.lengths[n_train:], results.obs_sum, results.obs_sumsq,
                  results.obs_count)
-        gathered = [local] if comm is None or size == 1 else comm.allgather(local)
+        gathered = [local] if comm is None or size == 1 else _allgather(comm, local)
         stats = _update(model, noise, gathered, fitness_shaping, antithetic, l2coeff,
                         observation_normalization, generation)
         steps += stats["train_steps"]
@@ -171,6 +171,16 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
         if callback is not None and callback(model, info) is False:
             break
     return model
+
+
+def _allgather(comm: Any, local: tuple) -> list[tuple]:
+    """Every rank's results, in rank order. Ranks that finish early wait in a sleeping poll
+    rather than inside MPI, which spins: on a machine with fewer free cores than ranks a
+    spinning rank takes CPU time from the ranks still running episodes."""
+    request = comm.Ibarrier()
+    while not request.Test():
+        time.sleep(2e-4)
+    return comm.allgather(local)
 
 
 def _update(model: ESModel, noise: NoiseTable, gathered: list[tuple], fitness_shaping: str,
