@@ -3,6 +3,7 @@
     python -m rlbase.bench run --alg=a2c --env=CartPole-v1 --num_timesteps=5e4 --seed=0
     python -m rlbase.bench compare --alg=a2c --env=CartPole-v1 --num_timesteps=5e4 \
         --peer_python=/tmp/sb3env/bin/python --anchors=../shared/anchors
+    python -m rlbase.bench suite --preset=classic --jobs=2   # see rlbase/bench_suite.py
 
 ``run`` prints one line (and appends a JSON record to ``--out`` when given). ``compare`` runs
 rlbase and then the peer's anchor script at the same settings in the same process tree, one
@@ -68,8 +69,12 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
 
 def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int | None,
                        seed: int, eval_episodes: int, extra: dict[str, Any],
-                       normalize: bool = False) -> dict[str, Any]:
-    """Train with ``learn()``, time it, then evaluate deterministically on a fresh env."""
+                       normalize: bool = False,
+                       monitor_dir: str | None = None) -> dict[str, Any]:
+    """Train with ``learn()``, time it, then evaluate deterministically on a fresh env.
+
+    ``monitor_dir``: where the training envs write monitor.csv (learning curves), or None.
+    """
     from rlbase.common.cmd_util import get_env_type, make_vec_env
     from rlbase.common.evaluation import evaluate_policy
     from rlbase.run import get_defaults, get_learn_function
@@ -83,7 +88,7 @@ def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int |
     kwargs.pop("num_env", None)
     network = kwargs.pop("network", "mlp")
     normalize = normalize or bool(kwargs.pop("normalize", False))
-    env = make_vec_env(env_id, env_type, num_env, seed)
+    env = make_vec_env(env_id, env_type, num_env, seed, monitor_dir=monitor_dir)
     if normalize:
         from rlbase.common.vec_env import VecNormalize
 
@@ -135,11 +140,17 @@ def run_peer(peer_python: str, anchors: str, alg: str, env_id: str, num_timestep
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["suite"]:  # the suite has its own flags (rlbase/bench_suite.py)
+        from rlbase.bench_suite import main as suite_main
+
+        suite_main(argv[1:])
+        return
     from rlbase.common.cmd_util import parse_unknown_args
     from rlbase.common.misc_util import import_tensorflow_quietly
 
     parser = argparse.ArgumentParser(prog="python -m rlbase.bench")
-    parser.add_argument("command", choices=["run", "compare"])
+    parser.add_argument("command", choices=["run", "compare", "suite"])
     parser.add_argument("--alg", default="a2c")
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--num_timesteps", type=float, default=5e4)
@@ -152,13 +163,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--normalize", action="store_true",
                         help="train on VecNormalize'd observations and rewards")
     parser.add_argument("--out", default=None, help="append JSON lines here")
+    parser.add_argument("--monitor_dir", default=None,
+                        help="write the training envs' monitor.csv here (learning curves)")
     args, unknown = parser.parse_known_args(argv)
     import_tensorflow_quietly()
     extra = parse_unknown_args(unknown)
     steps = int(args.num_timesteps)
     for seed in range(args.seed, args.seed + args.seeds):
         ours = train_and_evaluate(args.alg, args.env, steps, args.num_env, seed,
-                                  args.eval_episodes, extra, args.normalize)
+                                  args.eval_episodes, extra, args.normalize,
+                                  monitor_dir=args.monitor_dir and os.path.join(
+                                      args.monitor_dir, f"seed{seed}"))
         print(f"rlbase {args.alg} {args.env} steps={steps} n_envs={ours['num_env']} "
               f"seed={seed} time={ours['wall_s']}s sps={ours['sps']} "
               f"eval={ours['eval_mean']}+-{ours['eval_std']}", flush=True)

@@ -1,0 +1,217 @@
+"""The benchmark suite's report: results.csv, results.md and learning-curve PNGs.
+
+Reads every ``runs/*/result.json`` under a suite folder (see ``rlbase.bench_suite``), so it
+can be rebuilt at any time: ``python -m rlbase.bench_report <folder>``.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import math
+import os
+import platform
+import re
+import sys
+import warnings
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+CSV_COLUMNS = ["name", "alg", "env", "seed", "timesteps", "eval_return", "eval_std",
+               "train_return_last100", "wall_s", "sps", "num_env", "rlbase", "tensorflow",
+               "gymnasium", "numpy", "python", "hardware"]
+README_START = "<!-- bench-suite:start -->"
+README_END = "<!-- bench-suite:end -->"
+
+# Published figures to read the rows against (final return at the budget in brackets), from
+# /work/shared/anchors/ANCHORS.md: rl-baselines3-zoo's benchmark, the TF1 rl-baselines-zoo,
+# OpenAI Baselines' benchmark pages and the PPO, ACER and ES papers. "ARS": the nearest peer
+# to ES. Atari figures are at 1e7 steps, ten times the atari-cpu preset's budget.
+PUBLISHED: dict[tuple[str, str], str] = {
+    ("a2c", "CartPole-v1"): "500 (5e5, rl-zoo3)",
+    ("ppo", "CartPole-v1"): "500 (1e5, rl-zoo3)",
+    ("dqn", "CartPole-v1"): "500 (5e4, rl-zoo3)",
+    ("acer", "CartPole-v1"): "498.6 (5e5, TF1 rl-zoo)",
+    ("es", "CartPole-v1"): "ARS 500 (5e4, rl-zoo3)",
+    ("ddpg", "Pendulum-v1"): "-152 (2e4, rl-zoo3)",
+    ("td3", "Pendulum-v1"): "-152 (2e4, rl-zoo3)",
+    ("ppo", "Pendulum-v1"): "-172 (1e5, gSDE, rl-zoo3)",
+    ("es", "Pendulum-v1"): "ARS -212 (2e6, rl-zoo3)",
+    ("a2c", "PongNoFrameskip-v4"): "17.3 (1e7, rl-zoo3)",
+    ("ppo", "PongNoFrameskip-v4"): "21.0 (1e7, rl-zoo3)",
+    ("dqn", "PongNoFrameskip-v4"): "20.6 (1e7, rl-zoo3)",
+    ("acer", "PongNoFrameskip-v4"): "20.7 (1e7, TF1 rl-zoo)",
+    ("a2c", "BreakoutNoFrameskip-v4"): "279.8 (1e7, rl-zoo3); Baselines 59.7",
+    ("ppo", "BreakoutNoFrameskip-v4"): "398.0 (1e7, rl-zoo3); Baselines ppo2 114.3",
+    ("dqn", "BreakoutNoFrameskip-v4"): "358.3 (1e7, rl-zoo3)",
+    ("acer", "BreakoutNoFrameskip-v4"): "456 (1e7, PPO paper); Baselines 82.9",
+}
+
+
+def hardware() -> str:
+    """The CPU model and core count (and that no GPU was used: TF here is the CPU build)."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, no GPU"
+
+
+def load_rows(out_dir: str) -> list[dict[str, Any]]:
+    """One CSV row per finished run, sorted by name, env and seed."""
+    rows = []
+    for path in glob.glob(os.path.join(out_dir, "runs", "*", "result.json")):
+        with open(path, encoding="utf-8") as f:
+            rec = json.load(f)
+        versions = rec.get("versions", {})
+        row = {"name": rec["name"], "alg": rec["alg"], "env": rec["env"], "seed": rec["seed"],
+               "timesteps": rec["timesteps"], "eval_return": rec["eval_mean"],
+               "eval_std": rec["eval_std"],
+               "train_return_last100": rec.get("train_return_last100", float("nan")),
+               "wall_s": rec["wall_s"], "sps": rec["sps"], "num_env": rec.get("num_env", 1),
+               "hardware": rec.get("hardware", "")}
+        row.update({k: versions.get(k, "") for k in ("rlbase", "tensorflow", "gymnasium",
+                                                      "numpy", "python")})
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["env"], r["name"], r["timesteps"], r["seed"]))
+
+
+def write_csv(rows: list[dict[str, Any]], path: str) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and population standard deviation over the finite values (NaN if none)."""
+    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not finite:
+        return float("nan"), float("nan")
+    return float(np.mean(finite)), float(np.std(finite))
+
+
+def fmt(mean: float, std: float | None = None, digits: int = 1) -> str:
+    if not math.isfinite(mean):
+        return "-"
+    text = f"{mean:.{digits}f}"
+    return text if std is None else f"{text} ± {std:.{digits}f}"
+
+
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per (name, env, timesteps): the seeds' mean and std of each figure."""
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[(row["name"], row["env"], int(row["timesteps"]))].append(row)
+    out = []
+    for (name, env, steps), group in groups.items():
+        entry = {"name": name, "env": env, "timesteps": steps,
+                 "seeds": sorted(int(r["seed"]) for r in group)}
+        for key in ("eval_return", "train_return_last100", "sps", "wall_s"):
+            entry[key] = mean_std([r[key] for r in group])
+        out.append(entry)
+    return out
+
+
+def markdown_table(summary: list[dict[str, Any]], command: str, digits: int = 1) -> str:
+    """The results table; each row names the command that reproduces it."""
+    lines = ["| algorithm | env | timesteps | seeds | eval return (mean ± std over seeds) | "
+             "last-100 training return | steps/s | wall s | published | reproduce |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for e in summary:
+        seeds = ",".join(map(str, e["seeds"]))
+        published = PUBLISHED.get((e["name"], e["env"]), "-")
+        repro = f"`{command} --algs={e['name']} --envs={e['env']}`"
+        lines.append(f"| {e['name']} | {e['env']} | {e['timesteps']:,} | {seeds} | "
+                     f"{fmt(*e['eval_return'], digits)} | "
+                     f"{fmt(*e['train_return_last100'], digits)} | "
+                     f"{fmt(*e['sps'], 0)} | {fmt(e['wall_s'][0], None, 0)} | {published} | "
+                     f"{repro} |")
+    return "\n".join(lines)
+
+
+def header(rows: list[dict[str, Any]], preset: str, command: str) -> str:
+    first = rows[0] if rows else {}
+    versions = ", ".join(f"{k} {first.get(k, '?')}" for k in ("rlbase", "tensorflow",
+                                                              "gymnasium", "numpy", "python"))
+    return (f"Preset `{preset}`, generated by `{command}` on {first.get('hardware', '?')} "
+            f"({versions}). Evaluation: deterministic episodes on a fresh env after training; "
+            "± is the standard deviation over seeds. Steps/s are only comparable between "
+            "rows measured on the same machine.")
+
+
+def _row_name(result: Any) -> str:
+    return os.path.basename(result.dirname).split("__")[0]
+
+
+def write_plots(out_dir: str, rows: list[dict[str, Any]]) -> list[str]:
+    """One PNG per env: each row's mean learning curve over seeds, shaded by their spread."""
+    from rlbase.common.plot_util import load_results, save_plot
+
+    written = []
+    for env in sorted({r["env"] for r in rows}):
+        results = [res for res in load_results(os.path.join(out_dir, "runs"),
+                                               enable_progress=False)
+                   if res.monitor is not None and len(res.monitor) > 1
+                   and os.path.basename(res.dirname).split("__")[1] == env.replace("/", "-")]
+        if not results:
+            continue
+        path = os.path.join(out_dir, f"curves_{env.replace('/', '-')}.png")
+        with warnings.catch_warnings():  # grid points no run reaches are NaN: left blank
+            warnings.simplefilter("ignore", RuntimeWarning)
+            save_plot(results, path, group_fn=_row_name, average_group=True, resample=256,
+                      xlabel="timesteps", ylabel="episode return (training)")
+        written.append(path)
+    return written
+
+
+def write_report(out_dir: str, preset: str, plots: bool = True, readme: str | None = None,
+                 command: str | None = None) -> dict[str, Any]:
+    """Write results.csv, results.md (and PNGs); optionally put the table into a README."""
+    command = command or f"python -m rlbase.bench suite --preset={preset}"
+    rows = load_rows(out_dir)
+    write_csv(rows, os.path.join(out_dir, "results.csv"))
+    summary = summarize(rows)
+    table = markdown_table(summary, command)
+    pngs = write_plots(out_dir, rows) if plots and rows else []
+    text = f"# Benchmark suite results\n\n{header(rows, preset, command)}\n\n{table}\n"
+    if pngs:
+        text += "\n" + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})"
+                                 for p in pngs) + "\n"
+    with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    if readme:
+        update_readme(readme, f"{header(rows, preset, command)}\n\n{table}")
+    return {"rows": rows, "summary": summary, "pngs": pngs}
+
+
+def update_readme(path: str, body: str) -> None:
+    """Replace the text between the suite's markers in the README (nothing else changes)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if README_START not in text or README_END not in text:
+        from rlbase.common.errors import RLBaseError
+
+        raise RLBaseError(f"{path} has no '{README_START}' ... '{README_END}' markers to "
+                          "put the results between")
+    pattern = re.escape(README_START) + r".*?" + re.escape(README_END)
+    text = re.sub(pattern, lambda _: f"{README_START}\n{body}\n{README_END}", text,
+                  flags=re.DOTALL)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    folder = sys.argv[1] if len(sys.argv) > 1 else "bench_results/classic"
+    write_report(folder, os.path.basename(os.path.normpath(folder)))
+    print(f"wrote {folder}/results.md and results.csv")

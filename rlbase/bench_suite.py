@@ -1,0 +1,340 @@
+"""The benchmark suite: every algorithm on its benchmark envs, seeds and budget, in one command.
+
+    python -m rlbase.bench suite --preset=classic --jobs=2 --out=bench_results/classic
+    python -m rlbase.bench suite --preset=atari-cpu --jobs=1
+    python -m rlbase.bench suite --preset=throughput
+    python -m rlbase.bench suite --preset=classic --algs=ppo,dqn --seeds=2 --readme=README.md
+
+Each run trains in its own process (``--jobs`` at a time) through ``rlbase.bench``'s
+``train_and_evaluate`` (the algorithm's ``defaults.py`` merged with ``PEER_SETTINGS``), writes
+its monitor.csv and, when it finishes, ``result.json`` into ``<out>/runs/<name>__<env>__s<seed>``.
+A run whose ``result.json`` exists is skipped, so an interrupted suite resumes where it stopped.
+Then ``rlbase.bench_report`` writes results.csv, results.md and learning-curve PNGs into
+``<out>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rlbase.common.errors import RLBaseError
+
+RAW = "random"  # the name of raw env steps/s rows (random actions, no learning)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One benchmark setting; it runs once per seed.
+
+    :param name: the row's name (``td3`` is ``alg="ddpg"`` with TD3's options).
+    :param alg: the rlbase algorithm package, or ``random`` for raw env steps/s.
+    :param env: the gymnasium id.
+    :param timesteps: the training budget in env steps.
+    :param seeds: the seeds to run.
+    :param eval_episodes: deterministic evaluation episodes after training (0: none).
+    :param extra: ``learn()`` arguments over the defaults and PEER_SETTINGS.
+    """
+
+    name: str
+    alg: str
+    env: str
+    timesteps: int
+    seeds: tuple[int, ...] = (0, 1, 2)
+    eval_episodes: int = 10
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def run_id(self, seed: int) -> str:
+        return f"{self.name}__{self.env.replace('/', '-')}__s{seed}"
+
+
+# TD3 = DDPG with twin critics, delayed actor updates and target policy smoothing.
+TD3 = dict(twin_q=True, policy_delay=2, target_noise=0.2)
+# ES on Pendulum uses ES's mujoco() settings (64x64 tanh, population 40): the linear
+# classic_control policy is tuned for CartPole.
+ES_PENDULUM = dict(network="mlp", num_layers=2, num_hidden=64, activation="tanh", popsize=40,
+                   noise_stdev=0.02, lr=0.01, action_noise=0.01)
+_ATARI = ("PongNoFrameskip-v4", "BreakoutNoFrameskip-v4")
+
+PRESETS: dict[str, list[RunSpec]] = {
+    "classic": [
+        RunSpec("a2c", "a2c", "CartPole-v1", 200_000),
+        RunSpec("ppo", "ppo", "CartPole-v1", 100_000),
+        RunSpec("dqn", "dqn", "CartPole-v1", 50_000),
+        RunSpec("acer", "acer", "CartPole-v1", 100_000),
+        RunSpec("es", "es", "CartPole-v1", 50_000),
+        RunSpec("ddpg", "ddpg", "Pendulum-v1", 20_000),
+        RunSpec("td3", "ddpg", "Pendulum-v1", 20_000, extra=TD3),
+        RunSpec("ppo", "ppo", "Pendulum-v1", 300_000),
+        RunSpec("es", "es", "Pendulum-v1", 500_000, extra=ES_PENDULUM),
+        # gymnasium 1.x has no Taxi-v3: Taxi-v4 is the same task.
+        RunSpec("qlearning", "qlearning", "Taxi-v4", 100_000, eval_episodes=100),
+        RunSpec("qlearning", "qlearning", "FrozenLake-v1", 100_000, eval_episodes=100),
+    ],
+    "atari-cpu": [RunSpec(alg, alg, env, 1_000_000, seeds=(0,), eval_episodes=3)
+                  for env in _ATARI for alg in ("a2c", "ppo", "acer", "dqn")],
+    # Steps/s at fixed, short settings (no evaluation), with raw env steps/s beside them.
+    "throughput": [
+        RunSpec("a2c", "a2c", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
+        RunSpec("ppo", "ppo", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
+        RunSpec("dqn", "dqn", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
+        RunSpec("acer", "acer", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
+        RunSpec("es", "es", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
+        RunSpec("ddpg", "ddpg", "Pendulum-v1", 5_000, seeds=(0,), eval_episodes=0,
+                extra=dict(learning_starts=1000)),
+        RunSpec("td3", "ddpg", "Pendulum-v1", 5_000, seeds=(0,), eval_episodes=0,
+                extra=dict(TD3, learning_starts=1000)),
+        RunSpec("ppo", "ppo", "Pendulum-v1", 50_000, seeds=(0,), eval_episodes=0),
+        RunSpec("qlearning", "qlearning", "Taxi-v4", 100_000, seeds=(0,), eval_episodes=0),
+        *(RunSpec(RAW, RAW, env, 100_000, seeds=(0,), eval_episodes=0)
+          for env in ("CartPole-v1", "Pendulum-v1", "Taxi-v4")),
+    ],
+    # For tests: seconds, one seed.
+    "tiny": [
+        RunSpec("a2c", "a2c", "CartPole-v1", 200, seeds=(0,), eval_episodes=2,
+                extra=dict(num_env=2)),
+        RunSpec("qlearning", "qlearning", "FrozenLake-v1", 500, seeds=(0,), eval_episodes=5),
+        RunSpec(RAW, RAW, "CartPole-v1", 500, seeds=(0,), eval_episodes=0),
+    ],
+}
+
+
+def select(preset: str, algs: list[str] | None = None, envs: list[str] | None = None,
+           seeds: int | None = None) -> list[RunSpec]:
+    """The preset's settings, filtered by row name and env, with ``seeds`` seeds if given."""
+    if preset not in PRESETS:
+        raise RLBaseError(f"unknown preset '{preset}'; available: {', '.join(PRESETS)}")
+    specs = PRESETS[preset]
+    for label, wanted, have in (("--algs", algs, {s.name for s in specs}),
+                                ("--envs", envs, {s.env for s in specs})):
+        bad = sorted(set(wanted or []) - have)
+        if bad:
+            raise RLBaseError(f"{label} value(s) {', '.join(bad)} not in preset '{preset}'; "
+                              f"valid: {', '.join(sorted(have))}")
+    specs = [s for s in specs if (not algs or s.name in algs) and (not envs or s.env in envs)]
+    if seeds is not None:
+        if seeds < 1:
+            raise RLBaseError(f"--seeds must be at least 1, got {seeds}")
+        specs = [RunSpec(**{**asdict(s), "seeds": tuple(range(seeds))}) for s in specs]
+    return specs
+
+
+def available(spec: RunSpec) -> str | None:
+    """Why this setting cannot run here (its algorithm or env is missing), or None."""
+    if spec.alg != RAW:
+        from rlbase.run import available_algorithms
+
+        if spec.alg not in available_algorithms():
+            return f"algorithm '{spec.alg}' is not in this rlbase (not landed yet)"
+    try:
+        from rlbase.common.cmd_util import check_env_id
+
+        check_env_id(spec.env)
+    except RLBaseError as exc:
+        return str(exc)
+    return None
+
+
+def raw_env_steps(env_id: str, steps: int, seed: int) -> dict[str, Any]:
+    """The limit: one env stepped with random actions, no learning."""
+    from rlbase.common.cmd_util import make_env
+
+    env = make_env(env_id, seed=seed)
+    env.reset(seed=seed)
+    sample = env.action_space.sample
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(sample())
+        if terminated or truncated:
+            env.reset()
+    wall = time.perf_counter() - t0
+    env.close()
+    return {"wall_s": round(wall, 2), "sps": round(steps / wall), "num_env": 1,
+            "eval_mean": float("nan"), "eval_std": float("nan")}
+
+
+def run_one(run_dir: str) -> dict[str, Any]:
+    """Run the setting in ``run_dir/spec.json``; write ``result.json`` last, atomically."""
+    from rlbase.bench import _versions, train_and_evaluate
+    from rlbase.bench_report import hardware
+
+    with open(os.path.join(run_dir, "spec.json"), encoding="utf-8") as f:
+        job = json.load(f)
+    spec = RunSpec(**{**job["spec"], "seeds": tuple(job["spec"]["seeds"])})
+    seed = job["seed"]
+    if spec.alg == RAW:
+        out = raw_env_steps(spec.env, spec.timesteps, seed)
+        out["versions"] = _versions()
+    else:
+        out = train_and_evaluate(spec.alg, spec.env, spec.timesteps, None, seed,
+                                 spec.eval_episodes, dict(spec.extra), monitor_dir=run_dir)
+        out.pop("settings", None)
+    out.update(hardware=hardware(), name=spec.name, alg=spec.alg, env=spec.env, seed=seed,
+               timesteps=spec.timesteps, train_return_last100=_last_episodes_mean(run_dir))
+    tmp = os.path.join(run_dir, "result.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(out, f)
+    os.replace(tmp, os.path.join(run_dir, "result.json"))
+    return out
+
+
+def _last_episodes_mean(run_dir: str, n: int = 100) -> float:
+    """The mean return of the last ``n`` training episodes (the Atari tables' figure)."""
+    from rlbase.common.plot_util import load_monitor
+
+    loaded = load_monitor(run_dir) if any(
+        name.endswith("monitor.csv") for name in os.listdir(run_dir)) else None
+    if loaded is None or len(loaded[1]) == 0:
+        return float("nan")
+    return round(float(loaded[1]["r"].to_numpy()[-n:].mean()), 2)
+
+
+def _prepare(out_dir: str, spec: RunSpec, seed: int) -> str | None:
+    """The run's folder, fresh, or None when it already finished (resume)."""
+    run_dir = os.path.join(out_dir, "runs", spec.run_id(seed))
+    if os.path.exists(os.path.join(run_dir, "result.json")):
+        return None
+    shutil.rmtree(run_dir, ignore_errors=True)  # a run killed midway starts over
+    os.makedirs(run_dir)
+    with open(os.path.join(run_dir, "spec.json"), "w", encoding="utf-8") as f:
+        json.dump({"spec": asdict(spec), "seed": seed}, f)
+    return run_dir
+
+
+def _run_subprocess(run_dir: str) -> str | None:
+    """Run one setting in a fresh process (TF state never leaks between runs)."""
+    with open(os.path.join(run_dir, "log.txt"), "w", encoding="utf-8") as log:
+        proc = subprocess.run([sys.executable, "-m", "rlbase.bench_suite", "--one", run_dir],
+                              stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+    if proc.returncode != 0:
+        return f"exit status {proc.returncode}; see {os.path.join(run_dir, 'log.txt')}"
+    return None
+
+
+def _run_in_process(run_dir: str) -> str | None:
+    try:
+        run_one(run_dir)
+    except Exception as exc:  # noqa: BLE001 - one failed run must not stop the suite
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None = None,
+              envs: list[str] | None = None, seeds: int | None = None,
+              in_process: bool = False, progress: bool = True, plots: bool = True,
+              readme: str | None = None) -> dict[str, Any]:
+    """Run every pending run of the preset, then write the report into ``out_dir``.
+
+    :return: counts ``ran``, ``skipped`` (finished earlier), ``failed`` (messages by run id)
+        and ``unavailable`` (settings whose algorithm or env is missing, with the reason).
+    """
+    from tqdm import tqdm
+
+    from rlbase import bench_report
+
+    if jobs < 1:
+        raise RLBaseError(f"--jobs must be at least 1, got {jobs}")
+    specs = select(preset, algs, envs, seeds)
+    unavailable = {f"{s.name} {s.env}": why for s in specs if (why := available(s))}
+    for key, why in unavailable.items():
+        print(f"rlbase.bench suite: skipping {key}: {why}", file=sys.stderr, flush=True)
+    specs = [s for s in specs if f"{s.name} {s.env}" not in unavailable]
+    os.makedirs(out_dir, exist_ok=True)
+    pending, skipped = [], 0
+    for spec in specs:
+        for seed in spec.seeds:
+            run_dir = _prepare(out_dir, spec, seed)
+            if run_dir is None:
+                skipped += 1
+            else:
+                pending.append(run_dir)
+    total = skipped + len(pending)
+    bar = tqdm(total=total, initial=skipped, unit="run", disable=not progress,
+               file=sys.stderr, desc=f"suite {preset}")
+    worker = _run_in_process if in_process else _run_subprocess
+    failed: dict[str, str] = {}
+    if in_process or jobs == 1:
+        outcomes = ((d, worker(d)) for d in pending)
+    else:
+        pool = ThreadPoolExecutor(max_workers=jobs)  # threads only wait on subprocesses
+        futures = {pool.submit(worker, d): d for d in pending}
+        outcomes = ((futures[f], f.result()) for f in as_completed(futures))
+    for run_dir, error in outcomes:
+        if error:
+            failed[os.path.basename(run_dir)] = error
+            bar.write(f"run {os.path.basename(run_dir)} failed: {error}")
+        bar.update(1)
+    bar.close()
+    bench_report.write_report(out_dir, preset, plots=plots, readme=readme,
+                              command=suite_command(preset, algs, envs, seeds))
+    return {"ran": len(pending) - len(failed), "skipped": skipped, "failed": failed,
+            "unavailable": unavailable}
+
+
+def suite_command(preset: str, algs: list[str] | None, envs: list[str] | None,
+                  seeds: int | None) -> str:
+    """The command that reproduces a suite (shown beside its results)."""
+    parts = ["python -m rlbase.bench suite", f"--preset={preset}"]
+    if algs:
+        parts.append(f"--algs={','.join(algs)}")
+    if envs:
+        parts.append(f"--envs={','.join(envs)}")
+    if seeds is not None:
+        parts.append(f"--seeds={seeds}")
+    return " ".join(parts)
+
+
+def _csv_list(text: str | None) -> list[str] | None:
+    return [t for t in text.split(",") if t] if text else None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rlbase.bench suite")
+    parser.add_argument("--preset", default="classic", help=f"one of {', '.join(PRESETS)}")
+    parser.add_argument("--out", default=None, help="results folder (default bench_results/"
+                                                    "<preset>); rerun with it to resume")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
+    parser.add_argument("--algs", default=None, help="only these rows, e.g. ppo,td3")
+    parser.add_argument("--envs", default=None, help="only these envs, e.g. CartPole-v1")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 per setting "
+                                                                "(default: the preset's)")
+    parser.add_argument("--in_process", action="store_true",
+                        help="run in this process, one at a time (no isolation)")
+    parser.add_argument("--no_plots", action="store_true", help="skip the PNG curves")
+    parser.add_argument("--no_progress", action="store_true")
+    parser.add_argument("--readme", default=None,
+                        help="also replace this README's '## Results' section with the table")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a worker process
+    args = parser.parse_args(argv)
+    from rlbase.common.misc_util import import_tensorflow_quietly
+
+    if args.one:
+        import_tensorflow_quietly()
+        run_one(args.one)
+        return
+    out = args.out or os.path.join("bench_results", args.preset)
+    summary = run_suite(args.preset, out, args.jobs, _csv_list(args.algs),
+                        _csv_list(args.envs), args.seeds, args.in_process,
+                        progress=not args.no_progress, plots=not args.no_plots,
+                        readme=args.readme)
+    print(f"suite {args.preset}: {summary['ran']} ran, {summary['skipped']} already done, "
+          f"{len(summary['failed'])} failed, {len(summary['unavailable'])} unavailable; "
+          f"results in {out}/results.md and results.csv", flush=True)
+    if summary["failed"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except RLBaseError as exc:
+        print(f"rlbase.bench suite: error: {exc}", file=sys.stderr)
+        sys.exit(2)
