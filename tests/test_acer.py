@@ -342,6 +342,7 @@ def test_bad_input():
           replay_start=2000, **QUIET)
 
 
+@pytest.mark.slow  # three subprocesses that each start TensorFlow
 def test_cli_trains_saves_loads_and_plays(tmp_path):
     path = str(tmp_path / "acer.zip")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}

@@ -7,4 +7,9 @@ def atari() -> dict:
 
 
 def classic_control() -> dict:
-    return dict(network="mlp", num_env=8)
+    # 8 envs x 20 steps, 64x64 tanh MLP, lr 2e-3 decaying linearly, and a small buffer that
+    # starts replay early (5000 / 1000 env steps per env). Measured on CartPole-v1 at 5e5
+    # steps, seed 0: the reference's buffer (50000 / 10000: replay from 8e4 steps on) with
+    # lr 2e-3 peaked at 500 then drifted to an evaluation of 365; lr 7e-4 (the reference's)
+    # evaluates at 216 after 1e5 steps, 2e-3 at 500.
+    return dict(network="mlp", num_env=8, lr=2e-3, buffer_size=5000, replay_start=1000)
