@@ -59,6 +59,9 @@ def load_model(path: str, algorithm: str, groups: dict[str, Sequence[tf.Variable
     if saved_alg != algorithm:
         raise RLBaseError(f"model file {path} holds a '{saved_alg}' model, not '{algorithm}'")
     check_spaces(metadata, ob_space, ac_space)
+    steps = metadata.get("num_timesteps", 0)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise RLBaseError(f"model file {path} has num_timesteps {steps!r}: not a count")
     for prefix, variables in groups.items():
         assign_from_arrays(variables, arrays, prefix, path)
     return metadata, arrays
