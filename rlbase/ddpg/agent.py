@@ -98,7 +98,8 @@ class DDPGModel:
         """``nsteps`` gradient steps on stacked minibatches, then the exploring actions (in
         [-1, 1]) and Q for ``obs`` from the updated actor: one compiled call."""
         stats, clean, noisy, q = self.learner.train_fn(
-            *batch, np.int32(nsteps), np.asarray(obs, np.float32), self.obs_mean, self.obs_std)
+            *batch, self.learner.smoothing_noise(), np.int32(nsteps),
+            np.asarray(obs, np.float32), self.obs_mean, self.obs_std)
         actions = self.explore(clean.numpy(), noisy.numpy(), True)
         return dict(zip(STAT_NAMES, stats.numpy().tolist())), actions, q.numpy()
 

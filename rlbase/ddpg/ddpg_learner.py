@@ -48,7 +48,7 @@ class Learner:
     param_noise: build the perturbed actor copies parameter-space noise needs.
     comm: an mpi4py communicator with more than one rank, else None.
     jit_compile: compile the training call with XLA (never under MPI).
-    seed: seed of the in-graph noise and of the perturbations.
+    seed: seed of the smoothing noise and of the perturbations.
     """
 
     def __init__(self, make_actor: Callable[[], Actor], make_critic: Callable[[], Critic],
@@ -84,8 +84,7 @@ class Learner:
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
         rng = np.random.default_rng(seed)
         self.rng = rng
-        self.noise_seed = tf.Variable(int(rng.integers(2**31 - 1)), dtype=tf.int64,
-                                      trainable=False)
+        self._zeros: np.ndarray | None = None
         if self.comm is not None:  # every worker starts from rank 0's weights
             sync_variables(self.synced_variables, self.comm)
         for src, dst in self._target_pairs():
@@ -210,18 +209,15 @@ class Learner:
         explore = self.perturbed_actor(o) if self.perturbed_actor is not None else clean
         return clean, explore, self.q_value(self.critics[0], o, clean)
 
-    def _train_graph(self, obs, actions, rewards, next_obs, dones, nsteps, act_obs, mean, std):
-        b = self.batch_size
-
+    def _train_graph(self, obs, actions, rewards, next_obs, dones, noise, nsteps, act_obs,
+                     mean, std):
+        # The smoothing noise is drawn in numpy: XLA's random kernels differ from TF's, and
+        # this way both paths compute the same updates.
         def body(i, stats, actor_steps):
             o = self.normalize_obs(obs[i], mean, std)
             o2 = self.normalize_obs(next_obs[i], mean, std)
-            noise = None
-            if self.target_noise > 0:
-                seed = tf.stack([self.noise_seed, self.updates])
-                noise = self.target_noise * tf.random.stateless_normal(
-                    [b, self.nb_actions], seed=seed)
-            targets = self.critic_targets(rewards[i], o2, dones[i], noise)
+            targets = self.critic_targets(rewards[i], o2, dones[i],
+                                          noise[i] if self.target_noise > 0 else None)
             if self.normalize_returns:
                 self._update_return_stats(targets)
             critic_loss, q_mean = self._critic_step(o, actions[i], targets)
@@ -263,7 +259,17 @@ class Learner:
         vec, stat = spec_like([g, b], np.float32), self._ob_spec()
         return compile_fn(self._train_graph, [
             self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
-            vec, spec_like([], np.int32), self._ob_spec(None), stat, stat], self.jit_compile)
+            vec, spec_like([g, b, a], np.float32), spec_like([], np.int32),
+            self._ob_spec(None), stat, stat], self.jit_compile)
+
+    def smoothing_noise(self) -> np.ndarray:
+        """``[max_steps, batch_size, nb_actions]`` target-policy noise (zeros when off)."""
+        shape = (self.max_steps, self.batch_size, self.nb_actions)
+        if self.target_noise <= 0:
+            if self._zeros is None:
+                self._zeros = np.zeros(shape, np.float32)
+            return self._zeros
+        return (self.target_noise * self.rng.standard_normal(shape)).astype(np.float32)
 
     def _perturb_into(self, dst: Actor, stddev: tf.Tensor, seed: tf.Tensor) -> None:
         noisy = {id(v) for v in self.actor.perturbable_variables()}

@@ -1,0 +1,384 @@
+"""DDPG and its TD3 options: noise, exact targets and updates, scaling, MPI, save/load."""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from rlbase.common import identity_env as ie
+from rlbase.common.errors import RLBaseError
+from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.vec_env import DummyVecEnv, VecMonitor
+from rlbase.ddpg.agent import scale_actions, unscale_actions
+from rlbase.ddpg.ddpg import learn
+from rlbase.ddpg.ddpg_learner import Learner
+from rlbase.ddpg.models import Actor, Critic, make_torso
+from rlbase.ddpg.noise import (
+    NormalActionNoise,
+    OrnsteinUhlenbeckActionNoise,
+    SumNoise,
+    parse_noise_type,
+)
+
+SMALL = dict(layer_sizes=(16, 16), batch_size=16, nb_rollout_steps=20, nb_train_steps=20,
+             nb_epoch_cycles=2, jit_compile=False)
+
+
+def make_learner(ob_dim: int = 2, nb_actions: int = 1, sizes=(3,), **kw) -> Learner:
+    opts = dict(gamma=0.9, tau=0.25, twin_q=False, policy_delay=1, target_noise=0.0,
+                target_noise_clip=0.5, normalize_returns=False, popart=False,
+                critic_l2_reg=0.0, actor_lr=1e-3, critic_lr=1e-3, clip_norm=None,
+                batch_size=4, max_steps=1, param_noise=False, comm=None, jit_compile=False,
+                seed=0)
+    opts.update(kw)
+    torso = lambda: make_torso("mlp", sizes, {"activation": "relu"})  # noqa: E731
+    return Learner(lambda: Actor((ob_dim,), nb_actions, torso()),
+                   lambda: Critic((ob_dim,), nb_actions, torso()), (ob_dim,), nb_actions, **opts)
+
+
+def fill(net, kernel: float, out_bias: float = 0.0) -> None:
+    """Every kernel ``kernel``, every bias 0, the output bias ``out_bias``."""
+    for v in net.weights:
+        v.assign(tf.fill(v.shape, kernel if len(v.shape) == 2 else 0.0))
+    net.out.bias.assign(tf.fill(net.out.bias.shape, out_bias))
+
+
+# -- noise --------------------------------------------------------------------------------------
+def test_normal_noise_statistics():
+    noise = NormalActionNoise(np.zeros(2), np.array([0.1, 0.3]), np.random.default_rng(0))
+    x = np.stack([noise() for _ in range(20000)])
+    np.testing.assert_allclose(x.mean(axis=0), 0.0, atol=0.01)
+    np.testing.assert_allclose(x.std(axis=0), [0.1, 0.3], rtol=0.03)
+
+
+def test_ou_noise_statistics():
+    theta, dt, sigma = 0.15, 1e-2, 0.2
+    noise = OrnsteinUhlenbeckActionNoise(np.zeros(1), np.full(1, sigma),
+                                         np.random.default_rng(0), theta=theta, dt=dt)
+    x = np.array([noise()[0] for _ in range(200000)])[10000:]  # past the start-up transient
+    a = 1.0 - theta * dt
+    # AR(1) x' = a x + sigma sqrt(dt) e: stationary std sigma sqrt(dt / (1 - a^2)), lag-1 corr a
+    assert abs(x.std() / (sigma * np.sqrt(dt / (1.0 - a * a))) - 1.0) < 0.15
+    assert abs(np.corrcoef(x[:-1], x[1:])[0, 1] - a) < 0.002
+    noise.reset()
+    assert noise.x[0] == 0.0
+
+
+@pytest.mark.parametrize("bad", ["", "foo", "normal", "normal_x", "normal_-0.1", "ou_0",
+                                 "adaptive_0.2", "normal_0.1,", "adaptive-param_0.2,"
+                                 "adaptive-param_0.1", 0.1, "normal_nan"])
+def test_bad_noise_types_are_clear_errors(bad):
+    with pytest.raises(RLBaseError, match="noise_type") as info:
+        parse_noise_type(bad, 1, np.random.default_rng(0))
+    assert "adaptive-param_S" in str(info.value) or "twice" in str(info.value)
+
+
+def test_noise_combinations():
+    rng = np.random.default_rng(0)
+    assert parse_noise_type("none", 2, rng) == (None, None)
+    action, param = parse_noise_type("adaptive-param_0.2,ou_0.1", 2, rng)
+    assert isinstance(action, OrnsteinUhlenbeckActionNoise) and param.current_stddev == 0.2
+    action, param = parse_noise_type("normal_0.1, ou_0.2", 2, rng)
+    assert isinstance(action, SumNoise) and param is None and action().shape == (2,)
+
+
+def test_param_noise_adapts_towards_the_desired_distance():
+    _, spec = parse_noise_type("adaptive-param_0.2", 1, np.random.default_rng(0))
+    spec.adapt(0.5)
+    assert spec.current_stddev == pytest.approx(0.2 / 1.01)
+    spec.adapt(0.1)
+    spec.adapt(0.1)
+    assert spec.current_stddev == pytest.approx(0.2 * 1.01)
+
+
+# -- exact math -----------------------------------------------------------------------------------
+def test_soft_target_update_is_exact():
+    learner = make_learner(twin_q=True, tau=0.25)
+    rng = np.random.default_rng(0)
+    pairs = learner._target_pairs()
+    online = [rng.normal(size=s.shape).astype(np.float32) for s, _ in pairs]
+    target = [rng.normal(size=s.shape).astype(np.float32) for s, _ in pairs]
+    for (src, dst), a, b in zip(pairs, online, target):
+        src.assign(a)
+        dst.assign(b)
+    tf.function(learner.soft_update_targets, autograph=False)()
+    for (_, dst), a, b in zip(pairs, online, target):
+        np.testing.assert_allclose(dst.numpy(), 0.75 * b + 0.25 * a, rtol=1e-6, atol=1e-7)
+    assert len(pairs) == len(learner.actor.weights) + 2 * len(learner.critics[0].weights)
+
+
+def _hand_targets(rewards, next_obs, dones, noise, twin, clip=0.5, gamma=0.9):
+    # Target actor: 3 ReLU units of weights 0.1, output tanh(sum(h) * 0.1 + 0.8).
+    # Target critic 1: 3 units of weights 0.1 on [obs, action]; Q1 = 3 * 0.1 * relu(0.1 s).
+    # Target critic 2: weights 0.2, output bias -0.1: Q2 = 3 * 0.2 * relu(0.2 s) - 0.1.
+    h = np.maximum(0.1 * next_obs.sum(axis=1), 0.0)
+    action = np.tanh(3 * 0.1 * h + 0.8)
+    if noise is not None:
+        action = np.clip(action + np.clip(noise[:, 0], -clip, clip), -1.0, 1.0)
+    s = next_obs.sum(axis=1) + action
+    q = 3 * 0.1 * np.maximum(0.1 * s, 0.0)
+    if twin:
+        q = np.minimum(q, 3 * 0.2 * np.maximum(0.2 * s, 0.0) - 0.1)
+    return rewards + gamma * (1.0 - dones) * q
+
+
+@pytest.mark.parametrize("twin,smoothing", [(False, False), (True, False), (True, True)])
+def test_critic_target_against_hand_computed_values(twin, smoothing):
+    learner = make_learner(twin_q=twin)
+    fill(learner.target_actor, 0.1, 0.8)
+    fill(learner.target_critics[0], 0.1)
+    if twin:
+        fill(learner.target_critics[1], 0.2, -0.1)
+    for net in [learner.actor] + learner.critics:  # the online nets must not matter
+        fill(net, -1.0, 5.0)
+    next_obs = np.array([[1.0, 2.0], [0.5, -1.0], [0.0, 0.0], [3.0, 1.0]], np.float32)
+    rewards = np.array([1.0, -0.5, 0.0, 2.0], np.float32)
+    dones = np.array([0.0, 1.0, 0.0, 0.0], np.float32)
+    noise = np.array([[0.7], [0.1], [-0.2], [-0.9]], np.float32) if smoothing else None
+    got = learner.critic_targets(rewards, next_obs, dones, noise).numpy()
+    want = _hand_targets(rewards, next_obs, dones, noise, twin)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_popart_keeps_the_critics_outputs():
+    learner = make_learner(twin_q=True, popart=True)
+    obs = np.random.default_rng(0).normal(size=(5, 2)).astype(np.float32)
+    act = np.random.default_rng(1).uniform(-1, 1, size=(5, 1)).astype(np.float32)
+    nets = learner.critics + learner.target_critics
+    before = [learner.q_value(c, obs, act).numpy() for c in nets]
+    learner._update_return_stats(tf.constant([10.0, 30.0, -5.0, 60.0]))
+    assert learner.ret_mean.numpy() > 10 and learner.ret_var.numpy() > 100
+    for c, b in zip(nets, before):
+        np.testing.assert_allclose(learner.q_value(c, obs, act).numpy(), b, rtol=1e-4,
+                                   atol=1e-5)
+
+
+def test_critic_l2_applies_to_hidden_kernels_only():
+    learner = make_learner(sizes=(4, 3))
+    kernels = learner.critics[0].regularized_kernels()
+    assert [tuple(k.shape) for k in kernels] == [(3, 4), (4, 3)]
+
+
+def _batch(rng, g=1, b=4, ob_dim=2):
+    return (rng.normal(size=(g, b, ob_dim)).astype(np.float32),
+            rng.uniform(-1, 1, (g, b, 1)).astype(np.float32),
+            rng.normal(size=(g, b)).astype(np.float32),
+            rng.normal(size=(g, b, ob_dim)).astype(np.float32), np.zeros((g, b), np.float32))
+
+
+def _train(learner, batch, n=1):
+    mean, std = np.zeros(2, np.float32), np.ones(2, np.float32)
+    noise = (0.2 * np.random.default_rng(n).normal(size=batch[1].shape)).astype(np.float32)
+    return learner.train_fn(*batch, noise, np.int32(n), batch[0][0, :1], mean, std)
+
+
+def test_policy_delay_and_every_variable_moving():
+    learner = make_learner(twin_q=True, policy_delay=2, target_noise=0.2)
+    rng = np.random.default_rng(0)
+    snapshot = lambda vs: [v.numpy().copy() for v in vs]  # noqa: E731
+    actor, targets = snapshot(learner.actor.weights), snapshot(learner.target_actor.weights)
+    critics = snapshot(learner.critic_variables)
+    _train(learner, _batch(rng))
+    assert all(not np.array_equal(a, b.numpy()) for a, b in zip(critics,
+                                                                  learner.critic_variables))
+    assert all(np.array_equal(a, b.numpy()) for a, b in zip(actor, learner.actor.weights))
+    assert all(np.array_equal(a, b.numpy()) for a, b in zip(targets,
+                                                            learner.target_actor.weights))
+    _train(learner, _batch(rng))  # the second critic step also moves the actor and targets
+    assert all(not np.array_equal(a, b.numpy()) for a, b in zip(actor, learner.actor.weights))
+    assert all(not np.array_equal(a, b.numpy()) for a, b in zip(targets,
+                                                                learner.target_actor.weights))
+    assert int(learner.updates.numpy()) == 2
+    assert learner.train_fn.function.experimental_get_tracing_count() == 1
+
+
+def test_several_steps_in_one_call_equal_one_by_one():
+    rng = np.random.default_rng(0)
+    batch = _batch(rng, g=3)
+    one, many = make_learner(max_steps=1, twin_q=True), make_learner(max_steps=3, twin_q=True)
+    for a, b in zip(one.groups()["actor"] + one.critic_variables,
+                    many.groups()["actor"] + many.critic_variables):
+        b.assign(a)
+    for src, dst in many._target_pairs():
+        dst.assign(src)
+    for i in range(3):
+        _train(one, tuple(x[i:i + 1] for x in batch))
+    _train(many, batch, n=3)
+    for a, b in zip(one.synced_variables, many.synced_variables):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_xla_gives_the_same_losses():
+    rng = np.random.default_rng(0)
+    batch = _batch(rng, g=2)
+    plain = make_learner(max_steps=2, twin_q=True, target_noise=0.2, normalize_returns=True,
+                         popart=True, critic_l2_reg=0.01, clip_norm=1.0)
+    xla = make_learner(max_steps=2, twin_q=True, target_noise=0.2, normalize_returns=True,
+                       popart=True, critic_l2_reg=0.01, clip_norm=1.0, jit_compile=True)
+    for a, b in zip(plain.synced_variables, xla.synced_variables):
+        b.assign(a)
+    for src, dst in xla._target_pairs():
+        dst.assign(src)
+    for _ in range(2):
+        s1, s2 = _train(plain, batch, 2)[0].numpy(), _train(xla, batch, 2)[0].numpy()
+        np.testing.assert_allclose(s1, s2, rtol=1e-4, atol=1e-6)
+
+
+def test_param_noise_leaves_layer_norm_alone():
+    actor = Actor((2,), 1, make_torso("mlp", (4,), {"layer_norm": True}))
+    names = {v.path for v in actor.perturbable_variables()}
+    assert len(names) == 4 and not any("layer_normalization" in n for n in names)
+
+
+# -- action scaling -----------------------------------------------------------------------------
+def test_action_scaling_asymmetric_bounds():
+    low, high = np.array([0.0, -1.0]), np.array([2.0, 3.0])
+    a = np.array([[-1.0, -1.0], [1.0, 1.0], [0.0, 0.0], [0.5, -0.5]])
+    scaled = scale_actions(a, low, high)
+    np.testing.assert_allclose(scaled, [[0, -1], [2, 3], [1, 1], [1.5, 0]])
+    np.testing.assert_allclose(unscale_actions(scaled, low, high), a)
+
+
+class AsymmetricEnv(gym.Env):
+    """Actions in [0, 2] x [-1, 3]; records what it receives; reward -|a - (1.5, 2.5)|^2."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Box(np.array([0.0, -1.0], np.float32),
+                                  np.array([2.0, 3.0], np.float32))
+
+    def __init__(self):
+        self.received, self.t = [], 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.received.append(np.array(action))
+        self.t += 1
+        reward = -float(np.sum(np.square(np.asarray(action) - [1.5, 2.5])))
+        return np.zeros(2, np.float32), reward, False, self.t >= 10, {}
+
+
+def test_actions_reach_the_env_within_asymmetric_bounds():
+    inner = AsymmetricEnv()
+    env = VecMonitor(DummyVecEnv([lambda: inner]))
+    model = learn("mlp", env, seed=0, total_timesteps=400, noise_type="normal_0.5",
+                  learning_starts=50, gamma=0.0, actor_lr=1e-2, critic_l2_reg=0.0, **SMALL)
+    got = np.array(inner.received)
+    assert (got >= AsymmetricEnv.action_space.low).all()
+    assert (got <= AsymmetricEnv.action_space.high).all()
+    # Random warm-up and noise cover the whole box, the upper end of the second bound included.
+    assert got[:, 0].min() < 0.2 and got[:, 1].max() > 2.8
+    actions = model.step(np.zeros((1, 2), np.float32), deterministic=True)[0]
+    assert actions.dtype == np.float32 and np.abs(actions - [1.5, 2.5]).max() < 0.5
+
+
+# -- learn() ------------------------------------------------------------------------------------
+class EndsAtThreeBox(ie.EndsAtThree):
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+
+@pytest.mark.parametrize("truncate", [True, False])
+def test_buffer_keeps_final_observation_and_cuts_only_terminations(truncate):
+    env = VecMonitor(DummyVecEnv([lambda: EndsAtThreeBox(truncate)]))
+    model = learn("mlp", env, seed=0, total_timesteps=9, learning_starts=100, **SMALL)
+    buf = model.replay_buffer
+    np.testing.assert_allclose(buf.obs[:9, 0], [0, .1, .2] * 3, atol=1e-7)
+    np.testing.assert_allclose(buf.next_obs[:9, 0], [.1, .2, .3] * 3, atol=1e-7)
+    np.testing.assert_array_equal(buf.dones[:9], [0, 0, float(not truncate)] * 3)
+
+
+def test_learns_a_continuous_bandit():
+    env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)]))
+    env.seed(0)
+    model = learn("mlp", env, seed=0, total_timesteps=1200, noise_type="normal_0.2",
+                  gamma=0.0, actor_lr=3e-3, critic_lr=3e-3, critic_l2_reg=0.0,
+                  layer_sizes=(32, 32), batch_size=32, nb_rollout_steps=50,
+                  nb_train_steps=50, nb_epoch_cycles=4, learning_starts=100,
+                  jit_compile=False)
+    eval_env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)]))
+    eval_env.seed(1)
+    mean, _ = evaluate_policy(model, eval_env, 10)
+    assert mean > -0.3  # random actions score about -6.7 over 10 steps
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(RLBaseError, match="Box"):
+        learn("mlp", "CartPole-v1", total_timesteps=10)
+    with pytest.raises(RLBaseError, match="not both"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, nb_epochs=1)
+    with pytest.raises(RLBaseError, match="noise_type"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, noise_type="gaussian_0.1")
+    with pytest.raises(RLBaseError, match="policy_delay"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, policy_delay=0)
+    with pytest.raises(RLBaseError, match="does not take"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, num_hiden=3)
+
+
+def test_save_load_round_trip_with_statistics(tmp_path):
+    kw = dict(SMALL, noise_type="adaptive-param_0.2", normalize_observations=True,
+              normalize_returns=True, twin_q=True, learning_starts=20,
+              param_noise_adaption_interval=5)
+    model = learn("mlp", "Pendulum-v1", seed=0, total_timesteps=120, **kw)
+    path = str(tmp_path / "ddpg.zip")
+    model.save(path)
+    other = learn("mlp", "Pendulum-v1", seed=1, total_timesteps=10, **kw)
+    assert not np.allclose(other.obs_rms.mean, model.obs_rms.mean)
+    other.load(path)
+    np.testing.assert_array_equal(other.obs_rms.mean, model.obs_rms.mean)
+    np.testing.assert_array_equal(other.obs_rms.var, model.obs_rms.var)
+    assert other.obs_rms.count == model.obs_rms.count
+    assert other.param_noise.current_stddev == model.param_noise.current_stddev != 0.2
+    for name, group in model.learner.groups().items():
+        for a, b in zip(group, other.learner.groups()[name]):
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+    obs = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    np.testing.assert_array_equal(model.step(obs, deterministic=True)[0],
+                                  other.step(obs, deterministic=True)[0])
+    resumed = learn("mlp", "Pendulum-v1", seed=2, total_timesteps=20, load_path=path, **kw)
+    assert resumed.num_timesteps == 140
+    with pytest.raises(RLBaseError, match="shape"):
+        learn("mlp", "Pendulum-v1", total_timesteps=1, load_path=path,
+              **dict(kw, layer_sizes=(8, 8)))
+
+
+def test_cli_rejects_discrete_actions():
+    proc = subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=ddpg",
+                           "--env=CartPole-v1", "--num_timesteps=100"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Box" in proc.stderr, proc.stderr[-500:]
+    assert "Traceback" not in proc.stderr
+
+
+# -- MPI ------------------------------------------------------------------------------------------
+def _mpiexec(*args, timeout=300):
+    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
+        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
+    worker = os.path.join(os.path.dirname(__file__), "mpi_ddpg_worker.py")
+    return subprocess.run(["mpiexec", "-n", "2", sys.executable, worker, *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_mpi_workers_stay_identical(tmp_path):
+    proc = _mpiexec(str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    load = lambda r, k: np.load(tmp_path / f"rank{r}_of_2_{k}.npy")  # noqa: E731
+    # Each worker steps its own env (seeded apart); only the averaging keeps them equal.
+    assert not np.array_equal(load(0, "first_obs"), load(1, "first_obs"))
+    for key in ("weights", "obs_rms", "param_noise"):
+        np.testing.assert_array_equal(load(0, key), load(1, key), err_msg=key)
+
+
+@pytest.mark.slow
+def test_mpi_worker_death_ends_the_job(tmp_path):
+    proc = _mpiexec(str(tmp_path), "die", timeout=200)
+    assert proc.returncode != 0
+    assert "worker 1 dies on purpose" in proc.stdout + proc.stderr
