@@ -30,6 +30,7 @@ from rlbase.es.optimizer import (
     shape_fitness,
 )
 from rlbase.es.policy import ESPolicy
+from rlbase.es.rollout import EpisodeRunner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -200,6 +201,23 @@ def test_timesteps_count_real_env_steps():
     assert model.num_timesteps == train >= 1500
     assert train - infos[-1]["train_steps"] < 1500  # stopped after the crossing generation
     assert evals > 0 and CountSteps.steps == train + evals
+
+
+def test_paired_starts_give_mirrored_episodes_the_same_start():
+    envs = [gym.make("Pendulum-v1") for _ in range(3)]
+    policy = ESPolicy(envs[0].observation_space, envs[0].action_space, "mlp",
+                      {"num_layers": 0})
+    runner = EpisodeRunner(envs, policy, [0, 1, 2], None, 0.0, np.random.default_rng(0))
+    theta, table = policy.get_flat(), NoiseTable(0, 1000)
+    indices, signs = np.array([5, 5, 9, 9]), np.array([1, -1, 1, -1])
+    # sigma 0: every task runs the same policy, so only the start state differs.
+    paired = runner.run(theta, table, 0.0, indices, signs, np.array([11, 11, 12, 12]))
+    assert paired.returns[0] == paired.returns[1] and paired.returns[2] == paired.returns[3]
+    assert paired.returns[0] != paired.returns[2]
+    runner = EpisodeRunner(envs, policy, [0, 1, 2], None, 0.0, np.random.default_rng(0))
+    unpaired = runner.run(theta, table, 0.0, indices, signs)
+    assert len(set(unpaired.returns.tolist())) == 4
+    assert paired.lengths.tolist() == [200] * 4 and paired.obs_count == 800
 
 
 def test_cartpole_learns():

@@ -72,6 +72,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
           eval_episodes: int = 5, fitness_shaping: str = "centered_rank",
           antithetic: bool = True, observation_normalization: bool = True,
           action_noise: float = 0.0, max_episode_steps: int | None = None,
+          paired_starts: bool = True,
           noise_table_size: int | None = None, log_interval: int = 10,
           callback: Callable[[ESModel, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, **network_kwargs: Any) -> ESModel:
@@ -100,6 +101,10 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     action_noise: std of Gaussian noise added to the network outputs (logits or the Box
         mean before squashing) in perturbed episodes.
     max_episode_steps: cut episodes at this length (None: the env's own time limit).
+    paired_starts: the two episodes of a mirrored pair start from the same state (same reset
+        seed): common random numbers, so f+ - f- measures the perturbation rather than the
+        luck of the start (a large effect on Pendulum, whose start angle decides much of the
+        return). Only with antithetic=True.
     noise_table_size: entries of the shared noise table (None: max(2**23, 64 * params)).
     log_interval: log (and evaluate) every this many generations.
     callback: called after every generation as ``callback(model, info)``; False stops.
@@ -150,7 +155,15 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
         n_eval = share(eval_episodes, rank, size) if do_log else 0
         indices = np.concatenate([indices, np.full(n_eval, -1)])
         signs = np.concatenate([signs, np.zeros(n_eval, np.int64)])
-        results = runner.run(model.theta, noise, noise_stdev, indices, signs)
+        reset_seeds = None
+        if paired_starts and antithetic:  # [dir, episode] seeds, shared by + and -
+            pair_seeds = rng.integers(0, 2**31 - 1, size=(len(dirs), episodes_per_batch))
+            # Evaluation episodes get fresh seeds too: an env's stream after reset(seed=s)
+            # is a function of s, so two envs last reset with a pair's seed would continue
+            # identically.
+            reset_seeds = np.concatenate([np.tile(pair_seeds, (1, 2)).ravel(),
+                                          rng.integers(0, 2**31 - 1, size=n_eval)])
+        results = runner.run(model.theta, noise, noise_stdev, indices, signs, reset_seeds)
         n_train = len(dirs) * reps
         local = (dirs, results.returns[:n_train].reshape(len(dirs), len(signs_per_dir),
                                                          episodes_per_batch).mean(axis=2),

@@ -76,7 +76,11 @@ class EpisodeRunner:
         self.action_noise, self.rng = action_noise, rng
 
     def run(self, theta: np.ndarray, noise: NoiseTable, noise_stdev: float,
-            indices: np.ndarray, signs: np.ndarray) -> Results:
+            indices: np.ndarray, signs: np.ndarray, reset_seeds: np.ndarray | None = None
+            ) -> Results:
+        """Returns, lengths and observation sums of the tasks ``(indices[i], signs[i])``;
+        ``reset_seeds[i] >= 0`` resets task i's env with that seed (equal seeds, equal
+        starts), -1 continues the env's own random stream."""
         policy, dim = self.policy, self.policy.dim
         n = len(indices)
         nslots = min(len(self.envs), n)
@@ -101,6 +105,8 @@ class EpisodeRunner:
                 params[slot] += (sign * noise_stdev) * noise.get(indices[task], dim)
             noisy[slot] = float(sign != 0)
             seed, self.pending_seeds[slot] = self.pending_seeds[slot], None
+            if reset_seeds is not None and reset_seeds[task] >= 0:
+                seed = int(reset_seeds[task])
             raw_obs[slot], _ = self.envs[slot].reset(seed=seed)
 
         for slot in range(nslots):
