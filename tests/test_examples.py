@@ -1,0 +1,94 @@
+"""Every script in examples/ runs with a tiny budget (the same code a researcher starts from)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def run_example(name: str, *args: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run examples/<name> as ``__main__`` in this process (no second TensorFlow start-up)."""
+    monkeypatch.setattr(sys, "argv", [name, *args])
+    runpy.run_path(os.path.join(EXAMPLES, name), run_name="__main__")
+
+
+def test_every_example_is_tested() -> None:
+    with open(__file__, encoding="utf-8") as f:
+        source = f.read()
+    scripts = sorted(n for n in os.listdir(EXAMPLES) if n.endswith(".py"))
+    assert len(scripts) >= 8
+    assert [n for n in scripts if f'"{n}"' not in source] == []
+
+
+def test_train_a2c_cartpole(monkeypatch, capsys) -> None:
+    run_example("train_a2c_cartpole.py", "--num_timesteps=200", monkeypatch=monkeypatch)
+    assert "evaluation return" in capsys.readouterr().out
+
+
+def test_custom_network(monkeypatch, capsys) -> None:
+    from rlbase.common.models import registered_networks
+
+    run_example("custom_network.py", "--num_timesteps=256", monkeypatch=monkeypatch)
+    assert "residual_mlp" in registered_networks()
+    assert "residual_mlp PPO on CartPole-v1: evaluation return" in capsys.readouterr().out
+
+
+def test_custom_env(monkeypatch, capsys) -> None:
+    run_example("custom_env.py", "--num_timesteps=200", monkeypatch=monkeypatch)
+    assert "A2C on Corridor-v0: evaluation return" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # 20-45 s on 2 shared cores
+def test_continue_training(monkeypatch, capsys) -> None:
+    run_example("continue_training.py", "--num_timesteps=256", monkeypatch=monkeypatch)
+    out = capsys.readouterr().out
+    assert "after 512 steps (learn, load_path)" in out
+    assert "model class after 512 steps" in out  # 256 before saving + 256 after loading
+
+
+@pytest.mark.slow  # 20-45 s on 2 shared cores
+def test_behaviour_cloning(monkeypatch, capsys) -> None:
+    run_example("behaviour_cloning.py", "--num_timesteps=256", "--expert_episodes=2",
+                "--epochs=1", monkeypatch=monkeypatch)
+    out = capsys.readouterr().out
+    assert "expert: mean return" in out and "after behaviour cloning" in out
+
+
+def test_plot_results(monkeypatch, capsys, tmp_path) -> None:
+    out = tmp_path / "curves.png"
+    run_example("plot_results.py", "--num_timesteps=400", "--seeds=2", f"--out={out}",
+                monkeypatch=monkeypatch)
+    assert "plotted 4 runs" in capsys.readouterr().out and out.stat().st_size > 1000
+    # The existing-runs path: plot a folder someone else wrote.
+    logdir = tmp_path / "runs" / "mine-0"
+    logdir.mkdir(parents=True)
+    (logdir / "0.monitor.csv").write_text('#{"t_start": 0}\nr,l,t\n1,10,0.1\n3,12,0.2\n')
+    run_example("plot_results.py", f"--logdir={tmp_path / 'runs'}", f"--out={out}",
+                monkeypatch=monkeypatch)
+    assert "plotted 1 runs" in capsys.readouterr().out
+
+
+def test_atari_pong(monkeypatch, capsys) -> None:
+    pytest.importorskip("ale_py")
+    run_example("atari_pong.py", "--num_timesteps=128", "--num_env=2",
+                monkeypatch=monkeypatch)
+    assert "ppo on PongNoFrameskip-v4:" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # 20-45 s on 2 shared cores
+def test_ddpg_mpi() -> None:
+    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
+        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable,
+                           os.path.join(EXAMPLES, "ddpg_mpi.py"), "--num_timesteps=200",
+                           "--td3"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2 worker(s), 200 steps each: evaluation return" in proc.stdout
