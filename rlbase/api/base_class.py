@@ -309,6 +309,8 @@ class BaseRLModel:
             "policy": self.policy if isinstance(self.policy, str) else None,
             "policy_kwargs": jsonable(self.policy_kwargs),
             "hyperparameters": {k: v for k, v in hyper.items() if v == self.hyperparameters[k]},
+            # The exploration rate stochastic acting uses (DQN, Q-learning): not in their files.
+            "epsilon": float(getattr(self.model, "epsilon", 0.0)),
         }
         save_file(path, metadata, arrays)
 
@@ -332,6 +334,8 @@ class BaseRLModel:
             obj.action_space = space_from_json(metadata["action_space"])
         obj._setup_model()
         obj.model.load(path)
+        if hasattr(obj.model, "epsilon") and "epsilon" in api:
+            obj.model.epsilon = float(api["epsilon"])
         return obj
 
     def get_parameters(self) -> dict[str, np.ndarray]:

@@ -1,0 +1,196 @@
+"""The model classes: life cycle of every class, probabilities, parameters, bad input."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlbase import A2C, ACER, DDPG, DQN, ES, PPO, TD3, QLearning
+from rlbase.common.errors import RLBaseError
+from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.identity_env import DiscreteIdentityEnv, EndsAtThree
+
+TINY = {"num_layers": 1, "num_hidden": 8}
+# (class, env id, hyperparameters): a few hundred cheap steps each.
+CASES = {
+    "a2c": (A2C, "CartPole-v1", {"nsteps": 5}),
+    "ppo": (PPO, "CartPole-v1", {"nsteps": 40, "nminibatches": 2, "noptepochs": 1}),
+    "acer": (ACER, "CartPole-v1", {"nsteps": 10, "replay_start": 20, "buffer_size": 100}),
+    "dqn": (DQN, "CartPole-v1", {"learning_starts": 50, "batch_size": 16, "hiddens": (8,),
+                                 "jit_compile": False}),
+    "qlearning": (QLearning, "FrozenLake-v1", {}),
+    "ddpg": (DDPG, "Pendulum-v1", {"nb_rollout_steps": 50, "nb_train_steps": 2,
+                                   "batch_size": 16, "jit_compile": False}),
+    "td3": (TD3, "Pendulum-v1", {"nb_rollout_steps": 50, "nb_train_steps": 2,
+                                 "batch_size": 16, "jit_compile": False}),
+    "es": (ES, "CartPole-v1", {"popsize": 4}),
+}
+
+
+def make(name: str, seed: int = 0):
+    cls, env_id, hyper = CASES[name]
+    if cls is QLearning:
+        return cls("TabularPolicy", env_id, seed=seed, **hyper)
+    return cls("MlpPolicy", env_id, seed=seed, policy_kwargs=TINY, **hyper)
+
+
+# A life cycle costs ~10 s for a TF model here: the rest run with --runslow (PPO and ACER
+# are also built and probed by the probability tests below).
+FAST = ("a2c", "dqn", "qlearning", "es")
+
+
+@pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in CASES])
+def test_life_cycle(name, tmp_path):
+    model = make(name)
+    model.learn(200)
+    first = model.num_timesteps
+    assert first >= 200
+    model.learn(200, reset_num_timesteps=False)
+    assert model.num_timesteps >= first + 200  # the count continues
+    obs = model.get_env().reset()
+    single, _ = model.predict(obs[0], deterministic=True)
+    batch, _ = model.predict(np.concatenate([obs, obs]), deterministic=True)
+    assert np.shape(single) == model.action_space.shape
+    assert np.shape(batch) == (2, *model.action_space.shape)
+    np.testing.assert_allclose(batch[0], single, rtol=1e-5, atol=1e-6)
+    assert model.action_space.contains(np.asarray(single, model.action_space.dtype))
+    path = str(tmp_path / "model.zip")
+    model.save(path)
+    loaded = type(model).load(path, env=CASES[name][1])
+    assert loaded.num_timesteps == model.num_timesteps
+    for out, expected in zip(np.atleast_1d(loaded.action_probability(obs)),
+                             np.atleast_1d(model.action_probability(obs))):
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    if name != "qlearning":  # (a Q-table breaks ties at random)
+        np.testing.assert_allclose(loaded.predict(obs, deterministic=True)[0],
+                                   model.predict(obs, deterministic=True)[0], rtol=1e-5,
+                                   atol=1e-6)
+    # Without an env: the spaces come from the file.
+    bare = type(model).load(path)
+    assert bare.get_env() is None and bare.observation_space == model.observation_space
+    params = model.get_parameters()
+    assert params and all(np.array_equal(params[k], v)
+                          for k, v in loaded.get_parameters().items())
+
+
+def test_learn_resets_the_count_by_default():
+    model = make("qlearning")
+    model.learn(100)
+    model.learn(100)
+    assert model.num_timesteps == 100
+
+
+@pytest.mark.parametrize("name", ["ppo", "acer"])
+def test_discrete_probabilities_match_the_policy(name):
+    model = make(name)
+    obs = np.repeat(model.get_env().reset(), 4, axis=0)
+    probs = model.action_probability(obs)
+    assert probs.shape == (4, 2)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(model.action_probability(obs[0]), probs[0], rtol=1e-6)
+    # The probability of sampled actions is exp(-neglogp) of the policy's own step.
+    actions, _, _, neglogp = model.model.step(obs, deterministic=False)
+    np.testing.assert_allclose(model.action_probability(obs, actions=actions), np.exp(-neglogp),
+                               rtol=1e-5)
+    np.testing.assert_allclose(model.action_probability(obs, actions=actions, logp=True),
+                               -neglogp, rtol=1e-5, atol=1e-6)
+
+
+def test_box_mean_std_match_the_policy():
+    model = PPO("MlpPolicy", "Pendulum-v1", seed=1, policy_kwargs=TINY, nsteps=8,
+                nminibatches=1)
+    obs = model.get_env().reset()
+    mean, std = model.action_probability(obs)
+    assert mean.shape == std.shape == (1, 1)
+    np.testing.assert_allclose(mean, model.model.step(obs, deterministic=True)[0], rtol=1e-5)
+    actions, _, _, neglogp = model.model.step(obs, deterministic=False)
+    np.testing.assert_allclose(model.action_probability(obs, actions=actions, logp=True),
+                               -neglogp, rtol=1e-5)
+    z = (actions - mean) / std
+    np.testing.assert_allclose(model.action_probability(obs, actions=actions),
+                               (np.exp(-0.5 * z ** 2) / (std * np.sqrt(2 * np.pi)))[:, 0],
+                               rtol=1e-5)
+
+
+def test_dqn_probabilities_are_epsilon_greedy_and_match_sampling():
+    model = make("dqn")
+    model.model.epsilon = 0.3
+    obs = model.get_env().reset()
+    probs = model.action_probability(obs[0])
+    assert sorted(probs.tolist()) == pytest.approx([0.15, 0.85])
+    sampled, _ = model.predict(np.repeat(obs, 4000, axis=0))
+    freq = np.bincount(sampled, minlength=2) / 4000
+    np.testing.assert_allclose(freq, probs, atol=0.03)
+
+
+def test_evaluate_policy_exact_return():
+    model = QLearning("TabularPolicy", DiscreteIdentityEnv(n=4, episode_len=20))
+    model.load_parameters({"q_table": np.eye(4)})  # the best action is the observation
+    assert evaluate_policy(model, DiscreteIdentityEnv(n=4, episode_len=20), 3) == (20.0, 0.0)
+    assert model.test(2) == (20.0, 0.0)
+    # Any policy scores exactly 3 on an env that pays 1 a step and ends at step 3.
+    ppo = PPO("MlpPolicy", EndsAtThree(truncate=False), policy_kwargs=TINY, nsteps=8,
+              nminibatches=1)
+    assert evaluate_policy(ppo, EndsAtThree(truncate=False), 4, deterministic=False) == \
+        (3.0, 0.0)
+
+
+def test_load_parameters_round_trip_and_errors(tmp_path):
+    model = make("a2c")
+    other = make("a2c", seed=1)
+    params = model.get_parameters()
+    assert not all(np.array_equal(v, other.get_parameters()[k]) for k, v in params.items())
+    other.load_parameters(params)
+    obs = model.get_env().reset()
+    np.testing.assert_allclose(other.action_probability(obs), model.action_probability(obs),
+                               rtol=1e-6)
+    path = str(tmp_path / "a2c.zip")
+    model.save(path)
+    other.load_parameters(path)
+    np.savez(tmp_path / "p.npz", **params)
+    other.load_parameters(str(tmp_path / "p.npz"))
+    name = sorted(params)[0]
+    with pytest.raises(RLBaseError, match="missing parameter"):
+        other.load_parameters({name: params[name]})
+    other.load_parameters({name: params[name]}, exact_match=False)
+    with pytest.raises(RLBaseError, match="has shape"):
+        other.load_parameters({**params, name: np.zeros((3, 3, 3))})
+    with pytest.raises(RLBaseError, match="unknown parameter"):
+        other.load_parameters({**params, "nope": np.zeros(1)}, exact_match=False)
+
+
+def test_bad_input():
+    with pytest.raises(RLBaseError, match="does not support policy 'MlpLstmPolicy'"):
+        DQN("MlpLstmPolicy", "CartPole-v1")
+    with pytest.raises(RLBaseError, match="unknown policy 'Nope'"):
+        A2C("Nope", "CartPole-v1")
+    with pytest.raises(RLBaseError, match="no hyperparameter 'nstep'"):
+        A2C("MlpPolicy", "CartPole-v1", nstep=5)
+    model = QLearning("TabularPolicy", "FrozenLake-v1")
+    with pytest.raises(RLBaseError, match="differ from the model's"):
+        model.set_env("CliffWalking-v1")
+    model.set_env(gym.make("FrozenLake-v1"))  # same spaces: accepted
+    with pytest.raises(RLBaseError, match="pretrain is not supported by QLearning"):
+        model.pretrain(None)
+    with pytest.raises(RLBaseError, match="holds a 'qlearning' model, not 'a2c'"):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save(tmp + "/q.zip")
+            A2C.load(tmp + "/q.zip")
+
+
+def test_recurrent_policy_predict_carries_state():
+    model = A2C("MlpLstmPolicy", "CartPole-v1", policy_kwargs={"nlstm": 8}, nsteps=5)
+    obs = model.get_env().reset()
+    actions, state = model.predict(obs, deterministic=True)
+    assert state.shape == (1, 16)
+    _, state2 = model.predict(obs, state=state, mask=[0.0], deterministic=True)
+    assert not np.allclose(state, state2)
+
+
+def test_seeded_construction_repeats():
+    a, b = make("ppo", seed=3), make("ppo", seed=3)
+    for k, v in a.get_parameters().items():
+        np.testing.assert_array_equal(v, b.get_parameters()[k])
