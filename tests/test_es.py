@@ -30,7 +30,7 @@ from rlbase.es.optimizer import (
     shape_fitness,
 )
 from rlbase.es.policy import ESPolicy
-from rlbase.es.rollout import EpisodeRunner
+from rlbase.es.rollout import EpisodeRunner, gym_envs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -179,6 +179,21 @@ def test_bad_input_is_a_clear_error():
     multi = gym.spaces.MultiDiscrete([2, 3])
     with pytest.raises(RLBaseError, match="Discrete and 1-D Box action spaces, got Multi"):
         ESPolicy(env.observation_space, multi, "mlp", {})
+
+
+def test_gym_envs_unwraps_or_refuses():
+    from rlbase.common.vec_env import SubprocVecEnv, VecNormalize
+
+    dummy = make_vec_env("CartPole-v1", num_env=2, seed=0)
+    assert gym_envs(dummy) == dummy.unwrapped.envs
+    sub = SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+    try:
+        remade = gym_envs(sub)
+        assert [e.spec.id for e in remade] == ["CartPole-v1"] * 2
+    finally:
+        sub.close()
+    with pytest.raises(RLBaseError, match="got VecNormalize; drop VecNormalize"):
+        gym_envs(VecNormalize(dummy))
 
 
 # -- training --------------------------------------------------------------------------------
