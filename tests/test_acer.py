@@ -96,8 +96,7 @@ def batch(nsteps=2, mus=None):
 
 def test_losses_by_hand():
     model = constant_model()
-    _, stats = model.gradients(*batch())
-    s = dict(zip(model.stat_names, stats.numpy()))
+    s = {k: v.numpy() for k, v in model.gradients(*batch())[1].items()}
     # Retrace (gamma 0.5, rho 1): Qret_1 = 1 + 0.5 * 2 = 2; Qret_0 = 1 + 0.5 * (2 - 3 + 2)
     # = 1.5. Q_i = (1, 3). loss_q = mean(0.5 * (0.5^2, 1^2)) = 0.3125.
     assert s["loss_q"] == pytest.approx(0.3125, rel=1e-5)
@@ -113,13 +112,33 @@ def test_losses_by_hand():
     # relu(1 - c / rho_a) f_a over the step, only action 1 (rho 50) counts:
     # log(0.5) * (3 - 2) * 0.8 * 0.5.
     mus = np.array([[0.9, 0.1], [0.9, 0.01]], np.float32)
-    _, stats = model.gradients(*batch(mus=mus))
-    s = dict(zip(model.stat_names, stats.numpy()))
+    s = {k: v.numpy() for k, v in model.gradients(*batch(mus=mus))[1].items()}
     rho1 = 0.5 / (0.01 + 1e-6)
     bc_row1 = np.log(0.5) * 1.0 * (1 - 10 / rho1) * 0.5
     rho0 = 0.5 / (0.1 + 1e-6)  # step 0, action 1: rho 5 < c, no correction
     assert rho0 < 10
     assert s["loss_bc"] == pytest.approx(-bc_row1 / 2, rel=1e-4)
+
+
+@pytest.mark.parametrize("trust_region", [False, True])
+def test_gradient_through_the_probabilities_is_the_loss_gradient(trust_region):
+    # Without a trust region (or inside it: a huge delta) the chain rule through f must give
+    # exactly the gradient of the total loss.
+    env = vec(lambda: ie.DiscreteIdentityEnv(3), n=2)
+    policy, average = (AcerPolicy(env.observation_space, env.action_space, "mlp")
+                       for _ in range(2))
+    model = Model(policy, average, 2, 4, trust_region=trust_region, delta=1e9)
+    keras.utils.set_random_seed(1)
+    for v in average.trainable_variables:  # a different average policy
+        v.assign(v + tf.random.normal(v.shape, stddev=0.1))
+    seq = Runner(env, model, 4).run()
+    args = (seq.obs.reshape(10), seq.actions.reshape(8), seq.rewards, seq.dones,
+            seq.mus.reshape(8, 3), seq.starts.reshape(10), seq.state)
+    with tf.GradientTape() as tape:
+        grads, stats = model.gradients(*args)
+    direct = tape.gradient(stats["loss"], policy.trainable_variables)
+    for a, b in zip(grads, direct):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6)
 
 
 def test_trust_region_shrinks_the_step_towards_the_average():
@@ -129,8 +148,8 @@ def test_trust_region_shrinks_the_step_towards_the_average():
     for model in (strict, loose):  # an average policy that prefers action 0
         model.average.pd_head.dense.set_weights([np.zeros((1, 2), np.float32),
                                                  np.array([1.0, -1.0], np.float32)])
-    g_strict = dict(zip(strict.stat_names, strict.gradients(obs, *rest)[1].numpy()))
-    g_loose = dict(zip(loose.stat_names, loose.gradients(obs, *rest)[1].numpy()))
+    g_strict = strict.gradients(obs, *rest)[1]
+    g_loose = loose.gradients(obs, *rest)[1]
     assert g_strict["avg_norm_adj"] > 0 and g_loose["avg_norm_adj"] == 0
     assert g_strict["norm_grads_policy"] < g_loose["norm_grads_policy"]
 

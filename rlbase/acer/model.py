@@ -163,9 +163,9 @@ class Model(OnPolicyModel):
 
     def gradients(self, obs: tf.Tensor, actions: tf.Tensor, rewards: tf.Tensor,
                   dones: tf.Tensor, mus: tf.Tensor, starts: tf.Tensor, state: tf.Tensor
-                  ) -> tuple[list[tf.Tensor], tf.Tensor]:
+                  ) -> tuple[list[tf.Tensor], dict[str, tf.Tensor]]:
         """The (unclipped) gradients of the ACER loss for the policy's trainable variables and
-        the statistics (in STAT_NAMES order; norm_grads filled in by :meth:`train_graph`)."""
+        the statistics by name (STAT_NAMES)."""
         nenvs, nsteps, nbatch = self.nenvs, self.nsteps, self.nenvs * self.nsteps
         policy = self.policy
         variables = policy.trainable_variables
@@ -220,14 +220,14 @@ class Model(OnPolicyModel):
         del tape
         grads = _add_grads(grads_policy, grads_q)
         loss = loss_policy + self.q_coef * loss_q - self.ent_coef * entropy
-        stats = tf.stack([
+        values = [
             loss, loss_q, entropy, loss_policy, loss_f, loss_bc, explained_variance(q_i, qret),
             tf.linalg.global_norm(grads),
             tf.linalg.global_norm([x for x in grads_q if x is not None]),
             tf.linalg.global_norm([x for x in grads_policy if x is not None]),
             _avg_norm(grads_f) * nbatch, _avg_norm(k), _avg_norm(g),
-            tf.reduce_mean(tf.abs(k_dot_g)), tf.reduce_mean(tf.abs(adj))])
-        return grads, stats
+            tf.reduce_mean(tf.abs(k_dot_g)), tf.reduce_mean(tf.abs(adj))]
+        return grads, dict(zip(STAT_NAMES, values))
 
     def train_graph(self, obs, actions, rewards, dones, mus, starts, state, lr):
         variables = self.policy.trainable_variables
@@ -238,7 +238,7 @@ class Model(OnPolicyModel):
         # Polyak averaging after the step (the loss above used the average from before it).
         for avg, var in zip(self.average.trainable_variables, variables):
             avg.assign(self.alpha * avg + (1.0 - self.alpha) * var)
-        return (stats, *self.calls.actor_weights())
+        return (tf.stack([stats[name] for name in STAT_NAMES]), *self.calls.actor_weights())
 
     def train(self, seq: Any, lr: float) -> dict[str, float]:  # type: ignore[override]
         """One update on a batch of sequences (runner.Sequences); returns the statistics."""
