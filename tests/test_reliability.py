@@ -52,9 +52,9 @@ def popen(args: list[str], out_path) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("alg,interval,extra", [
-    ("a2c", 2000, ["--num_env=2"]),
-    ("dqn", 1000, ["--num_env=1", "--buffer_size=5000", "--learning_starts=500",
-                   "--print_freq=5"]),
+    ("a2c", 1000, ["--num_env=2"]),
+    pytest.param("dqn", 1000, ["--num_env=1", "--buffer_size=5000", "--learning_starts=500",
+                               "--print_freq=5"], marks=pytest.mark.slow),
 ])
 def test_sigkill_then_resume_continues_from_the_last_checkpoint(tmp_path, alg, interval, extra):
     ckpt_dir = tmp_path / "ckpt"
@@ -103,18 +103,19 @@ def test_resume_restores_model_buffer_and_rngs_exactly(tmp_path):
 
     for name, learn, kwargs in (
             ("a2c", a2c_learn, dict(network="mlp", nsteps=5)),
-            ("dqn", dqn_learn, dict(network="mlp", learning_starts=100, buffer_size=300,
-                                    print_freq=None, prioritized_replay=True))):
+            ("dqn", dqn_learn, dict(network="mlp", learning_starts=100, buffer_size=200,
+                                    print_freq=None, prioritized_replay=True, train_freq=4,
+                                    gradient_steps=2))):
         folder = str(tmp_path / name)
         env = VecMonitor(DummyVecEnv([lambda: FaultyEnv()]))
-        model = learn(env=env, seed=3, total_timesteps=600, checkpoint_interval=200,
+        model = learn(env=env, seed=3, total_timesteps=300, checkpoint_interval=100,
                       checkpoint_path=folder, **kwargs)
         np_state = np.random.get_state()[1].copy()
         weights = [v.numpy() for v in model.optimizer.variables]
         env = VecMonitor(DummyVecEnv([lambda: FaultyEnv()]))
-        again = learn(env=env, seed=99, total_timesteps=600, checkpoint_path=folder,
+        again = learn(env=env, seed=99, total_timesteps=300, checkpoint_path=folder,
                       resume=True, **kwargs)
-        assert again.num_timesteps == model.num_timesteps == 600
+        assert again.num_timesteps == model.num_timesteps == 300
         np.testing.assert_array_equal(np.random.get_state()[1], np_state)
         for a, b in zip(weights, [v.numpy() for v in again.optimizer.variables]):
             np.testing.assert_array_equal(a, b)
@@ -282,6 +283,20 @@ def test_non_finite_env_output_names_env_and_step(mode, what):
             venv.step(np.zeros(3, np.int64))
 
 
+def test_cli_wraps_envs_in_the_finite_check_by_default():
+    from rlbase.common.cmd_util import common_arg_parser
+    from rlbase.common.vec_env import find_wrapper
+    from rlbase.run import add_reliability_flags, build_env
+
+    parser = add_reliability_flags(common_arg_parser())
+    for flags, expected in (([], True), (["--no-check_finite"], False)):
+        args = parser.parse_known_args(["--num_env=1", *flags])[0]
+        env = build_env(args, "classic_control", 1, 0)
+        assert (find_wrapper(env, VecCheckFinite) is not None) == expected
+        env.close()
+
+
+@pytest.mark.slow
 def test_cli_checks_env_output_by_default(tmp_path):
     code = ("import sys; import fault_envs; from rlbase.run import cli; "
             "sys.argv = ['rlbase.run'] + sys.argv[1:]; cli()")
@@ -369,7 +384,8 @@ def test_pickle_payloads_never_run_unless_allowed(tmp_path):
 # ---- MPI ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["kill", "raise", "error_exit"])
+@pytest.mark.parametrize("mode", ["kill", "raise",
+                                  pytest.param("error_exit", marks=pytest.mark.slow)])
 def test_a_dying_mpi_rank_ends_every_rank(mode):
     if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
         pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
