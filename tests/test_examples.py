@@ -92,3 +92,47 @@ def test_ddpg_mpi() -> None:
                            "--td3"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 worker(s), 200 steps each: evaluation return" in proc.stdout
+
+
+# -- documentation (rlbase/docs) stays complete --------------------------------------------------
+DOCS = os.path.join(os.path.dirname(EXAMPLES), "rlbase", "docs")
+
+
+def test_every_algorithm_page_documents_every_learn_parameter() -> None:
+    import inspect
+
+    from rlbase.run import available_algorithms, get_learn_function
+
+    for alg in available_algorithms():
+        with open(os.path.join(DOCS, "algorithms", f"{alg}.md"), encoding="utf-8") as f:
+            page = f.read()
+        for section in ("## What it is", "## When to pick it", "## Defaults per env type",
+                        "## `learn()` parameters", "## Logged keys"):
+            assert section in page, (alg, section)
+        params = inspect.signature(get_learn_function(alg)).parameters.values()
+        missing = [p.name for p in params
+                   if f"| `{'**' if p.kind == p.VAR_KEYWORD else ''}{p.name}` |" not in page]
+        assert missing == [], f"{alg}.md lacks learn() parameters {missing}"
+
+
+def test_cli_page_lists_every_flag() -> None:
+    from rlbase.common.cmd_util import common_arg_parser
+    from rlbase.run import add_reliability_flags
+
+    with open(os.path.join(DOCS, "cli.md"), encoding="utf-8") as f:
+        page = f.read()
+    flags = [s for a in add_reliability_flags(common_arg_parser())._actions
+             for s in a.option_strings if s.startswith("--")]
+    assert len(flags) > 20
+    assert [f for f in flags if f"`{f}`" not in page] == []
+
+
+def test_docs_links_resolve() -> None:
+    import re
+
+    for root, _, files in os.walk(DOCS):
+        for name in files:
+            with open(os.path.join(root, name), encoding="utf-8") as f:
+                links = re.findall(r"\]\(([^)#:]+)\)", f.read())
+            for link in links:
+                assert os.path.exists(os.path.join(root, link)), (name, link)
