@@ -44,6 +44,7 @@ class ActorCriticModel(BaseRLModel):
             return tf.reduce_mean(policy.distribution(params).neglogp(actions))
 
         # The value (and Q) heads get no gradient from this loss: only the policy's path.
-        variables = [v for v in policy.trainable_variables
-                     if "value" not in v.path and "q_head" not in v.path]
+        heads = [policy.value_head, policy.q_head, policy.value_torso]
+        skip = {id(v) for h in heads if h is not None for v in h.trainable_variables}
+        variables = [v for v in policy.trainable_variables if id(v) not in skip]
         return variables, loss, self.model.calls.sync

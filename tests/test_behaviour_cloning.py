@@ -1,0 +1,80 @@
+"""Behaviour cloning: expert data files, the dataset, and pretrain with no RL at all."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlbase import A2C, DQN, ES, PPO, ExpertDataset, generate_expert_traj
+from rlbase.common.errors import RLBaseError
+from rlbase.common.evaluation import evaluate_policy
+
+
+def cartpole_expert(obs: np.ndarray) -> int:
+    """A scripted controller: push toward the side the pole falls to (returns 500 here)."""
+    return int(3.0 * obs[2] + obs[3] > 0)
+
+
+@pytest.fixture(scope="module")
+def expert_file(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("expert") / "cartpole")
+    generate_expert_traj(cartpole_expert, "CartPole-v1", n_episodes=4, save_path=path, seed=0)
+    return path + ".npz"
+
+
+def test_expert_file_contents(expert_file):
+    with np.load(expert_file) as data:
+        obs, actions, rewards = data["obs"], data["actions"], data["rewards"]
+        starts, returns = data["episode_starts"], data["episode_returns"]
+    assert len(obs) == len(actions) == len(rewards) == len(starts) == 2000
+    assert obs.shape[1:] == (4,) and starts.sum() == 4 and starts[0]
+    np.testing.assert_array_equal(returns, [500.0] * 4)
+    np.testing.assert_array_equal(actions, [cartpole_expert(o) for o in obs])
+    ds = ExpertDataset(expert_file, train_fraction=0.75, batch_size=100, traj_limitation=2)
+    assert len(ds.train_indices) == 750 and len(ds.val_indices) == 250
+    batches = list(ds.batches("train"))
+    assert len(batches) == 8 and batches[0][0].shape == (100, 4)
+
+
+@pytest.mark.parametrize("cls", [PPO, DQN])
+def test_pretrain_clones_a_cartpole_controller(cls, expert_file):
+    kwargs = {"nsteps": 8, "nminibatches": 1} if cls is PPO else {}
+    model = cls("MlpPolicy", "CartPole-v1", seed=0, policy_kwargs={"num_hidden": 32},
+                **kwargs)
+    model.pretrain(ExpertDataset(expert_file, batch_size=64), n_epochs=10,
+                   learning_rate=3e-3, val_interval=5)
+    assert model.num_timesteps == 0  # no RL
+    env = gym.make("CartPole-v1")
+    env.reset(seed=1)
+    mean, _ = evaluate_policy(model, env, 3)
+    assert mean >= 300
+
+
+def test_pretrain_box_actions():
+    # A linear expert on Pendulum: the Gaussian policy's mean learns to follow it.
+    def expert(obs):
+        return np.clip(np.array([-obs[0] - 0.5 * obs[2]], np.float32), -2, 2)
+
+    data = generate_expert_traj(expert, "Pendulum-v1", n_episodes=2, seed=0)
+    model = A2C("MlpPolicy", "Pendulum-v1", seed=0, policy_kwargs={"num_hidden": 32})
+    obs = data["obs"][:200]
+    before = np.abs(model.action_probability(obs)[0] - data["actions"][:200]).mean()
+    model.pretrain(ExpertDataset(data, batch_size=50), n_epochs=20, learning_rate=1e-2)
+    after = np.abs(model.action_probability(obs)[0] - data["actions"][:200]).mean()
+    assert after < 0.2 < before
+
+
+def test_bad_input(expert_file, tmp_path):
+    es = ES("MlpPolicy", "CartPole-v1")
+    with pytest.raises(RLBaseError, match="pretrain is not supported by ES"):
+        es.pretrain(ExpertDataset(expert_file))
+    with pytest.raises(RLBaseError, match="does not exist"):
+        ExpertDataset(str(tmp_path / "none.npz"))
+    with pytest.raises(RLBaseError, match="lacks"):
+        ExpertDataset({"obs": np.zeros((3, 4))})
+    model = PPO("MlpPolicy", "Pendulum-v1", nsteps=8, nminibatches=1)
+    with pytest.raises(RLBaseError, match="expert observations have shape"):
+        model.pretrain(ExpertDataset(expert_file))
+    with pytest.raises(RLBaseError, match="n_episodes"):
+        generate_expert_traj(cartpole_expert, "CartPole-v1", n_episodes=0)
