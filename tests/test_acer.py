@@ -14,7 +14,7 @@ import tensorflow as tf
 from rlbase.acer.acer import learn
 from rlbase.acer.buffer import Buffer
 from rlbase.acer.model import AcerPolicy, Model, q_retrace, trust_region_adjust
-from rlbase.acer.runner import Runner
+from rlbase.acer.runner import Runner, Sequences
 from rlbase.common import identity_env as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
@@ -379,3 +379,36 @@ def test_cli_trains_saves_loads_and_plays(tmp_path):
     proc = subprocess.run([*cmd, "--env=Pendulum-v1", "--num_timesteps=10"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2 and "Discrete action space" in proc.stderr
+
+
+def test_runner_bootstraps_on_truncation_only():
+    env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
+    model = constant_model(nsteps=4)
+    model.nenvs = 2
+    # Q(s, .) = (s, s) so V(s) = s.
+    model.policy.q_head.set_weights([np.ones((1, 2), np.float32), np.zeros(2, np.float32)])
+    model.calls.sync()
+    seq = Runner(env, model, nsteps=4, gamma=0.9).run()
+    # Env 1 is cut at step 3 in state 0.3: its reward becomes 1 + 0.9 * V(0.3), from the
+    # final observation, not the reset one. Env 0 terminated: no bootstrap.
+    np.testing.assert_allclose(seq.rewards, [[1, 1, 1, 1], [1, 1, 1 + 0.9 * 0.3, 1]],
+                               rtol=1e-6)
+    np.testing.assert_array_equal(seq.dones, [[0, 0, 1, 0], [0, 0, 1, 0]])
+    np.testing.assert_array_equal(seq.starts, [[1, 0, 0, 1, 0]] * 2)
+    np.testing.assert_allclose(seq.obs[:, :, 0], [[0, .1, .2, 0, .1]] * 2, atol=1e-7)
+    np.testing.assert_allclose(seq.mus, 0.5)
+
+
+def test_jit_and_graph_updates_agree():
+    stats = []
+    for jit in (False, True):
+        model = constant_model(jit_compile=jit)
+        keras.utils.set_random_seed(0)
+        for v in model.policy.trainable_variables:
+            v.assign(tf.random.normal(v.shape, stddev=0.5))
+        seq = Sequences(*(a.reshape(1, *a.shape) if i in (0, 1, 4, 5) else a
+                          for i, a in enumerate(batch())))
+        stats.append([model.train(seq, 1e-2) for _ in range(3)])
+    for a, b in zip(*stats):
+        for key in ("loss", "loss_q", "loss_policy", "entropy", "avg_norm_adj"):
+            assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6)
