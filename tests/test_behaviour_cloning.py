@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -78,3 +80,25 @@ def test_bad_input(expert_file, tmp_path):
         model.pretrain(ExpertDataset(expert_file))
     with pytest.raises(RLBaseError, match="n_episodes"):
         generate_expert_traj(cartpole_expert, "CartPole-v1", n_episodes=0)
+
+
+def test_save_videos_and_plots(tmp_path):
+    from rlbase import QLearning
+    from rlbase.api.media import main, save_plots, save_videos
+
+    pytest.importorskip("cv2")
+    model = QLearning("TabularPolicy", "FrozenLake-v1", seed=0)
+    paths = save_videos(model, "FrozenLake-v1", n_episodes=2, video_folder=str(tmp_path / "v"),
+                        seed=0)
+    assert len(paths) == 2 and all(os.path.getsize(p) > 0 for p in paths)
+    # Learning curves from a monitor file.
+    from rlbase.common.cmd_util import make_vec_env
+
+    env = make_vec_env("FrozenLake-v1", num_env=1, seed=0, monitor_dir=str(tmp_path / "log"))
+    QLearning("TabularPolicy", env).learn(300)
+    env.close()
+    png = save_plots(str(tmp_path / "log"))
+    assert open(png, "rb").read(4) == b"\x89PNG"
+    assert main(["plots", f"--log_dir={tmp_path / 'log'}", f"--out={tmp_path / 'c.png'}"]) == 0
+    assert os.path.exists(tmp_path / "c.png")
+    assert main(["plots", f"--log_dir={tmp_path / 'none'}"]) == 2
