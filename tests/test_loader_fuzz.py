@@ -1,7 +1,8 @@
 """Fuzzing the model-file loader: truncated, mutated and hostile files give RLBaseError (or load,
 when a mutation hit bytes that do not matter), never another exception, a hang or a huge
 allocation. Byte-level mutations mostly die at the zip CRC check, so structure-aware mutations
-rebuild valid zips around mutated metadata and .npy headers to reach the deeper checks."""
+rebuild valid zips around mutated metadata and .npy headers to reach the deeper checks. And
+pickle payloads: code in a file never runs unless the caller passes ``allow_pickle=True``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import collections
 import contextlib
 import io
 import json
+import pickle
 import signal
 import tracemalloc
 import zipfile
@@ -16,9 +18,11 @@ import zipfile
 import gymnasium as gym
 import numpy as np
 import pytest
+from fault_envs import FaultyEnv
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.serialization import load_file, save_file, spaces_metadata
+from rlbase.common.vec_env import DummyVecEnv
 
 SEED = 20240611
 MAX_SECONDS = 5          # per load: anything slower counts as a hang
@@ -209,3 +213,57 @@ def test_model_load_refuses_mutated_model_files_cleanly(tmp_path, a2c_model):
     # A refused file changed nothing: every check runs before the first assignment.
     for a, b in zip(before, [v.numpy() for v in a2c_model.policy.weights]):
         np.testing.assert_array_equal(a, b)
+
+
+# ---- hostile model files ------------------------------------------------------------------
+
+
+class _Payload:
+    """Unpickling this creates the marker file: proof that code from the file ran."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_pickle_payloads_never_run_unless_allowed(tmp_path):
+    marker = tmp_path / "marker"
+    payload = pickle.dumps(_Payload(str(marker)))
+    meta = json.dumps({"format": "rlbase", "format_version": 1, "algorithm": "a2c"}).encode()
+    npz = io.BytesIO()
+    np.savez(npz, w=np.ones(3))
+    object_npz = io.BytesIO()
+    np.savez(object_npz, w=np.array([_Payload(str(marker))], dtype=object))
+    files = {
+        "pickled_member.zip": _zip({"metadata.json": meta, "arrays.npz": npz.getvalue(),
+                                    "pickled.pkl": payload}),
+        "object_array.zip": _zip({"metadata.json": meta, "arrays.npz": object_npz.getvalue()}),
+        "raw_pickle.zip": payload,
+        "npz_with_object.npz": object_npz.getvalue(),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    load_file(tmp_path / "pickled_member.zip")  # loads: the pickle is ignored
+    for name in ("object_array.zip", "raw_pickle.zip", "npz_with_object.npz"):
+        with pytest.raises(RLBaseError, match="not an rlbase model file or is corrupt"):
+            load_file(tmp_path / name)
+    from rlbase.a2c.a2c import learn
+
+    model = learn("mlp", DummyVecEnv([lambda: FaultyEnv()]), seed=0, total_timesteps=5)
+    for name in files:
+        with pytest.raises(RLBaseError):
+            model.load(str(tmp_path / name))
+    assert not marker.exists()
+    # The payload is real: asked to, the loader runs it.
+    load_file(tmp_path / "pickled_member.zip", allow_pickle=True)
+    assert marker.exists()

@@ -1,14 +1,11 @@
 """Faults a long run meets: SIGKILL and resume, Ctrl-C, kills during saves, crashing env
-workers, NaN/inf, hostile model files, dying MPI ranks, and memory growth."""
+workers, NaN/inf, dying MPI ranks, and memory growth (hostile files: test_loader_fuzz.py)."""
 
 from __future__ import annotations
 
 import importlib.util
-import io
-import json
 import multiprocessing
 import os
-import pickle
 import shutil
 import signal
 import subprocess
@@ -325,60 +322,6 @@ def test_non_finite_loss_stops_and_the_last_checkpoint_stays_usable(tmp_path):
     model = learn("mlp", DummyVecEnv([lambda: FaultyEnv()]), seed=0, nsteps=5,
                   total_timesteps=5, load_path=latest)
     assert isinstance(model, Model) and model.num_timesteps == 305
-
-
-# ---- hostile model files ------------------------------------------------------------------
-
-
-class _Payload:
-    """Unpickling this creates the marker file: proof that code from the file ran."""
-
-    def __init__(self, marker: str):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
-
-
-def _zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
-def test_pickle_payloads_never_run_unless_allowed(tmp_path):
-    marker = tmp_path / "marker"
-    payload = pickle.dumps(_Payload(str(marker)))
-    meta = json.dumps({"format": "rlbase", "format_version": 1, "algorithm": "a2c"}).encode()
-    npz = io.BytesIO()
-    np.savez(npz, w=np.ones(3))
-    object_npz = io.BytesIO()
-    np.savez(object_npz, w=np.array([_Payload(str(marker))], dtype=object))
-    files = {
-        "pickled_member.zip": _zip({"metadata.json": meta, "arrays.npz": npz.getvalue(),
-                                    "pickled.pkl": payload}),
-        "object_array.zip": _zip({"metadata.json": meta, "arrays.npz": object_npz.getvalue()}),
-        "raw_pickle.zip": payload,
-        "npz_with_object.npz": object_npz.getvalue(),
-    }
-    for name, data in files.items():
-        (tmp_path / name).write_bytes(data)
-    load_file(tmp_path / "pickled_member.zip")  # loads: the pickle is ignored
-    for name in ("object_array.zip", "raw_pickle.zip", "npz_with_object.npz"):
-        with pytest.raises(RLBaseError, match="not an rlbase model file or is corrupt"):
-            load_file(tmp_path / name)
-    from rlbase.a2c.a2c import learn
-
-    model = learn("mlp", DummyVecEnv([lambda: FaultyEnv()]), seed=0, total_timesteps=5)
-    for name in files:
-        with pytest.raises(RLBaseError):
-            model.load(str(tmp_path / name))
-    assert not marker.exists()
-    # The payload is real: asked to, the loader runs it.
-    load_file(tmp_path / "pickled_member.zip", allow_pickle=True)
-    assert marker.exists()
 
 
 # ---- MPI ----------------------------------------------------------------------------------
