@@ -76,6 +76,7 @@ def test_plot_results(monkeypatch, capsys, tmp_path) -> None:
     assert "plotted 1 runs" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # ALE start-up and a cnn trace: ~30 s on 2 shared cores
 def test_atari_pong(monkeypatch, capsys) -> None:
     pytest.importorskip("ale_py")
     run_example("atari_pong.py", "--num_timesteps=128", "--num_env=2",
