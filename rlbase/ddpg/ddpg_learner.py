@@ -251,7 +251,7 @@ class Learner:
     @cached_property
     def act_fn(self) -> CompiledFunction:
         stat = self._ob_spec()
-        return compile_fn(self._act, [self._ob_spec(None), stat, stat])
+        return compile_fn(self._act, [self._ob_spec(None), stat, stat], jit_compile=True)
 
     @cached_property
     def train_fn(self) -> CompiledFunction:

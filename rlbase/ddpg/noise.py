@@ -29,11 +29,18 @@ class ActionNoise:
 class NormalActionNoise(ActionNoise):
     """Independent Gaussian noise N(mu, sigma^2) at every step."""
 
+    BLOCK = 1024  # draws made at once: one numpy call per step costs more than the draw
+
     def __init__(self, mu: np.ndarray, sigma: np.ndarray, rng: np.random.Generator):
         self.mu, self.sigma, self.rng = np.asarray(mu, np.float64), np.asarray(sigma), rng
+        self._block, self._next = np.zeros((0, *self.mu.shape)), 0
 
     def __call__(self) -> np.ndarray:
-        return self.rng.normal(self.mu, self.sigma)
+        if self._next == len(self._block):
+            self._block = self.rng.normal(self.mu, self.sigma, (self.BLOCK, *self.mu.shape))
+            self._next = 0
+        self._next += 1
+        return self._block[self._next - 1]
 
     def __repr__(self) -> str:
         return f"NormalActionNoise(mu={self.mu}, sigma={self.sigma})"
