@@ -382,3 +382,21 @@ def test_mpi_worker_death_ends_the_job(tmp_path):
     proc = _mpiexec(str(tmp_path), "die", timeout=200)
     assert proc.returncode != 0
     assert "worker 1 dies on purpose" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("td3", [False, True])
+def test_pendulum_at_the_peer_settings(td3):
+    # The rl-zoo settings of the peer's anchor (rlbase.bench.PEER_SETTINGS): at 2e4 steps
+    # the peer evaluates at about -134; the issue asks for -200 or better.
+    from rlbase.bench import PEER_SETTINGS
+    from rlbase.common.cmd_util import make_vec_env
+
+    kw = dict(PEER_SETTINGS[("ddpg", "Pendulum-v1")])
+    kw.pop("num_env")
+    if td3:
+        kw.update(twin_q=True, policy_delay=2, target_noise=0.2)
+    model = learn(env=make_vec_env("Pendulum-v1", num_env=1, seed=0), seed=0,
+                  total_timesteps=20000, **kw)
+    mean, _ = evaluate_policy(model, make_vec_env("Pendulum-v1", num_env=1, seed=123), 10)
+    assert mean > -200
