@@ -212,6 +212,12 @@ def main(argv: list[str] | None = None) -> Any:
     alg_kwargs.update(ckpt)
     if args.load_path:
         load_file(os.path.expanduser(args.load_path))  # a bad file fails before any training
+    if args.save_plots and not args.log_path:
+        raise RLBaseError("--save_plots plots the monitor and progress files of --log_path: "
+                          "give --log_path too")
+    if args.save_videos < 0:
+        raise RLBaseError(f"--save_videos must be a number of episodes >= 0, got "
+                          f"{args.save_videos}")
     if args.num_env is not None and args.num_env < 1:
         raise RLBaseError(f"--num_env must be at least 1, got {args.num_env}")
 
@@ -251,7 +257,22 @@ def main(argv: list[str] | None = None) -> Any:
         print(f"Saved model to {save_path}", flush=True)
     if args.play and rank == 0:
         play(model, args.env, args.play_episodes, args.seed)
+    if rank == 0:
+        save_media(model, args)
     return model
+
+
+def save_media(model: Any, args: Any) -> None:
+    """--save_plots and --save_videos, after training."""
+    from rlbase.api.media import save_plots, save_videos
+
+    if args.save_plots:
+        print(f"Saved learning curves to {save_plots(args.log_path)}", flush=True)
+    if args.save_videos:
+        folder = os.path.join(args.log_path or ".", "videos")
+        for path in save_videos(model, args.env, args.save_videos, folder, seed=args.seed,
+                                normalize_like=model):
+            print(f"Saved video {path}", flush=True)
 
 
 def cli() -> None:

@@ -35,6 +35,7 @@ def assert_one_line_error(code, err, *fragments):
     (["--num_env=0"], ["--num_env", "0"]),
     (["--load_path=/nonexistent/model.zip"], ["not found", "/nonexistent/model.zip"]),
     (["--lrschedule=sideways"], ["sideways", "linear"]),
+    (["--save_plots"], ["--save_plots", "--log_path"]),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragments):
     code, _, err = run_cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=100", *args)
@@ -77,7 +78,8 @@ def test_help_lists_the_flags():
     assert code == 0
     for flag in ("--alg", "--env", "--env_type", "--seed", "--num_timesteps", "--network",
                  "--num_env", "--reward_scale", "--save_path", "--load_path",
-                 "--save_video_interval", "--save_video_length", "--log_path", "--play"):
+                 "--save_video_interval", "--save_video_length", "--log_path", "--play",
+                 "--vec_env", "--save_plots", "--save_videos"):
         assert flag in out
 
 
@@ -88,3 +90,15 @@ def test_ppo_with_normalization_trains_saves_and_plays(tmp_path):
                              "--seed=0", f"--save_path={path}", "--play", "--play_episodes=1")
     assert code == 0, err
     assert path.is_file() and "episode 1: return" in out
+
+
+def test_plots_and_videos_after_training(tmp_path):
+    code, out, err = run_cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=2000",
+                             "--num_env=2", "--seed=0", f"--log_path={tmp_path}",
+                             "--save_plots", "--save_videos=2", "--no_progress")
+    assert code == 0, err
+    png = tmp_path / "learning_curves.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    assert len(videos) == 2 and all(v.stat().st_size > 1000 for v in videos)
+    assert out.count("Saved video") == 2

@@ -30,9 +30,14 @@ def save_plots(log_dir: str, path: str | None = None, **kwargs: Any) -> str:
 
 def save_videos(model: Any, env_id: str, n_episodes: int = 1, video_folder: str = "videos",
                 deterministic: bool = True, seed: int | None = None,
-                max_frames: int = 10000) -> list[str]:
-    """Record ``n_episodes`` of ``model`` (a model class instance) playing ``env_id`` as mp4
-    files in ``video_folder``; returns their paths."""
+                max_frames: int = 10000, normalize_like: Any = None) -> list[str]:
+    """Record ``n_episodes`` of ``model`` playing ``env_id`` as mp4 files in
+    ``video_folder``; returns their paths.
+
+    model: a model class instance (``predict``) or the model a ``learn()`` returns (``step``).
+    normalize_like: a learn() model trained on VecNormalize'd observations: the recorded env
+        is normalized with its saved statistics.
+    """
     from rlbase.common.cmd_util import make_vec_env
     from rlbase.common.vec_env import VecVideoRecorder
 
@@ -41,7 +46,11 @@ def save_videos(model: Any, env_id: str, n_episodes: int = 1, video_folder: str 
     venv = make_vec_env(env_id, num_env=1, seed=seed, env_kwargs={"render_mode": "rgb_array"},
                         force_dummy=True)
     # One clip per episode: a clip starts at each reset and is long enough to hold it.
+    if hasattr(normalize_like, "normalized_like_training"):
+        venv = normalize_like.normalized_like_training(venv)
     recorder = VecVideoRecorder(venv, video_folder, lambda step: True, video_length=max_frames)
+    if not hasattr(model, "predict"):
+        model = _StepAsPredict(model)
     try:
         obs, state, mask = recorder.reset(), None, [1.0]
         episodes = 0
@@ -58,6 +67,23 @@ def save_videos(model: Any, env_id: str, n_episodes: int = 1, video_folder: str 
     finally:
         recorder.close()
     return list(recorder.video_paths)
+
+
+class _StepAsPredict:
+    """``predict`` over a learn() model's ``step(obs, state, mask, deterministic)``."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+    def predict(self, obs: Any, state: Any = None, mask: Any = None,
+                deterministic: bool = True) -> tuple[Any, Any]:
+        import numpy as np
+
+        n = len(obs)
+        state = self.model.initial_state(n) if state is None else state
+        mask = np.asarray(mask if mask is not None else np.ones(n), dtype=np.float32)
+        actions, _, state, _ = self.model.step(obs, state, mask, deterministic=deterministic)
+        return actions, state
 
 
 def main(argv: list[str] | None = None) -> int:

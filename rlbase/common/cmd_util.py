@@ -172,6 +172,12 @@ def common_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--play", action="store_true", help="after training, run the policy and "
                    "print each episode's return")
     p.add_argument("--play_episodes", type=int, default=5, help="episodes to play with --play")
+    p.add_argument("--save_plots", action="store_true",
+                   help="after training, plot the learning curves of --log_path to "
+                        "<log_path>/learning_curves.png")
+    p.add_argument("--save_videos", type=int, default=0, metavar="N",
+                   help="after training, record N episodes of the trained policy as mp4 files "
+                        "in <log_path or .>/videos")
     p.add_argument("--normalize", action="store_true",
                    help="normalize observations and rewards with running statistics "
                         "(VecNormalize); they are saved with the model and used by --play")
