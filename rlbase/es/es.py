@@ -105,7 +105,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
         seed): common random numbers, so f+ - f- measures the perturbation rather than the
         luck of the start (a large effect on Pendulum, whose start angle decides much of the
         return). Only with antithetic=True.
-    noise_table_size: entries of the shared noise table (None: max(2**23, 64 * params)).
+    noise_table_size: entries of the shared noise table (None: max(2**20, 32 * params)).
     log_interval: log (and evaluate) every this many generations.
     callback: called after every generation as ``callback(model, info)``; False stops.
     load_path: continue from this saved model (parameters, statistics, Adam state).
