@@ -322,8 +322,8 @@ def test_numpy_act_probabilities_match_the_policy():
 
 def test_save_load_round_trip(tmp_path):
     env = make_vec_env("CartPole-v1", num_env=2, seed=0)
-    model = learn("mlp", env, seed=0, total_timesteps=800, nsteps=10, replay_start=50,
-                  buffer_size=200, **QUIET)
+    model = learn("mlp", env, seed=0, total_timesteps=200, nsteps=10, replay_start=20,
+                  buffer_size=100, **QUIET)
     path = str(tmp_path / "acer.zip")
     model.save(path)
     fresh = learn("mlp", env, seed=5, total_timesteps=0, nsteps=10, **QUIET)
@@ -336,14 +336,13 @@ def test_save_load_round_trip(tmp_path):
     for a, b in zip(fresh.average.trainable_variables + fresh.optimizer.variables,
                     model.average.trainable_variables + model.optimizer.variables):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
-    assert fresh.num_timesteps == model.num_timesteps == 800
-    resumed = learn("mlp", env, seed=1, total_timesteps=200, nsteps=10, load_path=path,
+    assert fresh.num_timesteps == model.num_timesteps == 200
+    resumed = learn("mlp", env, seed=1, total_timesteps=100, nsteps=10, load_path=path,
                     **QUIET)
-    assert resumed.num_timesteps == 1000
-    with pytest.raises(RLBaseError, match="'acer' model, not 'a2c'|not 'acer'"):
-        from rlbase.a2c.a2c import learn as a2c_learn
-
-        a2c_learn("mlp", env, total_timesteps=0, load_path=path, **QUIET)
+    assert resumed.num_timesteps == 300
+    with pytest.raises(RLBaseError, match="observation space"):
+        learn("mlp", make_vec_env("Acrobot-v1", num_env=2, seed=0), total_timesteps=10,
+              nsteps=10, load_path=path, **QUIET)
 
 
 def test_bad_input():
@@ -399,6 +398,7 @@ def test_runner_bootstraps_on_truncation_only():
     np.testing.assert_allclose(seq.mus, 0.5)
 
 
+@pytest.mark.slow  # XLA compiles the update: ~10 s
 def test_jit_and_graph_updates_agree():
     stats = []
     for jit in (False, True):

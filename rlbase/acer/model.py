@@ -5,16 +5,19 @@ per update (on-policy and replay updates share it, so it traces once)."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common.compiled_policy import CompiledPolicy
 from rlbase.common.errors import RLBaseError
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import ActorCriticPolicy, encode_observation
 from rlbase.common.tf_util import (
+    CompiledFunction,
     RMSprop,
     clip_by_global_norm,
     compile_fn,
@@ -122,9 +125,26 @@ class Model(OnPolicyModel):
         # The reference's TF1 RMSProp: mean square started at one, epsilon inside the root.
         optimizer = RMSprop(7e-4, rprop_alpha, rprop_epsilon, initial_accumulator=1.0,
                             epsilon_inside_sqrt=True)
-        super().__init__(policy, optimizer, nenvs, nsteps, hyperparameters, jit_compile)
-        self._act = None if self.calls.actor is not None else compile_fn(
-            self._act_graph, self.calls.signature, jit_compile=True)
+        # OnPolicyModel's set-up, except that the training and act calls compile on first use
+        # (tracing this update takes seconds; tests of its parts never need it).
+        self.policy, self.optimizer = policy, optimizer
+        self.optimizer.build(policy.trainable_variables)
+        self.nenvs, self.nsteps = nenvs, nsteps
+        self.hyperparameters = dict(hyperparameters or {})
+        self.num_timesteps = 0
+        self.vec_normalize = None
+        self.initial_state = policy.initial_state
+        self.calls = CompiledPolicy(policy)
+        self.step, self.value = self.calls.step, self.calls.value
+        self.jit_compile = jit_compile
+
+    @cached_property
+    def _train(self) -> CompiledFunction:
+        return compile_fn(self.train_graph, self._signature(), self.jit_compile)
+
+    @cached_property
+    def _act(self) -> CompiledFunction:
+        return compile_fn(self._act_graph, self.calls.signature, jit_compile=True)
 
     # -- acting ----------------------------------------------------------------------------
     def _act_graph(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor
