@@ -301,5 +301,6 @@ def test_cli_trains_and_saves(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert path.is_file()
-    assert ESModel.from_file(str(path), gym.spaces.Box(-np.inf, np.inf, (4,)),
-                             gym.spaces.Discrete(2)).num_timesteps >= 2000
+    env = gym.make("CartPole-v1")
+    loaded = ESModel.from_file(str(path), env.observation_space, env.action_space)
+    assert loaded.num_timesteps >= 2000 and loaded.policy.num_layers == 0  # CLI defaults
