@@ -27,7 +27,7 @@ from rlbase.es.model import ESModel
 from rlbase.es.noise_table import NoiseTable, default_size
 from rlbase.es.optimizer import FITNESS_SHAPINGS, Adam, ascent_step, es_gradient, shape_fitness
 from rlbase.es.policy import ESPolicy
-from rlbase.es.rollout import EpisodeRunner, Results, gym_envs
+from rlbase.es.rollout import EpisodeRunner, gym_envs
 
 
 def share(total: int, rank: int, size: int) -> int:
@@ -249,5 +249,3 @@ def _log(info: dict[str, Any], steps: int, eval_steps: int) -> None:
     logger.record_tabular("train/param_norm", info["param_norm"])
     logger.dump_tabular()
 
-
-__all__ = ["learn", "share", "Results"]
