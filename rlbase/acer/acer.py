@@ -111,6 +111,7 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
         seq = runner.run()
         cur_lr = lr_fn(1.0 - (update - 1) / nupdates)
         stats = model.train(seq, cur_lr)
+        _check_finite(stats, update, "on-policy")
         nreplay = 0
         if buffer is not None:
             buffer.put(seq)
@@ -119,7 +120,6 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
                 for _ in range(nreplay):
                     _check_finite(model.train(buffer.get(rng), cur_lr), update, "replay")
         model.num_timesteps += nbatch
-        _check_finite(stats, update, "on-policy")
         if update % log_interval == 0 or update == 1 or update == nupdates:
             _log(update, model, runner, stats, nbatch, time.perf_counter() - tstart,
                  buffer, nreplay)
