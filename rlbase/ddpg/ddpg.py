@@ -310,6 +310,7 @@ class _Loop:
         duration = time.perf_counter() - tstart
         acts = np.concatenate(actions_log) if actions_log else np.zeros(1)
         loss = np.array(losses) if losses else np.full((1, 2), np.nan)
+        actor_losses = loss[np.isfinite(loss[:, 0]), 0]
         noise = self.model.param_noise
 
         def mean(x: Any) -> float:
@@ -320,7 +321,7 @@ class _Loop:
 
         values = [mean(ep_returns), std(ep_returns), mean(history), std(history),
                   mean(ep_steps), len(ep_returns), float(acts.mean()), float(acts.std()),
-                  mean(np.concatenate(qs)) if qs else float("nan"), float(loss[:, 0].mean()),
+                  mean(np.concatenate(qs)) if qs else float("nan"), mean(actor_losses),
                   float(loss[:, 1].mean()), mean(distances),
                   noise.current_stddev if noise is not None else float("nan"),
                   t / max(duration, 1e-9)]

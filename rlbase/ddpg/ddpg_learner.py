@@ -27,7 +27,9 @@ from rlbase.common.mpi_util import allreduce_mean_f32, sync_variables
 from rlbase.common.tf_util import CompiledFunction, clip_by_global_norm, compile_fn, spec_like
 from rlbase.ddpg.models import Actor, Critic
 
-STAT_NAMES = ("loss_critic", "loss_actor", "Q_batch_mean")
+# Means over the call's gradient steps; loss_actor over its actor steps (nan: none, when the
+# policy delay skipped them all).
+STAT_NAMES = ("loss_critic", "loss_actor", "Q_batch_mean", "actor_steps")
 OBS_CLIP = 5.0   # normalized observations are clipped to [-5, 5], as in Baselines
 MIN_VAR = 1e-2   # Baselines' floor on normalizing variances (std >= 0.1)
 
@@ -239,9 +241,11 @@ class Learner:
 
         _, stats, actor_steps = tf.while_loop(
             lambda i, *_: i < nsteps, body,
-            (tf.constant(0), tf.zeros(len(STAT_NAMES)), tf.constant(0.0)))
+            (tf.constant(0), tf.zeros(3), tf.constant(0.0)))
         n = tf.maximum(tf.cast(nsteps, tf.float32), 1.0)
-        stats = stats / tf.stack([n, tf.maximum(actor_steps, 1.0), n])
+        actor_loss = tf.where(actor_steps > 0, stats[1] / tf.maximum(actor_steps, 1.0),
+                              float("nan"))
+        stats = tf.stack([stats[0] / n, actor_loss, stats[2] / n, actor_steps])
         return (stats, *self._act(act_obs, mean, std))
 
     # -- compiled calls ----------------------------------------------------------------------
