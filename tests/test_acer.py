@@ -253,6 +253,7 @@ def test_buffer_rebuilds_stacks_across_episode_starts():
 @pytest.mark.parametrize("replay_ratio", [0, 4])
 def test_identity_learning(replay_ratio):
     # Random play scores 5 of 20 (Discrete(4)); gamma 0.5 keeps the return's variance low.
+    # Seeds 0-5 all evaluate at 20, on-policy (replay_ratio 0) and with replay.
     make = lambda: ie.DiscreteIdentityEnv(4)  # noqa: E731
     model = learn("mlp", vec(make), seed=0, total_timesteps=6000, nsteps=5, gamma=0.5,
                   lr=3e-3, replay_ratio=replay_ratio, replay_start=100, buffer_size=1000,
