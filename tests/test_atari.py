@@ -77,6 +77,31 @@ def test_cnn_smoke_run_on_pong(learn, kwargs):
     env.close()
 
 
+def test_acer_and_dqn_smoke_runs_on_pong():
+    from rlbase.acer.acer import learn as acer_learn
+    from rlbase.dqn.dqn import learn as dqn_learn
+
+    env = make_vec_env("PongNoFrameskip-v4", num_env=2, seed=0)  # the fast ale path
+    # ACER replays from its second batch on, so both of its update kinds run.
+    acer = acer_learn("cnn", env, total_timesteps=160, seed=0, nsteps=20, buffer_size=200,
+                      replay_start=20, replay_ratio=1, log_interval=10**9)
+    assert acer.step(env.reset())[0].shape == (2,)
+    env.close()
+    env = make_vec_env("PongNoFrameskip-v4", num_env=1, seed=0)
+    dqn = dqn_learn(env, "conv_only", total_timesteps=300, seed=0, learning_starts=100,
+                    buffer_size=500, batch_size=8, train_freq=4, prioritized_replay=True,
+                    print_freq=None, checkpoint_freq=None)
+    obs = env.reset()
+    assert obs.dtype == np.uint8 and dqn.step(obs)[0].shape == (1,)
+    # Behind the ale path's VecFrameStack, the replay buffer keeps each uint8 frame once.
+    from rlbase.common.replay_buffer import FrameStackReplayBuffer
+
+    storage = dqn.replay_buffer.storage
+    assert isinstance(storage, FrameStackReplayBuffer)
+    assert storage.frames.dtype == np.uint8 and storage.frames.shape[-1] == 1
+    env.close()
+
+
 # ---- the fast path: ale-py's vector env ---------------------------------------------------
 ale_vector = pytest.importorskip("ale_py.vector_env")
 

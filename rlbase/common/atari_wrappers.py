@@ -144,10 +144,13 @@ def make_atari_vec_env(env_id: str, num_env: int, seed: int | None,
         if unsupported:
             raise RLBaseError(f"vec_env 'ale' does not take env_kwargs {unsupported} "
                               "(videos need render_mode): use vec_env 'subproc'")
-        return AleVecEnv(env_id, num_env, frame_stack=frame_stack,
+        # Frames are stacked here, not by ale-py, so that both paths stack (and restart stacks
+        # at lost lives) alike and replay buffers find the VecFrameStack to store frames once.
+        venv = AleVecEnv(env_id, num_env, frame_stack=1,
                          repeat_action_probability=env_kwargs.get("repeat_action_probability"),
                          full_action_space=bool(env_kwargs.get("full_action_space", False)),
                          **_ale_wrapper_kwargs(wrapper_kwargs))
+        return VecFrameStack(venv, frame_stack) if frame_stack > 1 else venv
     rank = mpi_rank()
 
     def env_fn(index: int) -> Callable[[], gym.Env]:
