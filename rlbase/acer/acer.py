@@ -8,14 +8,22 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.acer.buffer import Buffer
-from rlbase.acer.model import AcerPolicy, Model, check_action_space
+from rlbase.acer.model import ALGORITHM, AcerPolicy, Model, check_action_space
 from rlbase.acer.runner import Runner
 from rlbase.common import logger
+from rlbase.common.checkpoint import (
+    Checkpointer,
+    generator_state,
+    object_state,
+    restore_object_state,
+    set_generator_state,
+)
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.misc_util import safemean, set_global_seeds
 from rlbase.common.policies import is_image_space
 from rlbase.common.schedules import get_schedule_fn, named_schedule
+from rlbase.common.signals import stop_requested
 from rlbase.common.tf_util import configure_threads
 from rlbase.common.vec_env import VecEnv
 
@@ -31,7 +39,8 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
           replay_start: int = 10000, c: float = 10.0, trust_region: bool = True,
           alpha: float = 0.99, delta: float = 1, load_path: str | None = None,
           callback: Callback | None = None, jit_compile: bool | None = None,
-          **network_kwargs: Any) -> Model:
+          checkpoint_interval: int = 0, checkpoint_path: str | None = None,
+          resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with ACER and return the :class:`~rlbase.acer.model.Model`.
 
     network: a registered network name (mlp, cnn, lstm, ...) or a builder callable.
@@ -64,11 +73,18 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
     jit_compile: compile the update with XLA. None (auto): on for non-image observations
         and runs of at least 1000 updates (measured: an 8x20 CartPole update takes 2.4 ms
         with XLA, 5.2 ms without; a Breakout cnn update 800 ms with XLA, 410 ms without).
+    checkpoint_interval: every this many env steps write a resumable checkpoint (model, averaged
+        policy, optimizer, replay buffer, counters, RNG states) to checkpoint_path as
+        checkpoint_<steps>.zip (0: never; Ctrl-C still writes one when checkpoint_path is set).
+    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
+    resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts the
+        whole run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
         ``value_network='copy'`` gives the Q head its own torso.
     """
     hyperparameters = {k: v for k, v in locals().items()
-                       if k not in ("env", "callback", "network_kwargs", "load_path")}
+                       if k not in ("env", "callback", "network_kwargs", "load_path",
+                                    "resume")}
     if nsteps < 1:
         raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
     if replay_ratio < 0:
@@ -81,6 +97,7 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
         raise RLBaseError(f"buffer_size={buffer_size} holds no sequence of nsteps={nsteps}: "
                           "use buffer_size >= nsteps")
     lr_fn = get_schedule_fn(lr) if callable(lr) else named_schedule(lrschedule, lr)
+    checkpointer = Checkpointer(ALGORITHM, checkpoint_path, checkpoint_interval)
     set_global_seeds(seed)
     env = as_vec_env(env, seed)
     check_action_space(env.action_space)
@@ -105,9 +122,11 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
         model.load(load_path)
     runner = Runner(env, model, nsteps, gamma)
     buffer = Buffer(env, nsteps, buffer_size, policy.state_size) if replay_ratio > 0 else None
-    rng = np.random.default_rng(np.random.randint(2**31 - 1))
+    rng = np.random.default_rng(np.random.randint(2**31 - 1))  # replay's Poisson and sampling
+    model.replay_buffer, model.replay_rng = buffer, rng  # for inspection (checkpoint tests)
+    first = _restore(checkpointer, model, runner, buffer, rng) if resume else 1
     tstart = time.perf_counter()
-    for update in range(1, nupdates + 1):
+    for update in range(first, nupdates + 1):
         seq = runner.run()
         cur_lr = lr_fn(1.0 - (update - 1) / nupdates)
         stats = model.train(seq, cur_lr)
@@ -121,14 +140,73 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
                     _check_finite(model.train(buffer.get(rng), cur_lr), update, "replay")
         model.num_timesteps += nbatch
         if update % log_interval == 0 or update == 1 or update == nupdates:
-            _log(update, model, runner, stats, nbatch, time.perf_counter() - tstart,
-                 buffer, nreplay)
+            _log(update, model, runner, stats, (update - first + 1) * nbatch,
+                 time.perf_counter() - tstart, buffer, nreplay)
+        stop = False
         if callback is not None:
             info = {"update": update, "num_timesteps": model.num_timesteps,
                     "total_timesteps": nupdates * nbatch, "ep_infos": runner.ep_infos, **stats}
-            if callback(model, info) is False:
-                break
+            stop = callback(model, info) is False
+        stop = stop or stop_requested()  # Ctrl-C: the update is complete, a safe point
+        if checkpointer.due(model.num_timesteps) or (stop and checkpointer.active):
+            loop, arrays = _resume_state(model, runner, buffer, rng, update)
+            path = checkpointer.save(model, loop, arrays)
+            logger.log(f"Checkpoint at update {update}: {path}")
+        if stop:
+            break
     return model
+
+
+def _resume_state(model: Model, runner: Runner, buffer: Buffer | None,
+                  rng: np.random.Generator, update: int
+                  ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """What continuing after ``update`` needs beyond the model file: counters, the replay
+    buffer and every generator (the env and its episodes in progress are not saved)."""
+    actor = model.calls.actor
+    loop: dict[str, Any] = {
+        "update": update, "rng": generator_state(rng),
+        "actor_rng": None if actor is None else generator_state(actor.rng),
+        "ep_infos": [{k: float(v) for k, v in ep.items() if k in ("r", "l", "t")}
+                     for ep in runner.ep_infos],
+        "replay": None}
+    # The TF act path's sampling counter is not among the policy's saved weights.
+    arrays = {"loop/sample_seed": model.policy.sample_seed.numpy()}
+    if model.vec_normalize is not None:  # running returns: not in its state_dict
+        arrays["loop/vec_normalize_returns"] = np.asarray(model.vec_normalize.returns)
+    if buffer is not None:
+        loop["replay"], replay_arrays = object_state(buffer, "replay")
+        arrays.update(replay_arrays)
+    return loop, arrays
+
+
+def _restore(checkpointer: Checkpointer, model: Model, runner: Runner, buffer: Buffer | None,
+             rng: np.random.Generator) -> int:
+    """Load the newest checkpoint into everything :func:`_resume_state` saved; returns the
+    first update to run (1 when there is no checkpoint yet)."""
+    resumed = checkpointer.restore(model)
+    if resumed is None:
+        return 1
+    loop, arrays = resumed
+    if buffer is not None:
+        if loop.get("replay") is None:
+            raise RLBaseError(f"{checkpointer.latest()} holds no replay buffer (written with "
+                              "replay_ratio=0): resume it with replay_ratio=0")
+        restore_object_state(buffer, loop["replay"], arrays, "replay")
+    set_generator_state(rng, loop["rng"])
+    actor = model.calls.actor
+    if actor is not None and loop.get("actor_rng") is not None:
+        set_generator_state(actor.rng, loop["actor_rng"])
+    seed = arrays.get("loop/sample_seed")
+    if seed is not None:
+        model.policy.sample_seed.assign(seed)
+    returns = arrays.get("loop/vec_normalize_returns")
+    if model.vec_normalize is not None and returns is not None:
+        if returns.shape != np.shape(model.vec_normalize.returns):
+            raise RLBaseError(f"checkpoint's VecNormalize returns have shape {returns.shape}, "
+                              f"this run has {np.shape(model.vec_normalize.returns)} envs")
+        model.vec_normalize.returns[...] = returns
+    runner.ep_infos.extend(loop.get("ep_infos", []))
+    return int(loop["update"]) + 1
 
 
 def _check_finite(stats: dict[str, float], update: int, kind: str) -> None:
@@ -138,12 +216,13 @@ def _check_finite(stats: dict[str, float], update: int, kind: str) -> None:
                                  f"{update}")
 
 
-def _log(update: int, model: Model, runner: Runner, stats: dict[str, float], nbatch: int,
+def _log(update: int, model: Model, runner: Runner, stats: dict[str, float], steps: int,
          elapsed: float, buffer: Buffer | None, nreplay: int) -> None:
+    """steps: env steps done in this process in ``elapsed`` seconds (for fps)."""
     episodes = runner.ep_infos
     logger.record_tabular("time/nupdates", update)
     logger.record_tabular("time/total_timesteps", model.num_timesteps)
-    logger.record_tabular("time/fps", int(update * nbatch / elapsed))
+    logger.record_tabular("time/fps", int(steps / elapsed))
     logger.record_tabular("time/time_elapsed", elapsed)
     for name, value in stats.items():
         logger.record_tabular(f"train/{name}", value)

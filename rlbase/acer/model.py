@@ -137,6 +137,10 @@ class Model(OnPolicyModel):
         self.calls = CompiledPolicy(policy)
         self.step, self.value = self.calls.step, self.calls.value
         self.jit_compile = jit_compile
+        # Set by learn(): the replay buffer (None without replay) and the generator that samples
+        # it, kept for inspection and checkpoint tests.
+        self.replay_buffer: Any = None
+        self.replay_rng: np.random.Generator | None = None
 
     @cached_property
     def _train(self) -> CompiledFunction:
