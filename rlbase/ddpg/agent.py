@@ -146,16 +146,20 @@ class DDPGModel:
             out["param_noise/stddev"] = np.array(self.param_noise.current_stddev)
         return out
 
-    def save(self, path: str) -> None:
+    def save(self, path: str, extra_arrays: dict[str, np.ndarray] | None = None,
+             extra_metadata: dict[str, Any] | None = None) -> None:
         """Write every network, both optimizers, the return and observation statistics and
-        the parameter-noise scale to one file (atomically)."""
+        the parameter-noise scale to one file (atomically); ``extra_*`` add entries
+        (checkpoints put their resume state there)."""
         save_model(path, ALGORITHM, self.learner.groups(), self.ob_space, self.ac_space,
                    self.network if isinstance(self.network, str) else repr(self.network),
                    self.network_kwargs, self.hyperparameters, self.num_timesteps,
-                   extra_arrays=self._extra_arrays())
+                   extra_arrays={**self._extra_arrays(), **(extra_arrays or {})},
+                   extra_metadata=extra_metadata)
 
-    def load(self, path: str) -> None:
-        """Load a file written by :meth:`save` for the same spaces, network and options."""
+    def load(self, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Load a file written by :meth:`save` for the same spaces, network and options;
+        returns the file's ``(metadata, arrays)``."""
         metadata, arrays = load_model(path, ALGORITHM, self.learner.groups(), self.ob_space,
                                       self.ac_space)
         if self.obs_rms is not None:
@@ -169,3 +173,4 @@ class DDPGModel:
             self.param_noise.current_stddev = float(arrays["param_noise/stddev"])
         self.num_timesteps = int(metadata.get("num_timesteps", 0))
         self._refresh_obs_stats()
+        return metadata, arrays

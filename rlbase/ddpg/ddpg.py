@@ -4,33 +4,26 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 import traceback
-from collections import deque
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
 
-from rlbase.common import logger
+from rlbase.common.checkpoint import Checkpointer
 from rlbase.common.cmd_util import as_vec_env
-from rlbase.common.errors import NonFiniteError, RLBaseError
+from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import set_global_seeds
-from rlbase.common.mpi_util import allreduce_mean, check_synced, get_comm, mpi_rank
-from rlbase.common.replay_buffer import ReplayBuffer
+from rlbase.common.mpi_util import get_comm, mpi_rank
 from rlbase.common.tf_util import configure_threads
 from rlbase.common.vec_env import VecEnv
-from rlbase.ddpg.agent import DDPGModel, scale_actions
+from rlbase.ddpg.agent import ALGORITHM, DDPGModel
 from rlbase.ddpg.ddpg_learner import Learner
+from rlbase.ddpg.loop import SHARED_KEYS, TrainingLoop
 from rlbase.ddpg.models import Actor, Critic, check_action_space, make_torso
 from rlbase.ddpg.noise import parse_noise_type
 
-# Logged per epoch, averaged over MPI workers (eval/* come from each worker's own eval env).
-SHARED_KEYS = ("rollout/return", "rollout/return_std", "rollout/return_history",
-               "rollout/return_history_std", "rollout/episode_steps", "rollout/episodes",
-               "rollout/actions_mean", "rollout/actions_std", "rollout/Q_mean",
-               "train/loss_actor", "train/loss_critic", "train/param_noise_distance",
-               "train/param_noise_stddev", "total/steps_per_second")
+__all__ = ["SHARED_KEYS", "learn"]
 
 
 def _check(**values: Any) -> None:
@@ -54,7 +47,8 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
           load_path: str | None = None, layer_sizes: Sequence[int] | None = None,
           jit_compile: bool | None = None,
           callback: Callable[[DDPGModel, dict[str, Any]], bool | None] | None = None,
-          **network_kwargs: Any) -> DDPGModel:
+          checkpoint_interval: int = 0, checkpoint_path: str | None = None,
+          resume: bool = False, **network_kwargs: Any) -> DDPGModel:
     """Train a deterministic actor and its critic(s) with DDPG; return the DDPGModel.
 
     network: a feed-forward network name ('mlp', ...) or builder for actor and critic.
@@ -93,12 +87,19 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
         None: num_layers layers of num_hidden units.
     jit_compile: compile the training call with XLA (None: on, except under MPI).
     callback: called after every cycle as ``callback(model, info)``; False stops training.
+    checkpoint_interval: every this many env steps write a resumable checkpoint (networks,
+        targets, optimizers, statistics, noise state, replay buffer, loop position, RNG
+        states) to checkpoint_path as checkpoint_<steps>.zip (0: never; not under MPI).
+    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints). Ctrl-C writes a
+        checkpoint there too when either checkpoint option is given.
+    resume: continue from the newest of those checkpoints (total_timesteps counts the whole
+        run, including the steps done before the checkpoint); run it with the same settings.
     **network_kwargs: passed to the network builder (num_layers, num_hidden, activation,
         layer_norm; 'mlp' here defaults to relu).
     """
     hyperparameters = {k: v for k, v in locals().items()
                        if k not in ("env", "eval_env", "callback", "network_kwargs",
-                                    "load_path")}
+                                    "load_path", "resume")}
     if total_timesteps is not None and nb_epochs is not None:
         raise RLBaseError(f"give total_timesteps or nb_epochs, not both (got "
                           f"{total_timesteps!r} and {nb_epochs!r})")
@@ -118,6 +119,13 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
     comm = get_comm()
     comm = comm if comm is not None and comm.Get_size() > 1 else None
     rank = mpi_rank()
+    if comm is not None and (checkpoint_interval or resume):
+        # Each worker has its own buffer and generators: one file cannot resume them all.
+        raise RLBaseError(f"ddpg: checkpoint_interval and resume are not supported under MPI "
+                          f"(got checkpoint_interval={checkpoint_interval!r}, "
+                          f"resume={resume!r}); run with one process")
+    checkpointer = Checkpointer(ALGORITHM, checkpoint_path, checkpoint_interval,
+                                writer=comm is None)
     set_global_seeds(seed)
     env = as_vec_env(env, seed)
     check_action_space(env.action_space)
@@ -156,10 +164,12 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
         total_timesteps = (nb_epochs or 500) * nb_epoch_cycles * nb_rollout_steps * env.num_envs
     eval_env = as_vec_env(eval_env) if eval_env is not None else None
     try:
-        _Loop(model, env, eval_env, total_timesteps, nb_epoch_cycles, nb_rollout_steps,
-              nb_train_steps, nb_eval_steps, batch_size, buffer_size, reward_scale,
-              learning_starts, param_noise_adaption_interval, render, render_eval, comm,
-              rank_seed, callback).run()
+        loop = TrainingLoop(model, env, eval_env, total_timesteps, nb_epoch_cycles,
+                            nb_rollout_steps, nb_train_steps, nb_eval_steps, batch_size,
+                            buffer_size, reward_scale, learning_starts,
+                            param_noise_adaption_interval, render, render_eval, comm,
+                            rank_seed, callback, checkpointer)
+        loop.run(checkpointer.restore(model) if resume else None)
     except BaseException:
         if comm is not None:  # the other workers wait in a collective: stop the whole job
             traceback.print_exc()
@@ -167,181 +177,3 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
             comm.Abort(1)
         raise
     return model
-
-
-class _Loop:
-    """The training loop: cycles of rollout steps, each fused with its gradient steps."""
-
-    def __init__(self, model: DDPGModel, env: VecEnv, eval_env: VecEnv | None, total: int,
-                 cycles: int, rollout_steps: int, train_steps: int, eval_steps: int,
-                 batch_size: int, buffer_size: int, reward_scale: float, learning_starts: int,
-                 adapt_interval: int, render: bool, render_eval: bool, comm: Any | None,
-                 seed: int | None, callback: Callable | None):
-        self.model, self.env, self.eval_env, self.total = model, env, eval_env, total
-        self.cycles, self.rollout_steps, self.train_steps = cycles, rollout_steps, train_steps
-        self.eval_steps, self.batch_size, self.reward_scale = eval_steps, batch_size, reward_scale
-        self.learning_starts, self.adapt_interval = learning_starts, adapt_interval
-        self.render, self.render_eval, self.comm, self.callback = render, render_eval, comm, \
-            callback
-        self.rng = np.random.default_rng(None if seed is None else seed + 7)
-        self.buffer = ReplayBuffer(buffer_size, model.ob_space.shape, np.float32,
-                                   ac_shape=model.ac_space.shape, ac_dtype=np.float32)
-        model.replay_buffer = self.buffer  # kept for inspection and for continuing in a script
-        self.nenvs = env.num_envs
-        self.grad_steps = 0
-
-    def _gradient_steps(self, r: int) -> int:
-        """Gradient steps due at rollout step r of a cycle (they sum to train_steps)."""
-        t, n = self.train_steps, self.rollout_steps
-        return (r + 1) * t // n - r * t // n
-
-    def _batch(self) -> tuple[np.ndarray, ...]:
-        g, b = self.model.learner.max_steps, self.batch_size
-        batch = self.buffer.get(self.buffer.sample_indices(g * b, self.rng))
-        return tuple(x.reshape(g, b, *x.shape[1:]) for x in
-                     (batch.obs, batch.actions, batch.rewards, batch.next_obs, batch.dones))
-
-    def run(self) -> None:
-        model, env, nenvs = self.model, self.env, self.nenvs
-        obs = env.reset()
-        model.reset_noise()
-        running, lengths = np.zeros(nenvs), np.zeros(nenvs, dtype=int)
-        history: deque[float] = deque(maxlen=100)
-        eval_history: deque[float] = deque(maxlen=100)
-        eval_obs = self.eval_env.reset() if self.eval_env is not None else None
-        t, epoch, tstart = 0, 0, time.perf_counter()
-        stats: dict[str, float] = {}
-        while t < self.total:
-            epoch += 1
-            ep_returns, ep_steps, actions_log, qs, losses, distances = [], [], [], [], [], []
-            eval_returns, eval_qs, eval_running = [], [], np.zeros(
-                self.eval_env.num_envs if self.eval_env is not None else 0)
-            for _ in range(self.cycles):
-                if nenvs > 1:  # episodes end at different times: perturb once per cycle
-                    model.reset_noise()
-                for r in range(self.rollout_steps):
-                    n = self._gradient_steps(r)
-                    if t < self.learning_starts:
-                        actions = self.rng.uniform(-1.0, 1.0, (nenvs, *model.ac_space.shape))
-                    elif n and len(self.buffer) >= self.batch_size:
-                        stats, actions, q = model.train_and_act(self._batch(), n, obs)
-                        if not np.isfinite(stats["loss_critic"]):
-                            raise NonFiniteError(f"ddpg: loss_critic became "
-                                                 f"{stats['loss_critic']} at gradient step "
-                                                 f"{self.grad_steps + n}")
-                        losses.append((stats["loss_actor"], stats["loss_critic"]))
-                        qs.append(q)
-                        distances += self._maybe_adapt(n)
-                    else:
-                        actions, q = model.act(obs, explore=True)
-                        qs.append(q)
-                    actions_log.append(actions)
-                    new_obs, rewards, terminated, truncated, infos = env.step(
-                        scale_actions(actions, model.low, model.high))
-                    if self.render:
-                        env.render()
-                    done = np.logical_or(terminated, truncated)
-                    next_obs = new_obs
-                    if done.any():  # the true last observation, not the next episode's first
-                        next_obs = new_obs.copy()
-                        for i in np.flatnonzero(done):
-                            final = infos[i].get("final_observation")
-                            if final is not None:
-                                next_obs[i] = final
-                    self.buffer.add(obs, actions, rewards * self.reward_scale, next_obs,
-                                    terminated, truncated)
-                    model.update_obs_stats(obs)
-                    obs = new_obs
-                    t += nenvs
-                    model.num_timesteps += nenvs
-                    running += rewards
-                    lengths += 1
-                    for i in np.flatnonzero(done):
-                        ep_returns.append(running[i])
-                        ep_steps.append(lengths[i])
-                        history.append(running[i])
-                        running[i], lengths[i] = 0.0, 0
-                        if nenvs == 1:
-                            model.reset_noise()
-                    if t >= self.total:
-                        break
-                if self.eval_env is not None:
-                    eval_obs = self._evaluate(eval_obs, eval_running, eval_returns, eval_qs,
-                                              eval_history)
-                if self.callback is not None and self.callback(model, {
-                        "num_timesteps": model.num_timesteps, "total_timesteps": self.total,
-                        "epoch": epoch, **stats}) is False:
-                    self.total = t
-                if t >= self.total:
-                    break
-            self._log(epoch, t, tstart, ep_returns, ep_steps, history, actions_log, qs,
-                      losses, distances, eval_returns, eval_qs, eval_history)
-
-    def _maybe_adapt(self, n: int) -> list[float]:
-        before = self.grad_steps
-        self.grad_steps += n
-        model = self.model
-        if model.param_noise is None or \
-                self.grad_steps // self.adapt_interval == before // self.adapt_interval:
-            return []
-        obs = self.buffer.get(self.buffer.sample_indices(self.batch_size, self.rng)).obs
-        return [model.adapt_param_noise(obs)]
-
-    def _evaluate(self, obs: np.ndarray, running: np.ndarray, returns: list, qs: list,
-                  history: deque) -> np.ndarray:
-        env, model = self.eval_env, self.model
-        for _ in range(self.eval_steps):
-            actions, q = model.act(obs, explore=False)
-            obs, rewards, terminated, truncated, _ = env.step(
-                scale_actions(actions, model.low, model.high))
-            if self.render_eval:
-                env.render()
-            running += rewards
-            qs.append(q)
-            for i in np.flatnonzero(np.logical_or(terminated, truncated)):
-                returns.append(running[i])
-                history.append(running[i])
-                running[i] = 0.0
-        return obs
-
-    def _log(self, epoch: int, t: int, tstart: float, ep_returns: list, ep_steps: list,
-             history: deque, actions_log: list, qs: list, losses: list, distances: list,
-             eval_returns: list, eval_qs: list, eval_history: deque) -> None:
-        duration = time.perf_counter() - tstart
-        acts = np.concatenate(actions_log) if actions_log else np.zeros(1)
-        loss = np.array(losses) if losses else np.full((1, 2), np.nan)
-        actor_losses = loss[np.isfinite(loss[:, 0]), 0]
-        noise = self.model.param_noise
-
-        def mean(x: Any) -> float:
-            return float(np.mean(x)) if len(x) else float("nan")
-
-        def std(x: Any) -> float:
-            return float(np.std(x)) if len(x) else float("nan")
-
-        values = [mean(ep_returns), std(ep_returns), mean(history), std(history),
-                  mean(ep_steps), len(ep_returns), float(acts.mean()), float(acts.std()),
-                  mean(np.concatenate(qs)) if qs else float("nan"), mean(actor_losses),
-                  float(loss[:, 1].mean()), mean(distances),
-                  noise.current_stddev if noise is not None else float("nan"),
-                  t / max(duration, 1e-9)]
-        size = 1
-        if self.comm is not None:
-            size = self.comm.Get_size()
-            values = allreduce_mean(np.array(values), self.comm).tolist()
-            check_synced(self.model.learner.synced_variables, self.comm)
-        if mpi_rank() != 0:
-            return
-        for key, value in zip(SHARED_KEYS, values):
-            logger.record_tabular(key, value)
-        if self.eval_env is not None:
-            logger.record_tabular("eval/return", mean(eval_returns))
-            logger.record_tabular("eval/return_history", mean(eval_history))
-            logger.record_tabular("eval/Q", mean(np.concatenate(eval_qs)) if eval_qs
-                                  else float("nan"))
-            logger.record_tabular("eval/episodes", len(eval_returns))
-        logger.record_tabular("total/sps_all_workers", values[-1] * size)
-        logger.record_tabular("total/duration", duration)
-        logger.record_tabular("total/epochs", epoch)
-        logger.record_tabular("total/steps", t * size)
-        logger.dump_tabular()

@@ -6,7 +6,7 @@ combination (``'adaptive-param_0.2,ou_0.1'``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -25,6 +25,30 @@ class ActionNoise:
     def reset(self) -> None:
         pass
 
+    def state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What continuing exactly needs (for checkpoints): JSON data and arrays."""
+        return {}, {}
+
+    def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str
+                  ) -> None:
+        """Inverse of :meth:`state`."""
+
+
+def _set_rng(rng: np.random.Generator, state: Any) -> None:
+    try:
+        rng.bit_generator.state = state
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RLBaseError(f"malformed noise generator state in checkpoint ({exc})") from exc
+
+
+def _array(arrays: dict[str, np.ndarray], key: str, shape_tail: tuple) -> np.ndarray:
+    value = arrays.get(key)
+    if value is None or value.shape[value.ndim - len(shape_tail):] != shape_tail:
+        raise RLBaseError(f"checkpoint array {key} is missing or has shape "
+                          f"{None if value is None else value.shape}, this run needs "
+                          f"(..., {', '.join(map(str, shape_tail))}): other noise settings")
+    return value
+
 
 class NormalActionNoise(ActionNoise):
     """Independent Gaussian noise N(mu, sigma^2) at every step."""
@@ -41,6 +65,18 @@ class NormalActionNoise(ActionNoise):
             self._next = 0
         self._next += 1
         return self._block[self._next - 1]
+
+    def state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        # The unused rest of the block is part of the stream: without it a resumed run draws
+        # other numbers.
+        return ({"rng": self.rng.bit_generator.state, "next": self._next},
+                {f"{prefix}/block": self._block})
+
+    def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str
+                  ) -> None:
+        block = _array(arrays, f"{prefix}/block", self.mu.shape)
+        _set_rng(self.rng, meta["rng"])
+        self._block, self._next = block.copy(), int(meta["next"])
 
     def __repr__(self) -> str:
         return f"NormalActionNoise(mu={self.mu}, sigma={self.sigma})"
@@ -67,6 +103,15 @@ class OrnsteinUhlenbeckActionNoise(ActionNoise):
     def reset(self) -> None:
         self.x = np.array(self.x0, np.float64) if self.x0 is not None else np.zeros_like(self.mu)
 
+    def state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return {"rng": self.rng.bit_generator.state}, {f"{prefix}/x": self.x}
+
+    def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str
+                  ) -> None:
+        x = _array(arrays, f"{prefix}/x", self.mu.shape)
+        _set_rng(self.rng, meta["rng"])
+        self.x = x.astype(np.float64)
+
     def __repr__(self) -> str:
         return f"OrnsteinUhlenbeckActionNoise(mu={self.mu}, sigma={self.sigma})"
 
@@ -83,6 +128,19 @@ class SumNoise(ActionNoise):
     def reset(self) -> None:
         for p in self.parts:
             p.reset()
+
+    def state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta: dict[str, Any] = {}
+        arrays: dict[str, np.ndarray] = {}
+        for i, p in enumerate(self.parts):
+            meta[str(i)], part_arrays = p.state(f"{prefix}/{i}")
+            arrays.update(part_arrays)
+        return meta, arrays
+
+    def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str
+                  ) -> None:
+        for i, p in enumerate(self.parts):
+            p.set_state(meta[str(i)], arrays, f"{prefix}/{i}")
 
 
 class AdaptiveParamNoiseSpec:
