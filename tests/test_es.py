@@ -304,3 +304,107 @@ def test_cli_trains_and_saves(tmp_path):
     env = gym.make("CartPole-v1")
     loaded = ESModel.from_file(str(path), env.observation_space, env.action_space)
     assert loaded.num_timesteps >= 2000 and loaded.policy.num_layers == 0  # CLI defaults
+
+
+# -- checkpoints, resume and Ctrl-C -----------------------------------------------------------
+def _es_run(total: int, seed: int, **kwargs):
+    # Paired starts seed every episode's reset from the ES generator, so a resumed run's
+    # episodes (on fresh envs) are the ones the uninterrupted run played.
+    env = make_vec_env("CartPole-v1", num_env=2, seed=seed)
+    return learn("mlp", env, total, seed=seed, popsize=4, num_hidden=8, eval_episodes=2,
+                 log_interval=2, action_noise=0.05, paired_starts=True,
+                 **{"noise_table_size": 10_000, **kwargs})
+
+
+def _state(model) -> dict:
+    return {"theta": model.theta.copy(), "m": model.optimizer.m.copy(),
+            "v": model.optimizer.v.copy(), "t": model.optimizer.t,
+            "obs_mean": model.obs_rms.mean.copy(), "obs_var": model.obs_rms.var.copy(),
+            "obs_count": float(model.obs_rms.count), "steps": model.num_timesteps,
+            "generation": model.generation, "rng": model.rng.bit_generator.state}
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], np.ndarray):
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+        else:
+            assert a[key] == b[key], key
+
+
+def test_resume_restores_everything_exactly_and_continues_bit_for_bit(tmp_path):
+    import random
+
+    from rlbase.common.checkpoint import list_checkpoints
+    from rlbase.common.serialization import load_file
+
+    folder = str(tmp_path / "ckpt")
+    first = _es_run(1500, 0, checkpoint_interval=1, checkpoint_path=folder)
+    saved, globals_ = _state(first), (np.random.get_state()[1].copy(), random.getstate())
+    assert first.generation >= 2 and first.optimizer.t == first.generation
+    # interval 1: a checkpoint after every generation; the newest two are kept.
+    found = list_checkpoints(folder)
+    assert len(found) == 2 and found[-1][0] == first.num_timesteps
+    loop = load_file(found[-1][1])[0]["resume"]["loop"]
+    assert loop["generation"] == first.generation and loop["noise_table"]["size"] == 10_000
+
+    # Nothing left to train: the resumed run hands back exactly the saved state, whatever
+    # its own seed and noise_table_size.
+    again = _es_run(1500, 99, checkpoint_path=folder, resume=True)
+    _assert_same(saved, _state(again))
+    np.testing.assert_array_equal(np.random.get_state()[1], globals_[0])
+    assert random.getstate() == globals_[1]
+
+    # Continuing from the checkpoint gives the uninterrupted run's parameters bit for bit.
+    resumed = _es_run(3000, 7, checkpoint_path=folder, resume=True, noise_table_size=20_000)
+    straight = _es_run(3000, 0)
+    assert resumed.generation > first.generation
+    _assert_same(_state(straight), _state(resumed))
+
+
+def test_resume_with_an_empty_folder_starts_afresh_and_bad_state_is_an_error(tmp_path):
+    from rlbase.common.serialization import load_file, save_file
+
+    model = _es_run(600, 0, checkpoint_path=str(tmp_path), resume=True,
+                    checkpoint_interval=600)
+    assert model.num_timesteps >= 600 and model.generation >= 1
+    with pytest.raises(RLBaseError, match="checkpoint_interval must be a non-negative integer"
+                                          " number of env steps, got -5"):
+        _es_run(600, 0, checkpoint_interval=-5, checkpoint_path=str(tmp_path))
+    # A checkpoint whose loop state was damaged is refused with a clear error.
+    from rlbase.common.checkpoint import list_checkpoints
+
+    path = list_checkpoints(str(tmp_path))[-1][1]
+    meta, arrays, _ = load_file(path)
+    del meta["resume"]["loop"]["noise_table"]
+    save_file(path, meta, arrays)
+    with pytest.raises(RLBaseError, match="malformed loop state.*noise_table"):
+        _es_run(600, 0, checkpoint_path=str(tmp_path), resume=True)
+
+
+def test_ctrl_c_stops_after_the_generation_and_writes_a_checkpoint(tmp_path):
+    import signal
+
+    from rlbase.common.checkpoint import list_checkpoints
+    from rlbase.common.signals import graceful_interrupt, stop_requested
+
+    def interrupt(model, info):
+        if info["generation"] == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with graceful_interrupt():
+        model = _es_run(10**6, 0, checkpoint_path=str(tmp_path), callback=interrupt)
+        assert stop_requested()
+    # The request is seen at the next generation's end (where every MPI rank agrees).
+    assert model.generation == 3
+    assert [steps for steps, _ in list_checkpoints(str(tmp_path))] == [model.num_timesteps]
+
+
+def test_non_finite_update_is_named(monkeypatch):
+    from rlbase.common.errors import NonFiniteError
+    from rlbase.es import es as es_module
+
+    monkeypatch.setattr(es_module, "ascent_step", lambda *args: np.full(args[1].shape, np.nan))
+    with pytest.raises(NonFiniteError, match="update became non-finite at generation 1"):
+        _es_run(600, 0)

@@ -17,13 +17,15 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common import logger
+from rlbase.common.checkpoint import Checkpointer, generator_state, set_generator_state
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.misc_util import env_seed, set_global_seeds
 from rlbase.common.mpi_util import get_comm
 from rlbase.common.running_mean_std import RunningMeanStd
+from rlbase.common.signals import stop_requested
 from rlbase.common.vec_env import VecEnv
-from rlbase.es.model import ESModel
+from rlbase.es.model import ALGORITHM, ESModel
 from rlbase.es.noise_table import NoiseTable, default_size
 from rlbase.es.optimizer import FITNESS_SHAPINGS, Adam, ascent_step, es_gradient, shape_fitness
 from rlbase.es.policy import ESPolicy
@@ -75,7 +77,9 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
           paired_starts: bool = True,
           noise_table_size: int | None = None, log_interval: int = 10,
           callback: Callable[[ESModel, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, **network_kwargs: Any) -> ESModel:
+          load_path: str | None = None, checkpoint_interval: int = 0,
+          checkpoint_path: str | None = None, resume: bool = False,
+          **network_kwargs: Any) -> ESModel:
     """Train a policy with evolution strategies and return the :class:`ESModel`.
 
     network: a registered mlp-type network name or builder (num_layers=0: a linear policy).
@@ -109,15 +113,26 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     log_interval: log (and evaluate) every this many generations.
     callback: called after every generation as ``callback(model, info)``; False stops.
     load_path: continue from this saved model (parameters, statistics, Adam state).
+    checkpoint_interval: every this many env steps (checked after each generation) write a
+        resumable checkpoint (parameters, Adam state, observation statistics, generation and
+        step counters, noise-table seed and size, every rank's and the global RNG states) to
+        checkpoint_path (None: <log dir>/checkpoints) as checkpoint_<steps>.zip (0: never).
+        Under MPI only rank 0 writes.
+    checkpoint_path: the folder of those checkpoints (also written to at Ctrl-C when given).
+    resume: continue from the newest of those checkpoints on every rank (total_timesteps counts
+        the whole run; the saved noise table is rebuilt, so noise_table_size is ignored).
     **network_kwargs: passed to the network builder (num_layers, num_hidden, activation...).
     """
     hyperparameters = {k: v for k, v in locals().items()
-                       if k not in ("env", "callback", "network_kwargs", "load_path")}
+                       if k not in ("env", "callback", "network_kwargs", "load_path",
+                                    "resume")}
     _check(popsize, noise_stdev, lr, l2coeff, episodes_per_batch, eval_episodes,
            fitness_shaping, antithetic, action_noise, max_episode_steps, log_interval,
            total_timesteps)
     comm = get_comm()
     rank, size = (0, 1) if comm is None else (comm.Get_rank(), comm.Get_size())
+    checkpointer = Checkpointer(ALGORITHM, checkpoint_path, checkpoint_interval,
+                                writer=rank == 0)
     set_global_seeds(seed)
     env = as_vec_env(env, seed)
     envs = gym_envs(env)
@@ -129,22 +144,31 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     if comm is not None and size > 1:
         table_seed = comm.bcast(table_seed, root=0)
         theta = comm.bcast(theta, root=0)
-    noise = NoiseTable(table_seed, noise_table_size or default_size(policy.dim))
+    table_size = noise_table_size or default_size(policy.dim)
     model = ESModel(policy, theta, RunningMeanStd(shape=(policy.ob_dim,)),
                     Adam(policy.dim, lr), hyperparameters)
     if load_path is not None:
         model.load(load_path)
         model.optimizer.lr = lr
     rng = np.random.default_rng(None if seed is None else [seed, rank, 0xE5])
+    steps, eval_steps, generation = 0, 0, 0
+    # Every rank reads the same file: rank 0 writes its first checkpoint only after the first
+    # collective, so no rank can see a newer one.
+    resumed = checkpointer.restore(model) if resume else None
+    if resumed is not None:
+        steps, eval_steps, generation, table_seed, table_size = _restore_loop(
+            resumed[0], rng, rank, size)
+    noise = NoiseTable(table_seed, table_size)
+    model.rng, model.generation = rng, generation
     seeds = [env_seed(seed, i, rank) for i in range(len(envs))]
     runner = EpisodeRunner(envs, policy, seeds, max_episode_steps, action_noise, rng)
 
     npairs = popsize // 2 if antithetic else popsize
     signs_per_dir = np.array([1, -1] if antithetic else [1])
-    steps, eval_steps, generation = 0, 0, 0
     tstart = time.perf_counter()
     while steps < total_timesteps:
         generation += 1
+        model.generation = generation
         dirs = noise.sample_index(rng, policy.dim, share(npairs, rank, size))
         # Tasks: each direction's signs, each repeated episodes_per_batch times; then the
         # unperturbed evaluation episodes (sign 0) at log time.
@@ -169,7 +193,9 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
                                                          episodes_per_batch).mean(axis=2),
                  results.lengths[:n_train], results.returns[n_train:],
                  results.lengths[n_train:], results.obs_sum, results.obs_sumsq,
-                 results.obs_count)
+                 results.obs_count, generator_state(rng), stop_requested())
+        # The generators' states (for rank 0's checkpoints) and stop requests travel with the
+        # results: every rank then stops after the same generation.
         gathered = [local] if comm is None or size == 1 else _allgather(comm, local)
         stats = _update(model, noise, gathered, fitness_shaping, antithetic, l2coeff,
                         observation_normalization, generation)
@@ -181,9 +207,42 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
                 "generation": generation, "fps": (steps + eval_steps) / elapsed, **stats}
         if do_log:
             _log(info, steps, eval_steps)
-        if callback is not None and callback(model, info) is False:
+        stop = any(g[9] for g in gathered)
+        stop = (callback is not None and callback(model, info) is False) or stop
+        if checkpointer.due(model.num_timesteps) or (stop and checkpointer.active):
+            path = checkpointer.save(model, {
+                "steps": steps, "eval_steps": eval_steps, "generation": generation,
+                "noise_table": {"seed": noise.seed, "size": noise.size},
+                "rngs": [g[8] for g in gathered]})
+            logger.log(f"Checkpoint at generation {generation}: {path}")
+        if stop:
             break
     return model
+
+
+def _restore_loop(loop: dict[str, Any], rng: np.random.Generator, rank: int, size: int
+                  ) -> tuple[int, int, int, int, int]:
+    """Put a checkpoint's loop state into ``rng``; returns (steps, eval_steps, generation,
+    noise-table seed, noise-table size)."""
+    try:
+        steps, eval_steps, generation = (int(loop[k]) for k in ("steps", "eval_steps",
+                                                                 "generation"))
+        table_seed, table_size = int(loop["noise_table"]["seed"]), int(loop["noise_table"]["size"])
+        rngs = list(loop["rngs"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RLBaseError(f"ES checkpoint has a malformed loop state ({type(exc).__name__}: "
+                          f"{exc})") from None
+    if len(rngs) == size:
+        set_generator_state(rng, rngs[rank])
+    else:
+        # Another number of ranks: the run goes on correctly, but its perturbations are not
+        # the ones the saved run would have drawn. The global generator was just restored
+        # alike on every rank, so this is reproducible and still distinct per rank.
+        fresh = np.random.default_rng([int(np.random.randint(2**31)), rank, generation])
+        rng.bit_generator.state = fresh.bit_generator.state
+        logger.log(f"checkpoint written by {len(rngs)} ranks, resumed on {size}: the "
+                   "perturbation streams start afresh")
+    return steps, eval_steps, generation, table_seed, table_size
 
 
 def _allgather(comm: Any, local: tuple) -> list[tuple]:
@@ -217,6 +276,9 @@ def _update(model: ESModel, noise: NoiseTable, gathered: list[tuple], fitness_sh
     grad = es_gradient(noise, dirs, fitness if antithetic else fitness[:, 0], policy.dim,
                        antithetic)
     delta = ascent_step(model.optimizer, model.theta, grad, l2coeff)
+    if not np.all(np.isfinite(delta)):
+        raise NonFiniteError(f"es: the parameter update became non-finite at generation "
+                             f"{generation} (Adam step {model.optimizer.t})")
     model.theta = (model.theta + delta).astype(np.float32)
     if observation_normalization:
         count = sum(g[7] for g in gathered)

@@ -18,7 +18,12 @@ ALGORITHM = "es"
 
 class ESModel:
     """The current parameter vector ``theta`` of an :class:`ESPolicy`, with its observation
-    statistics; ``step`` matches the other algorithms' models (for evaluate_policy)."""
+    statistics; ``step`` matches the other algorithms' models (for evaluate_policy).
+
+    learn() also sets ``generation`` (generations run, resumed runs included) and ``rng`` (the
+    generator of this process's perturbations, reset seeds and action noise), for inspection
+    and checks.
+    """
 
     def __init__(self, policy: ESPolicy, theta: np.ndarray, obs_rms: RunningMeanStd,
                  optimizer: Adam, hyperparameters: dict[str, Any]):
@@ -26,6 +31,8 @@ class ESModel:
         self.hyperparameters = hyperparameters
         self.theta = np.asarray(theta, np.float32)
         self.num_timesteps = 0
+        self.generation = 0
+        self.rng: np.random.Generator | None = None
         self.sync_obs_stats()
 
     def sync_obs_stats(self) -> None:
@@ -47,18 +54,23 @@ class ESModel:
     def initial_state(self, batch: int) -> np.ndarray:
         return np.zeros((batch, 0), np.float32)
 
-    def save(self, path: str) -> None:
-        """Write the parameters, observation statistics and Adam state to one file."""
+    def save(self, path: str, extra_arrays: dict[str, np.ndarray] | None = None,
+             extra_metadata: dict[str, Any] | None = None) -> None:
+        """Write the parameters, observation statistics and Adam state to one file (plus a
+        checkpoint's ``extra_arrays`` and ``extra_metadata``)."""
         policy = self.policy
         policy.set_flat(self.theta)
         extra = {f"obs_rms/{k}": v for k, v in self.obs_rms.state_dict().items()}
         extra.update({f"adam/{k}": v for k, v in self.optimizer.state_dict().items()})
+        extra.update(extra_arrays or {})
         save_model(path, ALGORITHM, {"policy": policy.variables}, policy.ob_space,
                    policy.ac_space, policy.network_name, policy.network_kwargs,
-                   self.hyperparameters, self.num_timesteps, extra_arrays=extra)
+                   self.hyperparameters, self.num_timesteps, extra_arrays=extra,
+                   extra_metadata=extra_metadata)
 
-    def load(self, path: str) -> None:
-        """Load a file written by :meth:`save` for the same spaces and network."""
+    def load(self, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Load a file written by :meth:`save` for the same spaces and network; returns the
+        file's ``(metadata, arrays)`` (a checkpoint's resume state is in them)."""
         policy = self.policy
         metadata, arrays = load_model(path, ALGORITHM, {"policy": policy.variables},
                                       policy.ob_space, policy.ac_space)
@@ -72,6 +84,7 @@ class ESModel:
         self.theta = policy.get_flat()
         self.num_timesteps = int(metadata.get("num_timesteps", 0))
         self.sync_obs_stats()
+        return metadata, arrays
 
     @classmethod
     def from_file(cls, path: str, ob_space: Any, ac_space: Any) -> ESModel:
