@@ -2,9 +2,12 @@
 
 import importlib.util
 import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -12,8 +15,11 @@ import pytest
 import tensorflow as tf
 
 from rlbase.common import identity_env as ie
-from rlbase.common.errors import RLBaseError
+from rlbase.common.checkpoint import list_checkpoints, object_state
+from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.serialization import load_file
+from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.ddpg.agent import scale_actions, unscale_actions
 from rlbase.ddpg.ddpg import learn
@@ -400,3 +406,129 @@ def test_pendulum_at_the_peer_settings(td3):
                   total_timesteps=20000, **kw)
     mean, _ = evaluate_policy(model, make_vec_env("Pendulum-v1", num_env=1, seed=123), 10)
     assert mean > -200
+
+
+# -- checkpoints and resume -------------------------------------------------------------------
+CKPT = dict(SMALL, noise_type="adaptive-param_0.2,ou_0.2,normal_0.1", twin_q=True,
+            target_noise=0.2, normalize_returns=True, learning_starts=20, buffer_size=100,
+            param_noise_adaption_interval=5)
+
+
+def _noise_state(model):
+    meta, arrays = model.action_noise.state("n")
+    return meta, {k: v.copy() for k, v in arrays.items()}
+
+
+def test_resume_restores_everything_exactly(tmp_path):
+    """Resuming with nothing left to train hands back exactly the state that was saved."""
+    folder = str(tmp_path / "ckpt")
+    # 150 steps: the buffer (100) has wrapped and the last checkpoint falls mid-cycle.
+    model = learn("mlp", "Pendulum-v1", seed=3, total_timesteps=150, checkpoint_interval=50,
+                  checkpoint_path=folder, **CKPT)
+    assert [s for s, _ in list_checkpoints(folder)] == [100, 150]
+    np_state, py_state = np.random.get_state()[1].copy(), random.getstate()
+    noise_meta, noise_arrays = _noise_state(model)
+    buf_meta, buf_arrays = object_state(model.replay_buffer, "b")
+    again = learn("mlp", "Pendulum-v1", seed=99, total_timesteps=150, checkpoint_path=folder,
+                  resume=True, **CKPT)
+    assert again.num_timesteps == 150
+    np.testing.assert_array_equal(np.random.get_state()[1], np_state)
+    assert random.getstate() == py_state
+    groups = {**model.learner.groups(), "perturbed": model.learner.perturbed_actor.weights}
+    other = {**again.learner.groups(), "perturbed": again.learner.perturbed_actor.weights}
+    assert model.learner.actor_optimizer.iterations.numpy() > 0
+    for name, group in groups.items():
+        assert len(group) == len(other[name])
+        for a, b in zip(group, other[name]):
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+    again_meta, again_arrays = object_state(again.replay_buffer, "b")
+    assert again_meta == buf_meta and buf_meta["size"] == 100 and buf_meta["pos"] == 50
+    for key, value in buf_arrays.items():
+        np.testing.assert_array_equal(value, again_arrays[key], err_msg=key)
+    np.testing.assert_array_equal(model.obs_rms.mean, again.obs_rms.mean)
+    assert model.obs_rms.count == again.obs_rms.count
+    assert model.param_noise.current_stddev == again.param_noise.current_stddev != 0.2
+    assert model.loop_rng.bit_generator.state == again.loop_rng.bit_generator.state
+    assert model.learner.rng.bit_generator.state == again.learner.rng.bit_generator.state
+    again_noise = _noise_state(again)
+    assert again_noise[0] == noise_meta
+    for key, value in noise_arrays.items():
+        np.testing.assert_array_equal(value, again_noise[1][key], err_msg=key)
+
+    # Continuing: the count goes on from the checkpoint, with the old transitions kept.
+    more = learn("mlp", "Pendulum-v1", seed=5, total_timesteps=210, checkpoint_interval=50,
+                 checkpoint_path=folder, resume=True, **CKPT)
+    assert more.num_timesteps == 210
+    meta = load_file(list_checkpoints(folder)[-1][1])[0]
+    assert (meta["num_timesteps"], meta["resume"]["loop"]["t"]) == (200, 200)
+    with pytest.raises(RLBaseError, match="nb_rollout_steps=10"):
+        learn("mlp", "Pendulum-v1", total_timesteps=300, checkpoint_path=folder,
+              resume=True, **dict(CKPT, nb_rollout_steps=10))
+
+
+def test_stop_request_writes_a_checkpoint_at_that_step(tmp_path):
+    folder = str(tmp_path / "ckpt")
+
+    def stop_after_first_cycle(model, info):
+        request_stop()  # as Ctrl-C does; seen after the next env step
+
+    try:
+        model = learn("mlp", "Pendulum-v1", seed=0, total_timesteps=1000,
+                      checkpoint_path=folder, callback=stop_after_first_cycle, **CKPT)
+    finally:
+        clear_stop()
+    assert model.num_timesteps == 21
+    steps, path = list_checkpoints(folder)[-1]
+    loop = load_file(path)[0]["resume"]["loop"]
+    assert steps == 21 and (loop["epoch"], loop["cycle"], loop["r"]) == (1, 1, 1)
+    again = learn("mlp", "Pendulum-v1", seed=0, total_timesteps=60, checkpoint_path=folder,
+                  resume=True, **CKPT)
+    assert again.num_timesteps == 60 and again.replay_buffer.size == 60
+
+
+def test_bad_checkpoint_options_and_non_finite_loss(tmp_path):
+    with pytest.raises(RLBaseError, match="checkpoint_interval .* got -5"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, checkpoint_interval=-5,
+              checkpoint_path=str(tmp_path))
+    with pytest.raises(NonFiniteError, match="loss_critic became (nan|inf) at gradient step 1"):
+        learn("mlp", "Pendulum-v1", seed=0, total_timesteps=100, reward_scale=float("inf"),
+              **dict(SMALL, learning_starts=20, noise_type="normal_0.1"))
+
+
+@pytest.mark.slow
+def test_cli_sigkill_then_resume(tmp_path):
+    ckpt_dir, interval = tmp_path / "ckpt", 200
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def cli(*args):
+        return [sys.executable, "-m", "rlbase.run", "--alg=ddpg", "--env=Pendulum-v1",
+                "--no_progress", "--layer_sizes=(16,16)", "--batch_size=16",
+                "--buffer_size=1000", "--learning_starts=100", "--nb_rollout_steps=20",
+                "--nb_train_steps=20", f"--checkpoint_interval={interval}",
+                f"--checkpoint_path={ckpt_dir}", *args]
+
+    with open(tmp_path / "first.txt", "w") as out:
+        first = subprocess.Popen(cli("--num_timesteps=1e6", "--seed=0"), stdout=out,
+                                 stderr=subprocess.STDOUT, env=env, cwd=root)
+    try:
+        end = time.monotonic() + 180
+        while len(list_checkpoints(str(ckpt_dir))) < 2:
+            assert time.monotonic() < end and first.poll() is None, \
+                (tmp_path / "first.txt").read_text()[-2000:]
+            time.sleep(0.1)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+    steps, latest = list_checkpoints(str(ckpt_dir))[-1]
+    assert steps >= 2 * interval and steps % interval == 0
+    total = steps + interval
+    model_path = tmp_path / "final.zip"
+    proc = subprocess.run(cli(f"--num_timesteps={total}", "--seed=1", "--resume",
+                              f"--save_path={model_path}"),
+                          capture_output=True, text=True, env=env, cwd=root, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"Resumed from {latest} at {steps} timesteps" in proc.stdout
+    assert load_file(str(model_path))[0]["num_timesteps"] == total
+    final = load_file(list_checkpoints(str(ckpt_dir))[-1][1])[0]["resume"]["loop"]
+    assert final["t"] == total and final["replay"]["size"] == min(1000, total)

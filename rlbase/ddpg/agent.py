@@ -61,6 +61,7 @@ class DDPGModel:
         self.comm = comm
         self.num_timesteps = 0
         self.replay_buffer: Any = None  # set by learn()
+        self.loop_rng: np.random.Generator | None = None  # set by learn()
         self._refresh_obs_stats()
 
     # -- observation statistics ---------------------------------------------------------------

@@ -74,6 +74,7 @@ class TrainingLoop:
         self.buffer = ReplayBuffer(buffer_size, model.ob_space.shape, np.float32,
                                    ac_shape=model.ac_space.shape, ac_dtype=np.float32)
         model.replay_buffer = self.buffer  # kept for inspection and for continuing in a script
+        model.loop_rng = self.rng  # minibatch sampling and random warm-up actions (inspection)
         self.nenvs = env.num_envs
         # Position: steps taken, epochs started, cycle in the epoch, rollout step in the cycle.
         self.t, self.epoch, self.cycle, self.r = 0, 0, 0, 0
