@@ -408,3 +408,93 @@ def test_non_finite_update_is_named(monkeypatch):
     monkeypatch.setattr(es_module, "ascent_step", lambda *args: np.full(args[1].shape, np.nan))
     with pytest.raises(NonFiniteError, match="update became non-finite at generation 1"):
         _es_run(600, 0)
+
+
+@pytest.mark.slow  # two CLI processes: ~16 s here
+def test_cli_sigkill_then_resume(tmp_path):
+    import signal
+    import time
+
+    from rlbase.common.checkpoint import list_checkpoints
+    from rlbase.common.serialization import load_file
+
+    ckpt = tmp_path / "ckpt"
+    base = [sys.executable, "-m", "rlbase.run", "--alg=es", "--env=CartPole-v1", "--popsize=4",
+            "--no_progress", "--checkpoint_interval=1000", f"--checkpoint_path={ckpt}"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    with open(tmp_path / "first.txt", "w") as out:
+        first = subprocess.Popen([*base, "--num_timesteps=1e7", "--seed=0"], stdout=out,
+                                 stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list_checkpoints(str(ckpt))) < 2:
+            assert first.poll() is None and time.monotonic() < deadline, \
+                (tmp_path / "first.txt").read_text()[-2000:]
+            time.sleep(0.1)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+    steps, latest = list_checkpoints(str(ckpt))[-1]
+    generation = load_file(latest)[0]["resume"]["loop"]["generation"]
+    total = steps + 2000
+    model_path = tmp_path / "final.zip"
+    proc = subprocess.run([*base, f"--num_timesteps={total}", "--seed=1", "--resume",
+                           f"--save_path={model_path}"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"Resumed from {latest} at {steps} timesteps" in proc.stdout
+    meta = load_file(str(model_path))[0]
+    # The count went on from the checkpoint; the generation that crosses total finishes.
+    assert total <= meta["num_timesteps"] < total + 4 * 500
+    final = load_file(list_checkpoints(str(ckpt))[-1][1])[0]["resume"]["loop"]
+    assert final["generation"] > generation and final["steps"] == meta["num_timesteps"]
+
+
+MPI_RESUME = """
+import sys
+import numpy as np
+from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.mpi_util import mpi_rank
+from rlbase.es.es import learn
+
+folder, out = sys.argv[1], sys.argv[2]
+def run(total, seed, **kw):
+    env = make_vec_env("CartPole-v1", num_env=2, seed=seed)
+    return learn("mlp", env, total, seed=seed, popsize=8, num_hidden=8, eval_episodes=2,
+                 log_interval=2, action_noise=0.05, paired_starts=True,
+                 noise_table_size=10_000, **kw)
+first = run(1500, 0, checkpoint_interval=1, checkpoint_path=folder)
+again = run(1500, 5, checkpoint_path=folder, resume=True)
+resumed = run(3000, 5, checkpoint_path=folder, resume=True)
+straight = run(3000, 0)
+np.savez(f"{out}/rank{mpi_rank()}.npz", first_rng=repr(first.rng.bit_generator.state),
+         again_rng=repr(again.rng.bit_generator.state), first=first.theta, again=again.theta,
+         resumed=resumed.theta, straight=straight.theta,
+         steps=[resumed.num_timesteps, straight.num_timesteps])
+"""
+
+
+@pytest.mark.slow  # mpiexec -n 2, four short runs: ~17 s here
+def test_mpi_resume_every_rank_restores_its_own_state(tmp_path):
+    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
+        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
+    from rlbase.common.checkpoint import list_checkpoints
+    from rlbase.common.serialization import load_file
+
+    folder = tmp_path / "ckpt"
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, "-c", MPI_RESUME,
+                           str(folder), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ranks_out = [np.load(tmp_path / f"rank{r}.npz") for r in (0, 1)]
+    for out in ranks_out:
+        # Each rank got its own generator back (they differ between ranks) ...
+        assert str(out["first_rng"]) == str(out["again_rng"])
+        np.testing.assert_array_equal(out["first"], out["again"])
+        # ... and the resumed 2-rank run matches the uninterrupted one bit for bit.
+        np.testing.assert_array_equal(out["resumed"], out["straight"])
+        assert out["steps"][0] == out["steps"][1] >= 3000
+    assert str(ranks_out[0]["first_rng"]) != str(ranks_out[1]["first_rng"])
+    np.testing.assert_array_equal(ranks_out[0]["resumed"], ranks_out[1]["resumed"])
+    loop = load_file(list_checkpoints(str(folder))[-1][1])[0]["resume"]["loop"]
+    assert len(loop["rngs"]) == 2
