@@ -125,6 +125,9 @@ def test_resume_restores_model_buffer_and_rngs_exactly(tmp_path):
         else:
             assert again.calls.actor.rng.bit_generator.state == \
                 model.calls.actor.rng.bit_generator.state
+            # The TF act path's sampling counter (cnn/lstm policies) comes back too.
+            np.testing.assert_array_equal(again.policy.sample_seed.numpy(),
+                                          model.policy.sample_seed.numpy())
 
 
 def test_checkpointer_bad_input_and_empty_folder(tmp_path):

@@ -114,9 +114,13 @@ class UpdateBookkeeper:
 
 
 def _extra_state(model: Any) -> dict[str, Any]:
-    """State outside the model file that resuming needs: PPO's minibatch shuffling seed and
-    VecNormalize's running returns."""
+    """State outside the model file that resuming needs: the policy's sampling counter (the
+    TF act path's stateless random draws), PPO's minibatch shuffling seed and VecNormalize's
+    running returns."""
     out: dict[str, Any] = {}
+    policy = getattr(model, "policy", None)
+    if getattr(policy, "sample_seed", None) is not None:
+        out["loop/sample_seed"] = policy.sample_seed
     if getattr(model, "shuffle_seed", None) is not None:
         out["loop/shuffle_seed"] = model.shuffle_seed
     if getattr(model, "vec_normalize", None) is not None:
