@@ -57,6 +57,20 @@ def clip_by_global_norm(grads: list[tf.Tensor], max_norm: float | None
     return grads, norm
 
 
+def average_over_workers(grads: list[tf.Tensor], comm: Any | None) -> list[tf.Tensor]:
+    """Inside a compiled call: each tensor averaged over the MPI workers in ``comm`` (one
+    Allreduce of all of them flattened together); unchanged without MPI."""
+    if comm is None:
+        return grads
+    from rlbase.common.mpi_util import allreduce_mean_f32
+
+    flat = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
+    mean = tf.numpy_function(lambda x: allreduce_mean_f32(x, comm), [flat], tf.float32,
+                             stateful=True)
+    sizes = [int(np.prod(g.shape)) for g in grads]
+    return [tf.reshape(part, g.shape) for part, g in zip(tf.split(mean, sizes), grads)]
+
+
 def discounted_returns(rewards: tf.Tensor, dones: tf.Tensor, last_values: tf.Tensor,
                        gamma: float) -> tf.Tensor:
     """n-step returns of ``[nenvs, nsteps]`` rewards, bootstrapped from ``last_values``.

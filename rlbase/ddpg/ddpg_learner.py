@@ -23,8 +23,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common.mpi_util import allreduce_mean_f32, sync_variables
-from rlbase.common.tf_util import CompiledFunction, clip_by_global_norm, compile_fn, spec_like
+from rlbase.common.mpi_util import sync_variables
+from rlbase.common.tf_util import (
+    CompiledFunction,
+    average_over_workers,
+    clip_by_global_norm,
+    compile_fn,
+    spec_like,
+)
 from rlbase.ddpg.models import Actor, Critic
 
 # Means over the call's gradient steps; loss_actor over its actor steps (nan: none, when the
@@ -143,14 +149,7 @@ class Learner:
         return tf.stop_gradient(rewards + self.gamma * (1.0 - dones) * next_q)
 
     def _average(self, grads: list[tf.Tensor]) -> list[tf.Tensor]:
-        if self.comm is None:
-            return grads
-        flat = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
-        comm = self.comm
-        mean = tf.numpy_function(lambda x: allreduce_mean_f32(x, comm), [flat], tf.float32,
-                                 stateful=True)
-        sizes = [int(np.prod(g.shape)) for g in grads]
-        return [tf.reshape(p, g.shape) for p, g in zip(tf.split(mean, sizes), grads)]
+        return average_over_workers(grads, self.comm)
 
     def _update_return_stats(self, targets: tf.Tensor) -> None:
         """Merge a batch of critic targets into the return statistics (pooled over workers);

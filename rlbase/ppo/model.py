@@ -9,10 +9,15 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.mpi_util import allreduce_mean_f32, sync_variables
+from rlbase.common.mpi_util import sync_variables
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import ActorCriticPolicy
-from rlbase.common.tf_util import clip_by_global_norm, explained_variance, gae_advantages
+from rlbase.common.tf_util import (
+    average_over_workers,
+    clip_by_global_norm,
+    explained_variance,
+    gae_advantages,
+)
 
 STAT_NAMES = ("policy_loss", "value_loss", "policy_entropy", "approxkl", "clipfrac",
               "grad_norm", "explained_variance")
@@ -85,16 +90,6 @@ class Model(OnPolicyModel):
         optimizer = keras.optimizers.Adam(learning_rate=3e-4, epsilon=1e-5)
         super().__init__(policy, optimizer, nenvs, nsteps, hyperparameters, jit_compile)
 
-    def _average_over_workers(self, grads: list[tf.Tensor]) -> list[tf.Tensor]:
-        if self.comm is None:
-            return grads
-        flat = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
-        comm = self.comm
-        mean = tf.numpy_function(lambda x: allreduce_mean_f32(x, comm), [flat], tf.float32,
-                                 stateful=True)
-        sizes = [int(np.prod(g.shape)) for g in grads]
-        return [tf.reshape(part, g.shape) for part, g in zip(tf.split(mean, sizes), grads)]
-
     def _units(self, x: tf.Tensor) -> tf.Tensor:
         return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))
 
@@ -142,7 +137,7 @@ class Model(OnPolicyModel):
                 value_loss = value_loss_fn(vpred, mb_oldv, mb_ret,
                                            cliprange if self.clip_value else None)
                 loss = policy_loss - entropy * self.ent_coef + value_loss * self.vf_coef
-            grads = self._average_over_workers(tape.gradient(loss, variables))
+            grads = average_over_workers(tape.gradient(loss, variables), self.comm)
             grads, grad_norm = clip_by_global_norm(grads, self.max_grad_norm)
             self.optimizer.apply_gradients(zip(grads, variables))
             approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - mb_oldnlp))
