@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> Any:
                           else None, **alg_kwargs)
         finally:
             env.close()
-    if stop_requested():
+        interrupted = stop_requested()
+    if interrupted:
         if rank == 0:
             save_path = interrupted_save_path(args, ckpt)
             model.save(save_path)

@@ -355,3 +355,15 @@ def test_vec_monitor_keeps_a_bounded_history():
     assert 3 <= len(venv.episode_returns) < 6
     assert len(venv.episode_lengths) == len(venv.episode_returns) == len(venv.episode_times)
     assert venv.episode_lengths[-1] == 20
+
+
+def test_a_stop_request_ends_with_its_training():
+    import signal
+
+    from rlbase.common.signals import graceful_interrupt, stop_requested
+
+    with graceful_interrupt():
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop_requested()
+    # The next training (in this process, as in a notebook or a test run) is not cut short.
+    assert not stop_requested()

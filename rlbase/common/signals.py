@@ -2,10 +2,11 @@
 
 Inside :func:`graceful_interrupt`, the first SIGINT only sets a flag: learn loops poll
 :func:`stop_requested` at their safe points (after an update, between env steps), write a
-checkpoint when they have a checkpointer, and return the model as it is. The CLI then saves it
-and exits with status 130. A second SIGINT raises KeyboardInterrupt at once, for a loop that
-does not poll. Outside the context (library use without it) SIGINT behaves as Python's default
-and :func:`stop_requested` is always False.
+checkpoint when they have a checkpointer, and return the model as it is. The CLI reads the flag
+before leaving the block (leaving clears it), saves the model and exits with status 130. A
+second SIGINT raises KeyboardInterrupt at once, for a loop that does not poll. Outside the
+context (library use without it) SIGINT behaves as Python's default and only
+:func:`request_stop` sets the flag.
 
 An algorithm adopts it with one line at each safe point::
 
@@ -64,6 +65,8 @@ def graceful_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        # A request belongs to the training it interrupted: the next learn() runs in full.
+        clear_stop()
 
 
 def ignore_sigint() -> None:
