@@ -140,3 +140,27 @@ def test_cli_taxi_train_save_play(tmp_path):
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     assert path.is_file() and "episode 2: return" in proc.stdout
+
+
+def test_checkpoint_resume_restores_table_exploration_and_rngs(tmp_path):
+    from rlbase.common.cmd_util import make_vec_env
+
+    def run(steps, seed, resume):
+        env = make_vec_env("FrozenLake-v1", num_env=2, seed=seed)
+        model = learn(env, total_timesteps=steps, seed=seed, print_freq=None,
+                      checkpoint_interval=500, checkpoint_path=str(tmp_path), resume=resume)
+        env.close()
+        return model
+
+    first = run(1000, 0, False)
+    table, epsilon = first.q_table.copy(), first.epsilon
+    rng_state = first.rng.bit_generator.state
+    # A differently seeded run resuming with nothing left to do gets it all back exactly.
+    again = run(1000, 7, True)
+    np.testing.assert_array_equal(again.q_table, table)
+    assert again.epsilon == epsilon and again.num_timesteps == 1000
+    assert again.rng.bit_generator.state == rng_state
+    # And it goes on from there: the count covers the whole run.
+    longer = run(1500, 7, True)
+    assert longer.num_timesteps == 1500 and longer.epsilon <= epsilon
+    assert not np.array_equal(longer.q_table, table)

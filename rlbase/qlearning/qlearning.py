@@ -15,11 +15,13 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common import logger
+from rlbase.common.checkpoint import Checkpointer, generator_state, set_generator_state
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import safemean
 from rlbase.common.schedules import make_schedule
 from rlbase.common.serialization import check_spaces, load_file, save_file, space_to_json
+from rlbase.common.signals import stop_requested
 from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "qlearning"
@@ -135,16 +137,19 @@ class Model:
             target = r if term else r + gamma * q[s2].max()
             q[s, a] += lr * (target - q[s, a])
 
-    def save(self, path: str) -> None:
-        """Write the Q-table and metadata in rlbase's model-file format (atomically)."""
+    def save(self, path: str, extra_arrays: dict[str, np.ndarray] | None = None,
+             extra_metadata: dict[str, Any] | None = None) -> None:
+        """Write the Q-table and metadata in rlbase's model-file format (atomically);
+        checkpoints add their own arrays and metadata."""
         metadata = {"algorithm": ALGORITHM, "observation_space": space_to_json(self.ob_space),
                     "action_space": space_to_json(self.ac_space), "grid_size": self.grid_size,
                     "hyperparameters": self.hyperparameters,
-                    "num_timesteps": int(self.num_timesteps)}
-        save_file(path, metadata, {"q_table": self.q_table})
+                    "num_timesteps": int(self.num_timesteps), **(extra_metadata or {})}
+        save_file(path, metadata, {"q_table": self.q_table, **(extra_arrays or {})})
 
-    def load(self, path: str) -> None:
-        """Load a file written by :meth:`save` for the same spaces and grid."""
+    def load(self, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Load a file written by :meth:`save` for the same spaces and grid; returns its
+        metadata and arrays."""
         metadata, arrays, _ = load_file(path)
         if metadata.get("algorithm") != ALGORITHM:
             raise RLBaseError(f"model file {path} holds a '{metadata.get('algorithm')}' "
@@ -157,6 +162,7 @@ class Model:
                               f"{self.q_table.shape} (grid_size={self.grid_size})")
         self.q_table = table.astype(np.float64)
         self.num_timesteps = int(metadata.get("num_timesteps", 0))
+        return metadata, arrays
 
 
 def learn(env: VecEnv | Any, total_timesteps: int = 100000, network: Any = None,
@@ -164,7 +170,9 @@ def learn(env: VecEnv | Any, total_timesteps: int = 100000, network: Any = None,
           lrschedule: str = "constant", gamma: float = 0.99, epsilon: float = 1.0,
           epsilon_decay: float | None = None, epsilon_min: float = 0.01, grid_size: int = 20,
           print_freq: int | None = 1000, load_path: str | None = None,
-          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None) -> Model:
+          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
+          checkpoint_interval: int = 0, checkpoint_path: str | None = None,
+          resume: bool = False) -> Model:
     """Train a Q-table with one-step Q-learning and return the :class:`Model`.
 
     env: a VecEnv with Discrete actions (a gymnasium env or an env id is wrapped).
@@ -185,6 +193,12 @@ def learn(env: VecEnv | Any, total_timesteps: int = 100000, network: Any = None,
     print_freq: log every this many finished episodes (None: never).
     load_path: start from this saved Q-table.
     callback: called after every vector env step as ``callback(model, info)``; False stops.
+    checkpoint_interval: every this many env steps write a resumable checkpoint (Q-table,
+        exploration rate, counters, RNG states) to checkpoint_path (None: <log dir>/checkpoints)
+        as checkpoint_<steps>.zip (0: never).
+    checkpoint_path: the checkpoints' folder.
+    resume: continue from the newest of those checkpoints (total_timesteps counts the whole
+        run, including the steps done before the checkpoint).
     """
     hyperparameters = {k: v if v is None or isinstance(v, (int, float, str)) else repr(v)
                        for k, v in locals().items()
@@ -208,6 +222,13 @@ def learn(env: VecEnv | Any, total_timesteps: int = 100000, network: Any = None,
     episodes, t, tstart = 0, 0, time.perf_counter()
     obs = env.reset()
     model.epsilon = epsilon
+    checkpointer = Checkpointer(ALGORITHM, checkpoint_path, checkpoint_interval)
+    resumed = checkpointer.restore(model) if resume else None
+    if resumed is not None:
+        loop, _ = resumed
+        t, episodes, model.epsilon = model.num_timesteps, int(loop["episodes"]), loop["epsilon"]
+        ep_returns.extend(loop["ep_returns"])
+        set_generator_state(model.rng, loop["rng"])
     while t < total_timesteps:
         rows = model.states(obs)
         actions = model.act(rows, model.epsilon)
@@ -237,9 +258,16 @@ def learn(env: VecEnv | Any, total_timesteps: int = 100000, network: Any = None,
                 logger.record_tabular("rollout/ep_rew_mean", safemean(ep_returns))
                 logger.record_tabular("rollout/exploration_rate", model.epsilon)
                 logger.dump_tabular()
+        stop = False
         if callback is not None:
             info = {"num_timesteps": model.num_timesteps, "total_timesteps": total_timesteps,
                     "episodes": episodes, "exploration": model.epsilon}
-            if callback(model, info) is False:
-                break
+            stop = callback(model, info) is False
+        stop = stop or stop_requested()
+        if checkpointer.due(model.num_timesteps) or (stop and checkpointer.active):
+            checkpointer.save(model, {"episodes": episodes, "epsilon": model.epsilon,
+                                      "ep_returns": list(ep_returns),
+                                      "rng": generator_state(model.rng)})
+        if stop:
+            break
     return model
