@@ -120,9 +120,12 @@ class Model:
     def step(self, obs: np.ndarray, state: Any = None, mask: Any = None,
              deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, Any, None]:
         """(actions, Q-value of the greedy action, state, None); epsilon-greedy with the
-        current ``model.epsilon`` unless deterministic."""
+        current ``model.epsilon`` (ties broken at random) unless deterministic."""
         rows = self.states(obs)
-        actions = self.act(rows, 0.0 if deterministic else self.epsilon)
+        if deterministic:  # the same observation always gets the same action (lowest on ties)
+            actions = self.q_table[rows].argmax(axis=1)
+        else:
+            actions = self.act(rows, self.epsilon)
         values = self.q_table[rows].max(axis=1)
         return actions + int(self.ac_space.start), values, state, None
 
