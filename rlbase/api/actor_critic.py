@@ -16,6 +16,14 @@ from rlbase.common.errors import RLBaseError
 class ActorCriticModel(BaseRLModel):
     """Base of the classes whose model holds an ActorCriticPolicy as ``model.policy``."""
 
+    def _policy(self, ob_space: gym.Space, ac_space: gym.Space) -> Any:
+        """The policy learn() would build from this class's network and policy_kwargs."""
+        from rlbase.common.policies import build_policy
+
+        kwargs = dict(self.policy_kwargs)
+        return build_policy(ob_space, ac_space, self.network, kwargs.pop("value_network", None),
+                            **kwargs)
+
     def _distribution(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray) -> Any:
         policy = self.model.policy
         params = policy.forward(tf.constant(obs), tf.constant(state), tf.constant(mask))[0]

@@ -7,7 +7,6 @@ from typing import Any, Callable
 import gymnasium as gym
 
 from rlbase.api.actor_critic import ActorCriticModel
-from rlbase.common.policies import build_policy
 
 
 class PPO(ActorCriticModel):
@@ -23,9 +22,7 @@ class PPO(ActorCriticModel):
     def _build(self, ob_space: gym.Space, ac_space: gym.Space, nenvs: int) -> Any:
         from rlbase.ppo.model import Model
 
-        p, kwargs = self._params(), dict(self.policy_kwargs)
-        policy = build_policy(ob_space, ac_space, self.network, kwargs.pop("value_network", None),
-                              **kwargs)
+        p, policy = self._params(), self._policy(ob_space, ac_space)
         model_fn = p.get("model_fn") or Model
         return model_fn(policy, nenvs, p["nsteps"], p["nminibatches"], p["noptepochs"],
                         p["ent_coef"], p["vf_coef"], p["max_grad_norm"], p["gamma"], p["lam"],
