@@ -80,19 +80,22 @@ def _activation(name: str | Callable) -> Callable:
 
 
 class MLP(keras.layers.Layer):
-    """Fully connected layers on flattened observations."""
+    """Fully connected layers on flattened observations: ``num_layers`` of ``num_hidden``
+    units, or one layer per entry of ``sizes`` when given."""
 
     def __init__(self, num_layers: int, num_hidden: int, activation: str | Callable,
-                 layer_norm: bool, **kwargs: Any):
+                 layer_norm: bool, sizes: Sequence[int] | None = None, **kwargs: Any):
         super().__init__(**kwargs)
-        if num_layers < 0 or num_hidden < 1:
-            raise RLBaseError(f"mlp needs num_layers >= 0 and num_hidden >= 1, got "
-                              f"num_layers={num_layers}, num_hidden={num_hidden}")
+        if sizes is None:
+            if num_layers < 0 or num_hidden < 1:
+                raise RLBaseError(f"mlp needs num_layers >= 0 and num_hidden >= 1, got "
+                                  f"num_layers={num_layers}, num_hidden={num_hidden}")
+            sizes = [num_hidden] * num_layers
+        elif any(int(n) < 1 for n in sizes):
+            raise RLBaseError(f"layer sizes must be positive integers, got {list(sizes)}")
         self.flatten = layers.Flatten()
-        self.hidden = [layers.Dense(num_hidden, kernel_initializer=ortho()) for _ in
-                       range(num_layers)]
-        self.norms = [layers.LayerNormalization() for _ in range(num_layers)] if layer_norm \
-            else []
+        self.hidden = [layers.Dense(int(n), kernel_initializer=ortho()) for n in sizes]
+        self.norms = [layers.LayerNormalization() for _ in sizes] if layer_norm else []
         self.act = _activation(activation)
         self.activation_name = activation if isinstance(activation, str) else None
         self.recurrent = False

@@ -17,7 +17,7 @@ import tensorflow as tf
 from keras import layers
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import _activation, build_network, ortho
+from rlbase.common.models import MLP, build_network
 
 # Baselines' choice for the output layers: tiny weights, so early actions and Q are near 0.
 FINAL_INIT = 3e-3
@@ -32,29 +32,6 @@ def check_action_space(space: gym.Space) -> None:
                           f"high={space.high}")
 
 
-class DenseStack(keras.layers.Layer):
-    """Dense layers of the given widths, each optionally layer-normalized, then activated."""
-
-    def __init__(self, sizes: Sequence[int], activation: str | Callable, layer_norm: bool,
-                 **kwargs: Any):
-        super().__init__(**kwargs)
-        if any(int(s) < 1 for s in sizes):
-            raise RLBaseError(f"layer sizes must be positive integers, got {list(sizes)}")
-        self.hidden = [layers.Dense(int(s), kernel_initializer=ortho()) for s in sizes]
-        self.norms = [layers.LayerNormalization() for _ in sizes] if layer_norm else []
-        self.act = _activation(activation)
-        self.recurrent = False
-
-    def call(self, x: tf.Tensor) -> tf.Tensor:
-        h = x
-        for i, dense in enumerate(self.hidden):
-            h = dense(h)
-            if self.norms:
-                h = self.norms[i](h)
-            h = self.act(h)
-        return h
-
-
 def make_torso(network: str | Callable, layer_sizes: Sequence[int] | None,
                network_kwargs: dict[str, Any]) -> keras.layers.Layer:
     """The hidden layers of an actor or critic."""
@@ -66,8 +43,8 @@ def make_torso(network: str | Callable, layer_sizes: Sequence[int] | None,
                               "num_layers, num_hidden, activation, layer_norm")
         sizes = list(layer_sizes) if layer_sizes is not None else \
             [int(kwargs.get("num_hidden", 64))] * int(kwargs.get("num_layers", 2))
-        return DenseStack(sizes, kwargs.get("activation", "relu"),
-                          bool(kwargs.get("layer_norm", False)))
+        return MLP(0, 1, kwargs.get("activation", "relu"), bool(kwargs.get("layer_norm", False)),
+                   sizes=sizes)
     if layer_sizes is not None:
         raise RLBaseError(f"layer_sizes is for network 'mlp' only, got network {network!r}")
     torso = build_network(network, **network_kwargs)
