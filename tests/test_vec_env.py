@@ -274,6 +274,59 @@ def test_vec_frame_stack(channels_first):
     venv.close()
 
 
+class NoiseEnv(gym.Env):
+    """Random 3x4 two-channel uint8 frames, each logged to ``emitted``; episodes end at random."""
+
+    def __init__(self, seed: int, channels_first: bool, emitted: list):
+        shape = (2, 3, 4) if channels_first else (3, 4, 2)
+        self.observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
+        self.action_space = gym.spaces.Discrete(2)
+        self.rng, self.emitted = np.random.default_rng(seed), emitted
+
+    def _obs(self) -> np.ndarray:
+        frame = self.rng.integers(0, 256, self.observation_space.shape, dtype=np.uint8)
+        self.emitted.append(frame)
+        return frame
+
+    def reset(self, *, seed=None, options=None):
+        self.emitted.clear()
+        return self._obs(), {}
+
+    def step(self, action):
+        frame = self._obs()
+        done = bool(self.rng.random() < 0.2)
+        if done:  # what the stack must hold for this episode's end; reset() clears the log
+            self.final = list(self.emitted)
+        return frame, 0.0, done, False, {}
+
+
+@pytest.mark.parametrize("channels_first", [False, True])
+def test_vec_frame_stack_holds_each_episodes_last_frames(channels_first):
+    """With several envs, multi-channel frames and random episode ends, every stack is the
+    episode's last 3 frames in order (zeros before its first), final observations included."""
+    axis = 0 if channels_first else -1
+    logs = [[] for _ in range(3)]
+    envs = [NoiseEnv(i, channels_first, logs[i]) for i in range(3)]
+    venv = VecFrameStack(DummyVecEnv([lambda e=e: e for e in envs]), 3,
+                         "first" if channels_first else "last")
+
+    def stack_of(frames: list) -> np.ndarray:
+        frames = frames[-3:]
+        return np.concatenate([np.zeros_like(frames[0])] * (3 - len(frames)) + frames, axis=axis)
+
+    obs = venv.reset()
+    ends = 0
+    for _ in range(60):
+        for i in range(3):
+            assert np.array_equal(obs[i], stack_of(logs[i]))
+        obs, _, terminated, _, infos = venv.step(np.zeros(3, dtype=np.int64))
+        for i in np.flatnonzero(terminated):
+            assert np.array_equal(infos[i]["final_observation"], stack_of(envs[i].final))
+            ends += 1
+    assert ends > 5
+    venv.close()
+
+
 def test_vec_frame_stack_bad_arguments():
     with pytest.raises(RLBaseError, match="nstack"):
         VecFrameStack(DummyVecEnv([cartpole()]), 0)

@@ -10,7 +10,7 @@ from rlbase.common.checkpoint import Checkpointer
 from rlbase.common.errors import RLBaseError
 from rlbase.common.on_policy_loop import UpdateBookkeeper, setup
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy
+from rlbase.common.policies import ActorCriticPolicy, is_image_space
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn, named_schedule
 from rlbase.common.tf_util import (
@@ -18,6 +18,7 @@ from rlbase.common.tf_util import (
     clip_by_global_norm,
     discounted_returns,
     explained_variance,
+    xla_is_faster,
 )
 from rlbase.common.vec_env import VecEnv
 
@@ -101,7 +102,8 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     load_path: start from this saved model.
     callback: called after every update as ``callback(model, info)``; returning False stops.
     jit_compile: compile the update with XLA: ~1 ms faster per update, ~1.5 s to compile.
-        None (auto): on for runs of at least 1500 updates, where the compile time is repaid.
+        None (auto): on for runs of at least 1500 updates, where the compile time is repaid,
+        except convnets on a CPU (TF's own convolutions are faster there).
     checkpoint_interval: write a resumable checkpoint every this many env steps (0: never).
     checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
     resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
@@ -119,7 +121,8 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     env, policy = setup(env, seed, network, network_kwargs)
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
-    jit = nupdates >= 1500 if jit_compile is None else jit_compile
+    jit = nupdates >= 1500 and xla_is_faster(is_image_space(env.observation_space)) \
+        if jit_compile is None else jit_compile
     model = Model(policy, env.num_envs, nsteps, ent_coef, vf_coef, max_grad_norm, alpha,
                   epsilon, gamma, hyperparameters, jit_compile=jit)
     model.attach_env(env)

@@ -148,7 +148,7 @@ class Model(OnPolicyModel):
 
     @cached_property
     def _act(self) -> CompiledFunction:
-        return compile_fn(self._act_graph, self.calls.signature, jit_compile=True)
+        return compile_fn(self._act_graph, self.calls.signature, self.calls.jit_compile)
 
     # -- acting ----------------------------------------------------------------------------
     def _act_graph(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor

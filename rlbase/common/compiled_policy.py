@@ -1,7 +1,8 @@
 """A policy's inference calls (act, step, value), compiled on first use.
 
-Shared by the actor-critic algorithms. Acting uses the numpy mirror for MLP policies and an
-XLA-compiled call otherwise; every call traces once for a fixed signature (batch size free).
+Shared by the actor-critic algorithms. Acting uses the numpy mirror for MLP policies and a
+compiled call otherwise (XLA unless it is a convnet on a CPU); every call traces once for a
+fixed signature (batch size free).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.numpy_actor import NumpyActor, use_numpy_actor
-from rlbase.common.policies import ActorCriticPolicy
-from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like
+from rlbase.common.policies import ActorCriticPolicy, is_image_space
+from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like, xla_is_faster
 
 
 class CompiledPolicy:
@@ -24,9 +25,10 @@ class CompiledPolicy:
     Call :meth:`sync` after the policy's weights change (the numpy mirror copies them).
     """
 
-    def __init__(self, policy: ActorCriticPolicy, jit_compile: bool = True):
+    def __init__(self, policy: ActorCriticPolicy, jit_compile: bool | None = None):
         self.policy = policy
-        self.jit_compile = jit_compile
+        self.jit_compile = xla_is_faster(is_image_space(policy.ob_space)) \
+            if jit_compile is None else jit_compile
         self.actor = NumpyActor.create(policy, seed=int(np.random.randint(2**31 - 1))) \
             if use_numpy_actor() else None
 

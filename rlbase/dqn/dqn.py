@@ -29,7 +29,7 @@ from rlbase.common.replay_buffer import (
 )
 from rlbase.common.schedules import LinearSchedule
 from rlbase.common.signals import stop_requested
-from rlbase.common.tf_util import configure_threads
+from rlbase.common.tf_util import configure_threads, xla_is_faster
 from rlbase.common.vec_env import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 from rlbase.dqn.learner import ALGORITHM, STAT_NAMES, Model
@@ -119,7 +119,7 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
         scale moves 1% each time, so from its initial 0.01 it takes a few hundred
         adaptations to reach a useful size.
     jit_compile: compile the update with XLA (~2 s to compile, faster updates); None (auto):
-        on when training takes at least 2000 updates.
+        on when training takes at least 2000 updates, except convnets on a CPU.
     checkpoint_interval: every this many env steps write a resumable checkpoint (model,
         replay buffer, counters, RNG states) to checkpoint_path (None: <log dir>/checkpoints)
         as checkpoint_<steps>.zip, beside the best model.zip (0: never).
@@ -155,9 +155,10 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
                         head_layer_norm, network_kwargs)
 
     nupdates = max(0, total_timesteps - learning_starts) // train_freq * gradient_steps
+    if jit_compile is None:
+        jit_compile = nupdates >= 2000 and xla_is_faster(is_image_space(env.observation_space))
     model = Model(make_net, gamma, double_q, grad_norm_clipping, gradient_steps, batch_size,
-                  param_noise, nupdates >= 2000 if jit_compile is None else jit_compile,
-                  seed, hyperparameters)
+                  param_noise, jit_compile, seed, hyperparameters)
     if load_path is not None:
         model.load(load_path)
     buffer = make_replay_buffer(env, buffer_size, prioritized_replay, prioritized_replay_alpha)

@@ -18,7 +18,14 @@ import tensorflow as tf
 
 from rlbase.common.model_io import load_model, save_model
 from rlbase.common.numpy_actor import use_numpy_actor
-from rlbase.common.tf_util import CompiledFunction, clip_by_global_norm, compile_fn, spec_like
+from rlbase.common.policies import is_image_space
+from rlbase.common.tf_util import (
+    CompiledFunction,
+    clip_by_global_norm,
+    compile_fn,
+    spec_like,
+    xla_is_faster,
+)
 from rlbase.dqn.models import QNetwork
 from rlbase.dqn.numpy_q import NumpyQ
 
@@ -62,6 +69,7 @@ class Model:
         self.optimizer = keras.optimizers.Adam(learning_rate=5e-4, epsilon=1e-8)
         self.optimizer.build(self.q.trainable_variables)
         self.jit_compile = jit_compile
+        self._act_jit = xla_is_faster(is_image_space(self.q.ob_space))
         self.mirror = NumpyQ.create(self.q) if use_numpy_actor() else None
         self.perturbed = make_net() if param_noise else None
         self.adaptive = make_net() if param_noise else None
@@ -79,11 +87,11 @@ class Model:
 
     @cached_property
     def q_fn(self) -> CompiledFunction:
-        return compile_fn(self.q, [self._obs_spec(None)], jit_compile=True)
+        return compile_fn(self.q, [self._obs_spec(None)], self._act_jit)
 
     @cached_property
     def perturbed_q_fn(self) -> CompiledFunction:
-        return compile_fn(self.perturbed, [self._obs_spec(None)], jit_compile=True)
+        return compile_fn(self.perturbed, [self._obs_spec(None)], self._act_jit)
 
     def q_values(self, obs: np.ndarray, perturbed: bool = False) -> np.ndarray:
         """``[B, num_actions]`` Q-values of the online (or the perturbed) network."""

@@ -14,8 +14,10 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import safemean
 from rlbase.common.mpi_util import allreduce_mean, check_synced, get_comm, mpi_rank
 from rlbase.common.on_policy_loop import UpdateBookkeeper, setup
+from rlbase.common.policies import is_image_space
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn
+from rlbase.common.tf_util import xla_is_faster
 from rlbase.common.vec_env import VecEnv
 from rlbase.ppo.model import Model
 
@@ -56,7 +58,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     model_fn: build the model with this instead of :class:`Model` (same arguments).
     callback: called after every update as ``callback(model, info)``; returning False stops.
     clip_value: clip the value function's change to ``cliprange`` as PPO2 did.
-    jit_compile: compile the update with XLA (None: for runs of at least 200 updates).
+    jit_compile: compile the update with XLA (None: for runs of at least 200 updates, except
+        convnets on a CPU, where TF's own convolutions are faster).
     checkpoint_interval: write a resumable checkpoint every this many env steps (0: never;
         rank 0 writes, every rank resumes from it).
     checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
@@ -78,7 +81,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     env, policy = setup(env, seed, network, network_kwargs)
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
-    jit = nupdates >= 200 if jit_compile is None else jit_compile
+    jit = nupdates >= 200 and xla_is_faster(is_image_space(env.observation_space)) \
+        if jit_compile is None else jit_compile
     comm = get_comm()
     model = (model_fn or Model)(policy, env.num_envs, nsteps, nminibatches, noptepochs,
                                 ent_coef, vf_coef, max_grad_norm, gamma, lam, clip_value,
