@@ -16,6 +16,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.replay_buffer import FrameStackReplayBuffer
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor
+from rlbase.dqn.best_model import BestModel
 from rlbase.dqn.dqn import learn
 from rlbase.dqn.learner import Model
 from rlbase.dqn.models import QNetwork
@@ -201,6 +202,58 @@ def test_identity_learning(kwargs, tmp_path):
     assert model.train_fn.function.experimental_get_tracing_count() == 1
     if kwargs.get("prioritized_replay"):
         assert model.replay_buffer.max_priority != 1.0  # priorities came from TD errors
+
+
+class ScriptedModel:
+    """Plays the identity env right (return 20) or wrong (return 0); its "weights" are a
+    version number, so tests can see which model was handed back."""
+
+    def __init__(self):
+        self.right, self.version, self.num_timesteps = False, 0, 0
+
+    def initial_state(self, n):
+        return np.zeros((n, 0), np.float32)
+
+    def step(self, obs, state=None, mask=None, deterministic=False):
+        obs = np.asarray(obs).astype(np.int64)
+        return (obs if self.right else (obs + 1) % 4), None, state, None
+
+    def get_weights(self):
+        return [np.array(self.version)]
+
+    def set_weights(self, weights):
+        self.version = int(weights[0])
+
+
+def test_best_model_scored_by_evaluation_keeps_the_newest_best():
+    best = BestModel(None, vec_identity(1, seed=3), eval_episodes=2)
+    model = ScriptedModel()
+    for version, right in enumerate([False, True, False, True, False], start=1):
+        model.version, model.right = version, right
+        best.consider(model, training_returns=[])
+    assert best.score == 20.0
+    model.num_timesteps = 123
+    best.restore(model)
+    assert model.version == 4 and model.num_timesteps == 123  # the newer of the two 20s
+
+
+def test_best_model_scored_by_training_returns_follows_baselines():
+    best = BestModel(None, None, eval_episodes=5)
+    assert not best.ready(100) and best.ready(101)
+    model = ScriptedModel()
+    for version, returns in enumerate([[1.0, 2.0], [5.0], [5.0], [3.0]], start=1):
+        model.version = version
+        best.consider(model, returns)
+    best.restore(model)
+    assert best.score == 5.0 and model.version == 2  # strictly better only, as in Baselines
+
+
+def test_learn_with_an_eval_env_returns_a_solving_model():
+    model = learn(vec_identity(), "mlp", seed=0, **{**IDENTITY, "checkpoint_freq": 300},
+                  eval_env=vec_identity(1, seed=7), eval_episodes=2, double_q=False,
+                  dueling=False)
+    mean, _ = evaluate_policy(model, vec_identity(1, seed=100), n_eval_episodes=10)
+    assert mean >= 0.9 * 20 and model.num_timesteps == IDENTITY["total_timesteps"]
 
 
 def test_epsilon_schedule_and_callback_stop():

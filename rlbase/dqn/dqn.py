@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from typing import Any, Callable, Sequence
@@ -32,6 +31,7 @@ from rlbase.common.signals import stop_requested
 from rlbase.common.tf_util import configure_threads, xla_is_faster
 from rlbase.common.vec_env import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
+from rlbase.dqn.best_model import BestModel
 from rlbase.dqn.learner import ALGORITHM, STAT_NAMES, Model
 from rlbase.dqn.models import QNetwork, check_action_space
 from rlbase.dqn.param_noise import AdaptiveParamNoise, kl_threshold
@@ -80,7 +80,8 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
           load_path: str | None = None, hiddens: Sequence[int] = (256,),
           grad_norm_clipping: float | None = 10.0, param_noise_adaption_interval: int = 1,
           jit_compile: bool | None = None, checkpoint_interval: int = 0,
-          resume: bool = False, **network_kwargs: Any) -> Model:
+          resume: bool = False, eval_env: VecEnv | Any | None = None, eval_episodes: int = 5,
+          **network_kwargs: Any) -> Model:
     """Train a Q-network with DQN and return the :class:`~rlbase.dqn.learner.Model`.
 
     env: a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped).
@@ -97,6 +98,7 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
     print_freq: log every this many finished episodes (None: never).
     checkpoint_freq: every this many steps, keep the model if its mean return over the last
         100 episodes is the best so far, and restore the best one at the end (None: never).
+        With eval_env the score is greedy evaluation instead (see eval_env).
     checkpoint_path: folder the best model is written to (None: kept in memory).
     learning_starts: env steps of experience collected before training starts.
     gamma: discount factor.
@@ -125,16 +127,23 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
         as checkpoint_<steps>.zip, beside the best model.zip (0: never).
     resume: continue from the newest of those checkpoints (total_timesteps counts the whole
         run, including the steps done before the checkpoint).
+    eval_env: an env (or env id, seeded with seed + 1000) to score checkpoint_freq's
+        checkpoints on: the mean greedy return of eval_episodes fresh episodes replaces the
+        training episodes' mean, the final model is scored too, and ties go to the newer
+        model. On CartPole with the rl-zoo settings the greedy policy swings between solving
+        and failing from one training phase to the next; this keeps a solving one.
+    eval_episodes: episodes per evaluation.
     **network_kwargs: passed to the network builder (num_layers, num_hidden, layer_norm...);
         ``layer_norm`` also normalizes the Q heads' hidden layers.
     """
     hyperparameters = {k: v for k, v in locals().items()
                        if k not in ("env", "callback", "network_kwargs", "load_path",
-                                    "resume")}
+                                    "resume", "eval_env")}
     _positive(total_timesteps=total_timesteps, buffer_size=buffer_size, train_freq=train_freq,
               gradient_steps=gradient_steps, batch_size=batch_size,
               target_network_update_freq=target_network_update_freq,
-              param_noise_adaption_interval=param_noise_adaption_interval)
+              param_noise_adaption_interval=param_noise_adaption_interval,
+              eval_episodes=eval_episodes)
     if not 0.0 <= exploration_final_eps <= 1.0 or not 0.0 < exploration_fraction <= 1.0:
         raise RLBaseError(f"need 0 < exploration_fraction <= 1 and 0 <= exploration_final_eps "
                           f"<= 1, got {exploration_fraction!r} and {exploration_final_eps!r}")
@@ -177,7 +186,9 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
     ep_returns: deque[float] = deque(maxlen=100)
     running = np.zeros(nenvs)
     episodes = 0
-    best_return, best_weights, best_file = None, None, None
+    if eval_env is not None:
+        eval_env = as_vec_env(eval_env, None if seed is None else seed + 1000)
+    best, scored_at = BestModel(checkpoint_path, eval_env, eval_episodes), -1
     stats: dict[str, float] = {}
     obs = env.reset()
     new_episode = True
@@ -189,8 +200,7 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
         set_generator_state(model.rng, loop["rng"])
         t, episodes, trainer.updates = loop["t"], loop["episodes"], loop["updates"]
         ep_returns.extend(loop["ep_returns"])
-        best_return, best_file = loop["best_return"], loop["best_file"]
-        best_weights = [arrays[k] for k in sorted(arrays) if k.startswith("best/")] or None
+        best.set_state(loop, arrays)
         if noise is not None:
             noise.scale = float(loop["noise_scale"])
     while t < total_timesteps:
@@ -235,17 +245,10 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
                 stats = trainer.train(t)
             if _crossings(t, nenvs, target_network_update_freq):
                 model.update_target()
-        if checkpoint_freq and t > learning_starts and episodes > 100 and \
+        if checkpoint_freq and t > learning_starts and best.ready(episodes) and \
                 _crossings(t, nenvs, checkpoint_freq):
-            mean_return = float(np.mean(ep_returns))
-            if best_return is None or mean_return > best_return:
-                best_return = mean_return
-                if checkpoint_path:
-                    best_file = os.path.join(checkpoint_path, "model.zip")
-                    model.save(best_file)
-                else:
-                    best_weights = model.get_weights()
-                logger.log(f"Saving model due to mean reward increase: {mean_return:.2f}")
+            best.consider(model, ep_returns)
+            scored_at = t
         stop = callback is not None and callback(model, {
             "num_timesteps": model.num_timesteps, "total_timesteps": total_timesteps,
             "episodes": episodes, "exploration": epsilon, **stats}) is False
@@ -253,23 +256,18 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
         if checkpointer.due(model.num_timesteps) or (stop and checkpointer.active):
             # Episodes in progress are not saved: their partial returns restart from zero.
             replay_meta, arrays = object_state(buffer, "replay")
-            arrays.update({f"best/{i:04d}": w for i, w in enumerate(best_weights or [])})
+            best_meta, best_arrays = best.state()
             checkpointer.save(model, {
                 "t": t, "episodes": episodes, "updates": trainer.updates,
-                "ep_returns": list(ep_returns), "best_return": best_return,
-                "best_file": best_file, "rng": generator_state(model.rng), "replay": replay_meta,
-                "noise_scale": None if noise is None else noise.scale}, arrays)
+                "ep_returns": list(ep_returns), **best_meta,
+                "rng": generator_state(model.rng), "replay": replay_meta,
+                "noise_scale": None if noise is None else noise.scale},
+                {**arrays, **best_arrays})
         if stop:
             break
-    if best_return is not None:
-        # Baselines' rule: the model handed back is the best one checkpointed.
-        logger.log(f"Restored model with mean reward: {best_return:.2f}")
-        steps = model.num_timesteps
-        if best_file is not None:
-            model.load(best_file)
-        else:
-            model.set_weights(best_weights)
-        model.num_timesteps = steps
+    if checkpoint_freq and eval_env is not None and t > learning_starts and scored_at != t:
+        best.consider(model, ep_returns)  # the final model competes too
+    best.restore(model)  # Baselines' rule: the model handed back is the best one checkpointed
     model.epsilon = exploration.value(t)
     return model
 
