@@ -12,7 +12,6 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -20,6 +19,7 @@ from rlbase.common.model_io import load_model, save_model
 from rlbase.common.numpy_actor import use_numpy_actor
 from rlbase.common.policies import is_image_space
 from rlbase.common.tf_util import (
+    Adam,
     CompiledFunction,
     clip_by_global_norm,
     compile_fn,
@@ -66,7 +66,7 @@ class Model:
         self.num_timesteps = 0
         self.epsilon = 0.0  # the exploration rate step(deterministic=False) acts with
         self.rng = np.random.default_rng(seed)
-        self.optimizer = keras.optimizers.Adam(learning_rate=5e-4, epsilon=1e-8)
+        self.optimizer = Adam(learning_rate=5e-4, epsilon=1e-8)
         self.optimizer.build(self.q.trainable_variables)
         self.jit_compile = jit_compile
         self._act_jit = xla_is_faster(is_image_space(self.q.ob_space))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -13,6 +12,7 @@ from rlbase.common.mpi_util import sync_variables
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.tf_util import (
+    Adam,
     average_over_workers,
     clip_by_global_norm,
     explained_variance,
@@ -87,7 +87,7 @@ class Model(OnPolicyModel):
         if self.comm is not None:
             jit_compile = False
             sync_variables(policy.weights, self.comm)
-        optimizer = keras.optimizers.Adam(learning_rate=3e-4, epsilon=1e-5)
+        optimizer = Adam(learning_rate=3e-4, epsilon=1e-5)
         super().__init__(policy, optimizer, nenvs, nsteps, hyperparameters, jit_compile)
 
     def _units(self, x: tf.Tensor) -> tf.Tensor:
