@@ -126,10 +126,12 @@ def markdown_table(summary: list[dict[str, Any]], command: str, digits: int = 1)
     lines = ["| algorithm | env | timesteps | seeds | eval return (mean ± std over seeds) | "
              "last-100 training return | steps/s | wall s | published | reproduce |",
              "|---|---|---|---|---|---|---|---|---|---|"]
+    # Each row's command names its own row: drop the suite's row filters, if any.
+    base = " ".join(p for p in command.split() if not p.startswith(("--algs=", "--envs=")))
     for e in summary:
         seeds = ",".join(map(str, e["seeds"]))
         published = PUBLISHED.get((e["name"], e["env"]), "-")
-        repro = f"`{command} --algs={e['name']} --envs={e['env']}`"
+        repro = f"`{base} --algs={e['name']} --envs={e['env']}`"
         lines.append(f"| {e['name']} | {e['env']} | {e['timesteps']:,} | {seeds} | "
                      f"{fmt(*e['eval_return'], digits)} | "
                      f"{fmt(*e['train_return_last100'], digits)} | "

@@ -101,6 +101,16 @@ def test_summary_groups_seeds() -> None:
     assert entry["eval_return"] == (15.0, 5.0) and entry["sps"] == (150.0, 50.0)
 
 
+def test_row_commands_name_only_their_row() -> None:
+    rows = [dict(name="dqn", env="CartPole-v1", timesteps=10, seed=0, eval_return=1.0, sps=1.0,
+                 train_return_last100=1.0, wall_s=1.0)]
+    command = bench_suite.suite_command("classic", ["dqn"], ["CartPole-v1"], 1)
+    table = bench_report.markdown_table(bench_report.summarize(rows), command)
+    assert table.count("--algs=") == 1 and table.count("--envs=") == 1
+    assert "`python -m rlbase.bench suite --preset=classic --seeds=1 --algs=dqn " \
+           "--envs=CartPole-v1`" in table
+
+
 def test_select_filters_and_rejects_bad_names() -> None:
     specs = bench_suite.select("classic", algs=["td3"], seeds=2)
     assert [(s.alg, s.env, s.seeds) for s in specs] == [("ddpg", "Pendulum-v1", (0, 1))]
