@@ -131,11 +131,32 @@ def fresh_env(env_id, seed):
     return make_vec_env(env_id, seed=100 + seed)
 
 
+def test_retired_taxi_v3_is_taxi_v4():
+    """gymnasium 1.4 only has Taxi-v4; rlbase registers the v3 id the issue's command uses,
+    and it plays exactly as v4 does."""
+    from rlbase.common.cmd_util import check_env_id
+
+    check_env_id("Taxi-v3")
+    envs = [gym.make(env_id) for env_id in ("Taxi-v3", "Taxi-v4")]
+    actions = np.random.default_rng(0).integers(0, 6, size=300)
+    traces = []
+    for env in envs:
+        obs, _ = env.reset(seed=5)
+        trace = [obs]
+        for a in actions:
+            obs, r, term, trunc, _ = env.step(int(a))
+            trace.append((obs, r, term, trunc))
+            if term or trunc:
+                trace.append(env.reset()[0])
+        traces.append(trace)
+    assert traces[0] == traces[1] and envs[0].spec.max_episode_steps == 200
+
+
 def test_cli_taxi_train_save_play(tmp_path):
     path = tmp_path / "taxi.zip"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     proc = subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=qlearning",
-                           "--env=Taxi-v4", "--num_timesteps=3e4", "--seed=0",
+                           "--env=Taxi-v3", "--num_timesteps=3e4", "--seed=0",
                            f"--save_path={path}", "--play", "--play_episodes=2"],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr

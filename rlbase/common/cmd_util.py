@@ -16,6 +16,11 @@ from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 
+# Ids gymnasium retired for a successor that is the same env at default arguments; papers,
+# tutorials and Baselines-era scripts still use them. Taxi-v4 (gymnasium 1.3) only fixed the
+# optional is_rainy and fickle_passenger variants.
+RETIRED_IDS = {"Taxi-v3": "Taxi-v4"}
+
 
 def check_env_id(env_id: str) -> None:
     """A clear error, with close ids suggested, for an id gymnasium does not know."""
@@ -25,6 +30,13 @@ def check_env_id(env_id: str) -> None:
         _register_ale()
         if env_id in gym.registry:
             return
+    successor = RETIRED_IDS.get(env_id)
+    if successor in gym.registry:
+        spec = gym.spec(successor)
+        gym.register(env_id, entry_point=spec.entry_point, kwargs=dict(spec.kwargs),
+                     max_episode_steps=spec.max_episode_steps,
+                     reward_threshold=spec.reward_threshold)
+        return
     close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else \
         "; see gymnasium.pprint_registry() for the ids installed"
