@@ -4,16 +4,14 @@ buffer, counters and generators; Ctrl-C (a stop request); non-finite losses; and
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 from fault_envs import FaultyEnv
+from process_util import ENV, ROOT, kill_after_checkpoints
 
 from rlbase.acer.acer import learn
 from rlbase.common.checkpoint import list_checkpoints
@@ -22,9 +20,6 @@ from rlbase.common.serialization import load_file
 from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(TESTS)
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.pathsep.join([ROOT, TESTS])}
 # 2 envs x 5 steps: 10 env steps per update; a 10-rollout buffer that wraps within 200 steps.
 SMALL = dict(network="mlp", nsteps=5, buffer_size=50, replay_start=10, replay_ratio=2,
              log_interval=10**9, jit_compile=False)
@@ -165,17 +160,7 @@ def test_sigkill_then_cli_resume_continues_from_the_last_checkpoint(tmp_path):
                                      f"--checkpoint_interval={interval}",
                                      f"--checkpoint_path={ckpt}"),
                                  stdout=out, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
-    try:
-        end = time.monotonic() + 180
-        while len(list_checkpoints(str(ckpt))) < 2:
-            assert time.monotonic() < end and first.poll() is None, \
-                (tmp_path / "first.txt").read_text()[-3000:]
-            time.sleep(0.1)
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait(30)
-    assert first.returncode == -signal.SIGKILL
-    steps, latest = list_checkpoints(str(ckpt))[-1]
+    steps, latest = kill_after_checkpoints(first, ckpt, tmp_path / "first.txt", 180)
     before = load_file(latest)[0]["resume"]["loop"]
     assert steps >= 2 * interval and steps % interval == 0
     assert before["update"] == steps // 10 and before["replay"]["num_in_buffer"] == steps // 10

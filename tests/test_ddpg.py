@@ -4,15 +4,14 @@ import importlib.util
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
+from process_util import ENV, ROOT, kill_after_checkpoints, start_cli
 
 from rlbase.common import identity_env as ie
 from rlbase.common.checkpoint import list_checkpoints, object_state
@@ -498,35 +497,22 @@ def test_bad_checkpoint_options_and_non_finite_loss(tmp_path):
 @pytest.mark.slow
 def test_cli_sigkill_then_resume(tmp_path):
     ckpt_dir, interval = tmp_path / "ckpt", 200
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
     def cli(*args):
-        return [sys.executable, "-m", "rlbase.run", "--alg=ddpg", "--env=Pendulum-v1",
-                "--no_progress", "--layer_sizes=(16,16)", "--batch_size=16",
-                "--buffer_size=1000", "--learning_starts=100", "--nb_rollout_steps=20",
-                "--nb_train_steps=20", f"--checkpoint_interval={interval}",
-                f"--checkpoint_path={ckpt_dir}", *args]
+        return ["--alg=ddpg", "--env=Pendulum-v1", "--no_progress", "--layer_sizes=(16,16)",
+                "--batch_size=16", "--buffer_size=1000", "--learning_starts=100",
+                "--nb_rollout_steps=20", "--nb_train_steps=20",
+                f"--checkpoint_interval={interval}", f"--checkpoint_path={ckpt_dir}", *args]
 
-    with open(tmp_path / "first.txt", "w") as out:
-        first = subprocess.Popen(cli("--num_timesteps=1e6", "--seed=0"), stdout=out,
-                                 stderr=subprocess.STDOUT, env=env, cwd=root)
-    try:
-        end = time.monotonic() + 180
-        while len(list_checkpoints(str(ckpt_dir))) < 2:
-            assert time.monotonic() < end and first.poll() is None, \
-                (tmp_path / "first.txt").read_text()[-2000:]
-            time.sleep(0.1)
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait(30)
-    steps, latest = list_checkpoints(str(ckpt_dir))[-1]
+    first = start_cli(cli("--num_timesteps=1e6", "--seed=0"), tmp_path / "first.txt")
+    steps, latest = kill_after_checkpoints(first, ckpt_dir, tmp_path / "first.txt", 180)
     assert steps >= 2 * interval and steps % interval == 0
     total = steps + interval
     model_path = tmp_path / "final.zip"
-    proc = subprocess.run(cli(f"--num_timesteps={total}", "--seed=1", "--resume",
-                              f"--save_path={model_path}"),
-                          capture_output=True, text=True, env=env, cwd=root, timeout=180)
+    proc = subprocess.run([sys.executable, "-m", "rlbase.run",
+                           *cli(f"--num_timesteps={total}", "--seed=1", "--resume",
+                                f"--save_path={model_path}")],
+                          capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"Resumed from {latest} at {steps} timesteps" in proc.stdout
     assert load_file(str(model_path))[0]["num_timesteps"] == total

@@ -412,35 +412,23 @@ def test_non_finite_update_is_named(monkeypatch):
 
 @pytest.mark.slow  # two CLI processes: ~16 s here
 def test_cli_sigkill_then_resume(tmp_path):
-    import signal
-    import time
+    from process_util import ENV, kill_after_checkpoints, start_cli
 
     from rlbase.common.checkpoint import list_checkpoints
     from rlbase.common.serialization import load_file
 
     ckpt = tmp_path / "ckpt"
-    base = [sys.executable, "-m", "rlbase.run", "--alg=es", "--env=CartPole-v1", "--popsize=4",
-            "--no_progress", "--checkpoint_interval=1000", f"--checkpoint_path={ckpt}"]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    with open(tmp_path / "first.txt", "w") as out:
-        first = subprocess.Popen([*base, "--num_timesteps=1e7", "--seed=0"], stdout=out,
-                                 stderr=subprocess.STDOUT, cwd=ROOT, env=env)
-    try:
-        deadline = time.monotonic() + 120
-        while len(list_checkpoints(str(ckpt))) < 2:
-            assert first.poll() is None and time.monotonic() < deadline, \
-                (tmp_path / "first.txt").read_text()[-2000:]
-            time.sleep(0.1)
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait(30)
-    steps, latest = list_checkpoints(str(ckpt))[-1]
+    base = ["--alg=es", "--env=CartPole-v1", "--popsize=4", "--no_progress",
+            "--checkpoint_interval=1000", f"--checkpoint_path={ckpt}"]
+    first = start_cli([*base, "--num_timesteps=1e7", "--seed=0"], tmp_path / "first.txt")
+    steps, latest = kill_after_checkpoints(first, ckpt, tmp_path / "first.txt", 120)
     generation = load_file(latest)[0]["resume"]["loop"]["generation"]
     total = steps + 2000
     model_path = tmp_path / "final.zip"
-    proc = subprocess.run([*base, f"--num_timesteps={total}", "--seed=1", "--resume",
+    proc = subprocess.run([sys.executable, "-m", "rlbase.run", *base,
+                           f"--num_timesteps={total}", "--seed=1", "--resume",
                            f"--save_path={model_path}"],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+                          capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"Resumed from {latest} at {steps} timesteps" in proc.stdout
     meta = load_file(str(model_path))[0]

@@ -16,16 +16,13 @@ import zipfile
 import numpy as np
 import pytest
 from fault_envs import FaultyEnv
+from process_util import ENV, ROOT, kill_after_checkpoints
 
 from rlbase.common.checkpoint import Checkpointer, list_checkpoints
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.nan_guard import VecCheckFinite
 from rlbase.common.serialization import load_file, save_file
 from rlbase.common.vec_env import DummyVecEnv, EnvWorkerError, SubprocVecEnv, VecMonitor
-
-TESTS = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(TESTS)
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.pathsep.join([ROOT, TESTS])}
 
 
 def cli(*args: str) -> list[str]:
@@ -58,13 +55,7 @@ def test_sigkill_then_resume_continues_from_the_last_checkpoint(tmp_path, alg, i
     first = popen(cli(f"--alg={alg}", "--num_timesteps=1e6", "--seed=0",
                       f"--checkpoint_interval={interval}", f"--checkpoint_path={ckpt_dir}",
                       *extra), tmp_path / "first.txt")
-    try:
-        wait_for(lambda: len(list_checkpoints(str(ckpt_dir))) >= 2, 120, "two checkpoints")
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait(30)
-    assert first.returncode == -signal.SIGKILL
-    steps, latest = list_checkpoints(str(ckpt_dir))[-1]
+    steps, latest = kill_after_checkpoints(first, ckpt_dir, tmp_path / "first.txt", 120)
     loop = load_file(latest)[0]["resume"]["loop"]
     assert steps >= 2 * interval and steps % interval < interval
 

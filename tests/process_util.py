@@ -1,0 +1,40 @@
+"""Running the CLI in a child process and killing it mid-training (kill-and-resume tests)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from rlbase.common.checkpoint import list_checkpoints
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+# Child processes can import the test helpers (fault_envs) as well as rlbase.
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.pathsep.join([ROOT, TESTS])}
+
+
+def start_cli(args: list[str], log_path) -> subprocess.Popen:
+    """``python -m rlbase.run ARGS`` in the repository root, output to ``log_path``."""
+    with open(log_path, "w") as out:
+        return subprocess.Popen([sys.executable, "-m", "rlbase.run", *args], stdout=out,
+                                stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
+
+
+def kill_after_checkpoints(proc: subprocess.Popen, ckpt_dir, log_path, timeout: float,
+                           count: int = 2) -> tuple[int, str]:
+    """Wait for ``count`` checkpoints in ``ckpt_dir`` while ``proc`` keeps running, SIGKILL
+    it, and return the newest checkpoint's (steps, path)."""
+    try:
+        end = time.monotonic() + timeout
+        while len(list_checkpoints(str(ckpt_dir))) < count:
+            assert time.monotonic() < end and proc.poll() is None, \
+                open(log_path).read()[-3000:]
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL
+    return list_checkpoints(str(ckpt_dir))[-1]
