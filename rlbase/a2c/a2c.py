@@ -10,7 +10,7 @@ from rlbase.common.checkpoint import Checkpointer
 from rlbase.common.errors import RLBaseError
 from rlbase.common.on_policy_loop import UpdateBookkeeper, setup
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy, is_image_space
+from rlbase.common.policies import ActorCriticPolicy, xla_is_faster
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn, named_schedule
 from rlbase.common.tf_util import (
@@ -18,7 +18,6 @@ from rlbase.common.tf_util import (
     clip_by_global_norm,
     discounted_returns,
     explained_variance,
-    xla_is_faster,
 )
 from rlbase.common.vec_env import VecEnv
 
@@ -121,7 +120,7 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None, n
     env, policy = setup(env, seed, network, network_kwargs)
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
-    jit = nupdates >= 1500 and xla_is_faster(is_image_space(env.observation_space)) \
+    jit = nupdates >= 1500 and xla_is_faster(env.observation_space) \
         if jit_compile is None else jit_compile
     model = Model(policy, env.num_envs, nsteps, ent_coef, vf_coef, max_grad_norm, alpha,
                   epsilon, gamma, hyperparameters, jit_compile=jit)

@@ -21,10 +21,10 @@ from rlbase.common.checkpoint import (
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.misc_util import safemean, set_global_seeds
-from rlbase.common.policies import is_image_space
+from rlbase.common.policies import is_image_space, xla_is_faster
 from rlbase.common.schedules import get_schedule_fn, named_schedule
 from rlbase.common.signals import stop_requested
-from rlbase.common.tf_util import configure_threads, xla_is_faster
+from rlbase.common.tf_util import configure_threads
 from rlbase.common.vec_env import VecEnv
 
 Callback = Callable[[Model, dict[str, Any]], "bool | None"]
@@ -113,7 +113,7 @@ def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
     if jit_compile is None:
-        jit_compile = nupdates >= 1000 and xla_is_faster(is_image_space(env.observation_space))
+        jit_compile = nupdates >= 1000 and xla_is_faster(env.observation_space)
     model = Model(policy, average, env.num_envs, nsteps, q_coef, ent_coef, max_grad_norm,
                   rprop_alpha, rprop_epsilon, gamma, c, trust_region, alpha, delta,
                   hyperparameters, jit_compile)

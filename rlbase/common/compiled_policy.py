@@ -14,8 +14,8 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.numpy_actor import NumpyActor, use_numpy_actor
-from rlbase.common.policies import ActorCriticPolicy, is_image_space
-from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like, xla_is_faster
+from rlbase.common.policies import ActorCriticPolicy, xla_is_faster
+from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like
 
 
 class CompiledPolicy:
@@ -27,7 +27,7 @@ class CompiledPolicy:
 
     def __init__(self, policy: ActorCriticPolicy, jit_compile: bool | None = None):
         self.policy = policy
-        self.jit_compile = xla_is_faster(is_image_space(policy.ob_space)) \
+        self.jit_compile = xla_is_faster(policy.ob_space) \
             if jit_compile is None else jit_compile
         self.actor = NumpyActor.create(policy, seed=int(np.random.randint(2**31 - 1))) \
             if use_numpy_actor() else None

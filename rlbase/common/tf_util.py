@@ -52,7 +52,7 @@ class Adam(keras.optimizers.Adam):
     """Keras' Adam with each variable's step one fused kernel (TF's ApplyAdam), same formula.
 
     Keras writes the step as ~10 elementwise ops per variable, each a pass over it; XLA fuses
-    them, but convnets on a CPU run without XLA (see :func:`xla_is_faster`), where those
+    them, but convnets on a CPU run without XLA (``policies.xla_is_faster``), where those
     passes over a Nature CNN's 1.7M weights cost as much as a third of a PPO minibatch step.
     """
 
@@ -194,16 +194,6 @@ try:
     from tensorflow.python.framework.ops import EagerTensor as _EagerTensor
 except ImportError:  # pragma: no cover - a TF without the class falls back to convert
     _EagerTensor = tf.convert_to_tensor
-
-
-def xla_is_faster(image_input: bool) -> bool:
-    """Whether to compile a network's calls with XLA: yes, except convnets on a CPU.
-
-    XLA fuses an MLP's small ops into one kernel, but on a CPU its convolutions are slower
-    than TF's oneDNN kernels: A2C on Pong (8 envs, Nature CNN) ran 681 steps/s with XLA and
-    899 without. On a GPU XLA stays on for everything.
-    """
-    return not image_input or bool(tf.config.list_physical_devices("GPU"))
 
 
 def compile_fn(fn: Callable[..., Any], signature: Sequence[tf.TensorSpec],

@@ -20,7 +20,7 @@ from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.misc_util import safemean, set_global_seeds
 from rlbase.common.models import network_kwarg_names
-from rlbase.common.policies import is_image_space
+from rlbase.common.policies import is_image_space, xla_is_faster
 from rlbase.common.replay_buffer import (
     FrameStackReplayBuffer,
     PrioritizedReplayBuffer,
@@ -28,7 +28,7 @@ from rlbase.common.replay_buffer import (
 )
 from rlbase.common.schedules import LinearSchedule
 from rlbase.common.signals import stop_requested
-from rlbase.common.tf_util import configure_threads, xla_is_faster
+from rlbase.common.tf_util import configure_threads
 from rlbase.common.vec_env import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 from rlbase.dqn.best_model import BestModel
@@ -165,7 +165,7 @@ def learn(env: VecEnv | Any, network: str | Callable, seed: int | None = None,
 
     nupdates = max(0, total_timesteps - learning_starts) // train_freq * gradient_steps
     if jit_compile is None:
-        jit_compile = nupdates >= 2000 and xla_is_faster(is_image_space(env.observation_space))
+        jit_compile = nupdates >= 2000 and xla_is_faster(env.observation_space)
     model = Model(make_net, gamma, double_q, grad_norm_clipping, gradient_steps, batch_size,
                   param_noise, jit_compile, seed, hyperparameters)
     if load_path is not None:

@@ -17,14 +17,13 @@ import tensorflow as tf
 
 from rlbase.common.model_io import load_model, save_model
 from rlbase.common.numpy_actor import use_numpy_actor
-from rlbase.common.policies import is_image_space
+from rlbase.common.policies import xla_is_faster
 from rlbase.common.tf_util import (
     Adam,
     CompiledFunction,
     clip_by_global_norm,
     compile_fn,
     spec_like,
-    xla_is_faster,
 )
 from rlbase.dqn.models import QNetwork
 from rlbase.dqn.numpy_q import NumpyQ
@@ -69,7 +68,7 @@ class Model:
         self.optimizer = Adam(learning_rate=5e-4, epsilon=1e-8)
         self.optimizer.build(self.q.trainable_variables)
         self.jit_compile = jit_compile
-        self._act_jit = xla_is_faster(is_image_space(self.q.ob_space))
+        self._act_jit = xla_is_faster(self.q.ob_space)
         self.mirror = NumpyQ.create(self.q) if use_numpy_actor() else None
         self.perturbed = make_net() if param_noise else None
         self.adaptive = make_net() if param_noise else None

@@ -14,10 +14,9 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import safemean
 from rlbase.common.mpi_util import allreduce_mean, check_synced, get_comm, mpi_rank
 from rlbase.common.on_policy_loop import UpdateBookkeeper, setup
-from rlbase.common.policies import is_image_space
+from rlbase.common.policies import xla_is_faster
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn
-from rlbase.common.tf_util import xla_is_faster
 from rlbase.common.vec_env import VecEnv
 from rlbase.ppo.model import Model
 
@@ -81,7 +80,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int,
     env, policy = setup(env, seed, network, network_kwargs)
     nbatch = env.num_envs * nsteps
     nupdates = max(1, int(total_timesteps) // nbatch)
-    jit = nupdates >= 200 and xla_is_faster(is_image_space(env.observation_space)) \
+    jit = nupdates >= 200 and xla_is_faster(env.observation_space) \
         if jit_compile is None else jit_compile
     comm = get_comm()
     model = (model_fn or Model)(policy, env.num_envs, nsteps, nminibatches, noptepochs,
