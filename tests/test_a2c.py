@@ -123,7 +123,7 @@ def test_jit_and_graph_updates_agree():
         rollout = RolloutRunner(env, model, nsteps=5).run()
         losses.append([model.train(rollout, 7e-4)[0] for _ in range(3)])
     for a, b in zip(*losses):
-        for key in ("policy_loss", "value_loss", "policy_entropy"):
+        for key in ("policy_loss", "value_loss", "entropy_loss"):
             assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6)
 
 
@@ -170,8 +170,8 @@ def test_callback_can_stop_training():
     seen = []
 
     def stop_after_three(model, info):
-        seen.append(info["update"])
-        return info["update"] < 3
+        seen.append(info["iteration"])
+        return info["iteration"] < 3
 
     model = learn("mlp", env, seed=0, total_timesteps=10_000, callback=stop_after_three,
                   **QUIET)

@@ -1,39 +1,42 @@
-"""The model classes' shared layer (the Stable Baselines way) over each algorithm's learn().
+"""The model classes' shared layer (the Stable Baselines way) over the algorithms.
 
-A class stores its hyperparameters and env, and holds the algorithm's own model object (the
-one learn() builds and returns). ``learn`` saves that model to a temporary file and runs the
-algorithm's learn() with ``load_path`` pointing at it, so training continues from the same
-weights, optimizer state and timestep count; there is one implementation of each algorithm.
+A class holds the algorithm's own ``Model``, built by the same ``build_model`` function
+``learn()`` calls (through :mod:`rlbase.registry`), and trains it in memory with the
+algorithm's ``train`` loop: a second ``learn()`` continues from the same weights, optimizer
+state, replay buffer and compiled calls, writing no file and tracing nothing again.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
-import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from rlbase import registry
 from rlbase.api.callbacks import to_callback
+from rlbase.api.sb3_names import translate
 from rlbase.common import logger
+from rlbase.common.base_model import BaseModel, jsonable
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
-from rlbase.common.model_io import jsonable
-from rlbase.common.serialization import load_file, save_file, space_from_json
+from rlbase.common.serialization import load_file, save_file
 from rlbase.common.vec_env import VecEnv
 
 # Stable Baselines policy names -> rlbase network names.
 POLICY_NETWORKS = {"MlpPolicy": "mlp", "CnnPolicy": "cnn", "MlpLstmPolicy": "lstm",
                    "MlpLnLstmPolicy": "lnlstm", "CnnLstmPolicy": "cnn_lstm",
-                   "CnnLnLstmPolicy": "cnn_lnlstm"}
+                   "CnnLnLstmPolicy": "cnn_lnlstm", "MultiInputPolicy": "mlp"}
 ALL_POLICIES = tuple(POLICY_NETWORKS)
-FEED_FORWARD = ("MlpPolicy", "CnnPolicy")
+FEED_FORWARD = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy")
 # learn() arguments the class itself supplies.
-RESERVED = ("network", "env", "total_timesteps", "seed", "load_path", "callback")
+RESERVED = ("network", "env", "total_timesteps", "seed", "load_path", "callback", "resume",
+            "checkpoint_path", "checkpoint_interval", "log_interval")
 
 
 class BaseRLModel:
@@ -43,71 +46,56 @@ class BaseRLModel:
     policy: a policy name the algorithm supports ('MlpPolicy', 'CnnPolicy', ...), a
         registered network name ('mlp', 'cnn', ...) or a network builder callable.
     env: a VecEnv, a gymnasium env or an env id (None: set one later with set_env or load).
-    hyperparameters: any argument of the algorithm's learn() except those the class supplies.
-    policy_kwargs: network keyword arguments (num_layers, num_hidden, nlstm, value_network...).
-    seed: seeds python, numpy, TensorFlow and the env at construction and the first learn().
+    hyperparameters: any argument of the algorithm's learn() except those the class supplies,
+        under rlbase's name or Stable-Baselines3's (``learning_rate``, ``n_steps``, ...; see
+        rlbase/docs/sb3_names.md).
+    policy_kwargs: network keyword arguments (num_layers, num_hidden, value_network, ... or
+        SB3's ``net_arch`` and ``activation_fn``).
+    seed: seeds python, numpy, TensorFlow and the env.
     verbose: 0 silent, 1 training tables to stdout.
     tensorboard_log: folder for TensorBoard event files (one sub-folder per learn() call).
     """
 
     algorithm = ""
     policies: tuple[str, ...] = ALL_POLICIES
-    log_interval_key = "log_interval"
     default_network = "mlp"
+    #: learn() arguments this class fixes (TD3's options on DDPG)
+    presets: dict[str, Any] = {}
 
     def __init__(self, policy: str | Callable | None, env: VecEnv | gym.Env | str | None,
                  policy_kwargs: dict[str, Any] | None = None, seed: int | None = None,
                  verbose: int = 0, tensorboard_log: str | None = None,
                  _init_setup_model: bool = True, **hyperparameters: Any):
+        self.entry = registry.get_algorithm(self.algorithm)
         self.policy = policy
         self.network = self._network_for(policy)
-        self.policy_kwargs = dict(policy_kwargs or {})
-        allowed = self._hyperparameter_names()
-        for name in hyperparameters:
-            if name not in allowed:
-                raise RLBaseError(f"{type(self).__name__} has no hyperparameter {name!r}; "
-                                  f"allowed: {', '.join(sorted(allowed))}")
-        self.hyperparameters = dict(hyperparameters)
         self.seed, self.verbose, self.tensorboard_log = seed, verbose, tensorboard_log
-        self._seed_pending = True
-        self._learn_calls = 0
         self.env: VecEnv | None = None
         self.observation_space: gym.Space | None = None
         self.action_space: gym.Space | None = None
-        self.model: Any = None
+        self.model: BaseModel | None = None
+        self._learn_calls = 0
         set_global_seeds(seed)
         if env is not None:
             self.env = as_vec_env(env, seed)
             self.observation_space = self.env.observation_space
             self.action_space = self.env.action_space
-            if _init_setup_model:
-                self._setup_model()
-
-    # -- what each algorithm class defines ------------------------------------------------------
-    @staticmethod
-    def _learn_fn() -> Callable[..., Any]:
-        raise NotImplementedError
-
-    def _build(self, ob_space: gym.Space, ac_space: gym.Space, nenvs: int) -> Any:
-        """The algorithm's model object for these spaces, built as its learn() builds it."""
-        raise NotImplementedError
-
-    def _probabilities(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
-                       ) -> tuple[np.ndarray, ...]:
-        """Discrete: ``(probs,)``; Box: ``(mean, std)``."""
-        raise NotImplementedError
-
-    def _pretrain_parts(self) -> tuple[list, Callable, Callable[[], None]]:
-        """(variables, loss(obs, actions) -> tensor, after-training sync) for pretrain."""
-        raise RLBaseError(f"pretrain is not supported by {type(self).__name__}; use A2C, PPO, "
-                          "ACER or DQN")
-
-    def _continue_kwargs(self) -> dict[str, Any]:
-        """learn() arguments that carry state from the current model into a later learn()."""
-        return {}
+        num_envs = self.env.num_envs if self.env is not None else 1
+        hyperparameters, policy_kwargs = translate(self.algorithm, dict(hyperparameters),
+                                                   dict(policy_kwargs or {}), num_envs)
+        allowed = self._hyperparameter_names()
+        for name in hyperparameters:
+            if name not in allowed:
+                raise RLBaseError(f"{type(self).__name__} has no hyperparameter {name!r}; "
+                                  f"allowed: {', '.join(sorted(allowed))} (or their SB3 names: "
+                                  "rlbase/docs/sb3_names.md)")
+        self.hyperparameters = {**self.presets, **hyperparameters}
+        self.policy_kwargs = policy_kwargs
+        if self.env is not None and _init_setup_model:
+            self._setup_model()
 
     # -- construction helpers ----------------------------------------------------------------
-    def _network_for(self, policy: str | Callable | None) -> str | Callable:
+    def _network_for(self, policy: str | Callable | None) -> str | Callable | None:
         if policy is None:
             return self.default_network
         if callable(policy):
@@ -125,21 +113,18 @@ class BaseRLModel:
         return policy
 
     def _hyperparameter_names(self) -> set[str]:
-        params = inspect.signature(self._learn_fn()).parameters.values()
-        return {p.name for p in params if p.kind is not p.VAR_KEYWORD} - set(RESERVED)
-
-    def _params(self) -> dict[str, Any]:
-        """learn()'s defaults overridden by this model's hyperparameters."""
-        params = inspect.signature(self._learn_fn()).parameters.values()
-        out = {p.name: p.default for p in params if p.default is not p.empty}
-        out.update(self.hyperparameters)
-        return out
+        return set(self.entry.learn_parameters()) - set(RESERVED)
 
     def _setup_model(self) -> None:
-        nenvs = self.env.num_envs if self.env is not None else 1
-        self.model = self._build(self.observation_space, self.action_space, nenvs)
+        assert self.observation_space is not None and self.action_space is not None
+        num_envs = self.env.num_envs if self.env is not None else 1
+        self.model = registry.build_model(
+            self.algorithm, self.observation_space, self.action_space, num_envs, self.network,
+            self.policy_kwargs, {**self.hyperparameters, "seed": self.seed})
+        if self.env is not None:
+            self.model.attach_env(self.env)
 
-    def _require_model(self) -> Any:
+    def _require_model(self) -> BaseModel:
         if self.model is None:
             raise RLBaseError(f"{type(self).__name__} has no model yet: give it an env or "
                               "load one")
@@ -153,7 +138,8 @@ class BaseRLModel:
     def learn(self, total_timesteps: int, callback: Any = None, log_interval: int | None = None,
               tb_log_name: str = "run", reset_num_timesteps: bool = True,
               progress_bar: bool = False) -> BaseRLModel:
-        """Train for ``total_timesteps`` more env steps; a second call continues training.
+        """Train for ``total_timesteps`` more env steps; a second call continues training in
+        memory.
 
         callback: ``callback(model, info)`` returning False stops training, a
             :class:`~rlbase.api.callbacks.BaseCallback`, or a list of them.
@@ -165,8 +151,10 @@ class BaseRLModel:
         if self.env is None:
             raise RLBaseError(f"{type(self).__name__}.learn needs an env: pass one to the "
                               "constructor, to load() or to set_env()")
-        if total_timesteps < 1:
-            raise RLBaseError(f"total_timesteps must be at least 1, got {total_timesteps!r}")
+        if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, (int, np.integer)) \
+                or total_timesteps < 0:
+            raise RLBaseError(f"total_timesteps must be a non-negative integer, got "
+                              f"{total_timesteps!r}")
         model = self._require_model()
         self._learn_calls += 1
         if reset_num_timesteps:
@@ -178,66 +166,68 @@ class BaseRLModel:
         start = model.num_timesteps
 
         def on_step(inner: Any, info: dict[str, Any]) -> bool:
-            self.model = inner  # the algorithm's model object, kept current for callbacks
             if bar is not None:
                 bar.n = min(int(inner.num_timesteps) - start, total_timesteps)
                 bar.refresh()
             return callbacks is None or callbacks(self, info) is not False
 
-        kwargs = {**self.hyperparameters, **self.policy_kwargs, **self._continue_kwargs()}
-        if log_interval is not None and self.log_interval_key:
-            kwargs[self.log_interval_key] = log_interval
-        seed = self.seed if self._seed_pending else None
-        self._seed_pending = False
+        interval = log_interval if log_interval is not None else \
+            self.hyperparameters.get("log_interval", self.entry.learn_defaults()["log_interval"])
+        options = LoopOptions(log_interval=int(interval), callback=on_step)
         formats = (["stdout"] if self.verbose else []) + \
             (["tensorboard"] if self.tensorboard_log else [])
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "model.zip")
-            model.save(path)
-            logdir = os.path.join(self.tensorboard_log, f"{tb_log_name}_{self._learn_calls}") \
-                if self.tensorboard_log else os.path.join(tmp, "log")
-            try:
-                with logger.scoped_configure(dir=logdir, format_strs=formats):
-                    self.model = self._learn_fn()(
-                        network=self.network, env=self.env, total_timesteps=int(total_timesteps),
-                        seed=seed, load_path=path, callback=on_step, **kwargs)
-            finally:
-                if bar is not None:
-                    bar.close()
+        logdir = os.path.join(self.tensorboard_log, f"{tb_log_name}_{self._learn_calls}") \
+            if self.tensorboard_log else None
+        try:
+            with logger.scoped_configure(dir=logdir, format_strs=formats):
+                self.entry.train(model, self.env, int(total_timesteps), options)
+        finally:
+            if bar is not None:
+                bar.close()
         return self
 
     # -- acting ----------------------------------------------------------------------------------
     def _batch(self, observation: Any) -> tuple[np.ndarray, bool]:
         obs = np.asarray(observation)
-        shape = self.observation_space.shape
-        if obs.shape == tuple(shape):
+        assert self.observation_space is not None
+        shape = tuple(self.observation_space.shape or ())
+        if obs.shape == shape:
             return obs[None], False
-        if obs.shape[1:] != tuple(shape):
+        if obs.shape[1:] != shape:
             raise RLBaseError(f"observation of shape {obs.shape} does not fit the observation "
                               f"space {self.observation_space}: use {shape} or (batch, *{shape})")
         return obs, True
 
     def _state_mask(self, n: int, state: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
-        state = self.model.initial_state(n) if state is None else np.asarray(state, np.float32)
+        model = self._require_model()
+        state = model.initial_states(n) if state is None else np.asarray(state, np.float32)
         mask = np.zeros(n, np.float32) if mask is None else \
             np.asarray(mask, np.float32).reshape(n)
         return state, mask
 
-    def step(self, obs: np.ndarray, state: Any = None, mask: Any = None,
+    def step(self, obs: Any, state: Any = None, mask: Any = None,
              deterministic: bool = False) -> tuple:
         """The algorithm model's ``step`` (so evaluate_policy takes a class instance)."""
         return self._require_model().step(obs, state, mask, deterministic=deterministic)
 
-    def initial_state(self, batch: int) -> np.ndarray:
-        return self._require_model().initial_state(batch)
+    def initial_states(self, batch: int) -> np.ndarray:
+        return self._require_model().initial_states(batch)
+
+    @property
+    def initial_state(self) -> np.ndarray | None:
+        return self._require_model().initial_state
+
+    def normalized_like_training(self, venv: VecEnv) -> VecEnv:
+        """``venv`` seeing observations as training does (see BaseModel)."""
+        return self._require_model().normalized_like_training(venv)
 
     def predict(self, observation: Any, state: Any = None, mask: Any = None,
                 deterministic: bool = False) -> tuple[np.ndarray, Any]:
         """Actions for one observation or a batch; returns ``(actions, next state)``."""
-        self._require_model()
+        model = self._require_model()
         obs, batched = self._batch(observation)
         state, mask = self._state_mask(len(obs), state, mask)
-        actions, _, state, _ = self.model.step(obs, state, mask, deterministic=deterministic)
+        actions, _, state, _ = model.step(obs, state, mask, deterministic=deterministic)
         actions = np.asarray(actions)
         if isinstance(self.action_space, gym.spaces.Box):
             actions = np.clip(actions, self.action_space.low, self.action_space.high)
@@ -247,10 +237,10 @@ class BaseRLModel:
                            actions: Any = None, logp: bool = False) -> Any:
         """Discrete: the probability of every action (``[n]`` or ``[B, n]``); Box: ``(mean,
         std)``. With ``actions``: the probability (density) of those actions, or its log."""
-        self._require_model()
+        model = self._require_model()
         obs, batched = self._batch(observation)
         state, mask = self._state_mask(len(obs), state, mask)
-        out = self._probabilities(obs, state, mask)
+        out = model.action_probabilities(obs, state, mask)
         if actions is None:
             out = out if batched else tuple(x[0] for x in out)
             return out[0] if len(out) == 1 else out
@@ -278,7 +268,8 @@ class BaseRLModel:
         return self.env
 
     def set_env(self, env: VecEnv | gym.Env | str) -> None:
-        """Train on another env with the same observation and action spaces."""
+        """Train on another env with the same observation and action spaces (another number
+        of envs rebuilds the model's training call around the same parameters)."""
         venv = as_vec_env(env)
         if self.observation_space is not None and (
                 venv.observation_space != self.observation_space
@@ -290,61 +281,71 @@ class BaseRLModel:
         if self.model is None:
             self.observation_space, self.action_space = venv.observation_space, venv.action_space
             self._setup_model()
+        elif self.model.num_envs != venv.num_envs:
+            params, steps = self.model.get_parameters(), self.model.num_timesteps
+            normalization = self.model.normalization
+            self._setup_model()
+            assert self.model is not None
+            self.model.set_parameters(params)
+            self.model.num_timesteps = steps
+            if normalization is not None and self.model.normalization is None:
+                self.model.normalization = normalization
+        else:
+            self.model.attach_env(venv)
 
     def set_random_seed(self, seed: int | None) -> None:
-        """Seed python, numpy and TensorFlow now, and the env at the next learn()."""
+        """Seed python, numpy and TensorFlow now, and the env."""
         set_global_seeds(seed)
-        self.seed, self._seed_pending = seed, True
+        self.seed = seed
         if self.env is not None and seed is not None:
             self.env.seed(seed)
 
     # -- saving, loading, parameters --------------------------------------------------------------
     def save(self, path: str) -> None:
-        """One model file: the algorithm's own format plus what this class needs to rebuild."""
-        self._require_model().save(path)
-        metadata, arrays, _ = load_file(path)
-        hyper = jsonable(self.hyperparameters)
-        metadata["api"] = {
+        """One model file (any rlbase path loads it) plus what this class needs to rebuild."""
+        model = self._require_model()
+        model.save(path, extra_metadata={"api": {
             "class": type(self).__name__,
             "policy": self.policy if isinstance(self.policy, str) else None,
             "policy_kwargs": jsonable(self.policy_kwargs),
-            "hyperparameters": {k: v for k, v in hyper.items() if v == self.hyperparameters[k]},
-            # The exploration rate stochastic acting uses (DQN, Q-learning): not in their files.
-            "epsilon": float(getattr(self.model, "epsilon", 0.0)),
-        }
-        save_file(path, metadata, arrays)
+        }})
 
     @classmethod
     def load(cls, path: str, env: VecEnv | gym.Env | str | None = None, **kwargs: Any
              ) -> BaseRLModel:
-        """Rebuild a model saved by :meth:`save` (kwargs override its saved settings;
-        hyperparameters that could not be saved, such as callables, must be given again)."""
-        metadata, _, _ = load_file(path)
+        """Rebuild a model saved by any rlbase path (a class, learn(), the CLI, a checkpoint)
+        from the file's own network and settings; ``kwargs`` override training settings
+        (hyperparameters that could not be saved, such as callables, must be given again)."""
+        path = os.path.expanduser(os.fspath(path))
+        metadata = load_file(path)[0]
         if metadata.get("algorithm") != cls.algorithm:
             raise RLBaseError(f"model file {path} holds a '{metadata.get('algorithm')}' "
                               f"model, not '{cls.algorithm}'")
         api = metadata.get("api") or {}
         policy = kwargs.pop("policy", api.get("policy") or metadata.get("network"))
-        policy_kwargs = kwargs.pop("policy_kwargs", api.get("policy_kwargs", {}))
-        settings = {**api.get("hyperparameters", {}), **kwargs}
-        obj = cls(policy, env, policy_kwargs=policy_kwargs, _init_setup_model=False,
-                  **settings)
-        if obj.observation_space is None:
-            obj.observation_space = space_from_json(metadata["observation_space"])
-            obj.action_space = space_from_json(metadata["action_space"])
-        obj._setup_model()
-        obj.model.load(path)
-        if hasattr(obj.model, "epsilon") and "epsilon" in api:
-            obj.model.epsilon = float(api["epsilon"])
+        verbose, tensorboard_log = kwargs.pop("verbose", 0), kwargs.pop("tensorboard_log", None)
+        seed = kwargs.pop("seed", None)
+        venv = as_vec_env(env, seed) if env is not None else None
+        model = registry.load(path, num_envs=venv.num_envs if venv is not None else None)
+        obj = cls.__new__(cls)
+        BaseRLModel.__init__(obj, policy, None, seed=seed, verbose=verbose,
+                             tensorboard_log=tensorboard_log, _init_setup_model=False, **kwargs)
+        obj.policy_kwargs = dict(metadata.get("network_kwargs") or {})
+        unusable = set(metadata.get("unserializable") or ())
+        saved = {k: v for k, v in (metadata.get("hyperparameters") or {}).items()
+                 if k not in unusable and k in obj._hyperparameter_names()}
+        obj.hyperparameters = {**saved, **obj.hyperparameters}
+        obj.model = model
+        model.hyperparameters.update(obj.hyperparameters)
+        obj.observation_space, obj.action_space = model.observation_space, model.action_space
+        if venv is not None:
+            obj.set_env(venv)
         return obj
 
     def get_parameters(self) -> dict[str, np.ndarray]:
         """Every array the model file holds (weights, optimizer state, statistics), by the
-        names the file uses."""
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "model.zip")
-            self._require_model().save(path)
-            return load_file(path)[1]
+        names the file uses; a copy, in memory."""
+        return self._require_model().get_parameters()
 
     def load_parameters(self, load_path_or_dict: str | dict[str, np.ndarray],
                         exact_match: bool = True) -> None:
@@ -353,36 +354,19 @@ class BaseRLModel:
         exact_match: every array must be given; False: missing ones keep their values.
         Unknown names and wrong shapes are always errors.
         """
-        given = load_path_or_dict
+        given: Any = load_path_or_dict
         if isinstance(given, (str, os.PathLike)):
             if os.fspath(given).endswith(".npz"):
                 with np.load(os.fspath(given), allow_pickle=False) as npz:
                     given = {k: npz[k] for k in npz.files}
             else:
-                given = load_file(given)[1]
+                arrays = load_file(given)[1]
+                current = self._require_model().parameter_arrays()
+                given = {k: v for k, v in arrays.items() if k in current}
         if not isinstance(given, dict):
             raise RLBaseError(f"load_parameters takes a dict, a model file or an .npz file, "
                               f"got {type(given).__name__}")
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "model.zip")
-            self._require_model().save(path)
-            metadata, current, _ = load_file(path)
-            unknown = sorted(set(given) - set(current))
-            if unknown:
-                raise RLBaseError(f"load_parameters: unknown parameter(s) {unknown[:5]}; the "
-                                  f"model has {sorted(current)[:5]}...")
-            missing = sorted(set(current) - set(given))
-            if exact_match and missing:
-                raise RLBaseError(f"load_parameters: missing parameter(s) {missing[:5]} "
-                                  f"({len(missing)} in all); pass exact_match=False to keep them")
-            for name, value in given.items():
-                value = np.asarray(value)
-                if value.shape != current[name].shape:
-                    raise RLBaseError(f"load_parameters: {name} has shape {value.shape}, the "
-                                      f"model's is {current[name].shape}")
-                current[name] = value.astype(current[name].dtype)
-            save_file(path, metadata, current)
-            self.model.load(path)
+        self._require_model().set_parameters(given, exact_match=exact_match)
 
     # -- supervised pre-training and evaluation -------------------------------------------------
     def pretrain(self, dataset: Any, n_epochs: int = 10, learning_rate: float = 1e-4,
@@ -391,11 +375,12 @@ class BaseRLModel:
         supervised learning (behaviour cloning)."""
         from rlbase.api.behaviour_cloning import fit_policy
 
-        self._require_model()
+        model = self._require_model()
         space = self.action_space
         if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)):
             raise RLBaseError(f"pretrain needs a Discrete or Box action space, got {space}")
-        variables, loss_fn, after = self._pretrain_parts()
+        variables, loss_fn, after = model.pretrain_parts()
+        assert self.observation_space is not None
         fit_policy(variables, loss_fn, dataset, self.observation_space, space, n_epochs,
                    learning_rate, val_interval, self.verbose)
         after()
@@ -404,7 +389,7 @@ class BaseRLModel:
     def test(self, num_episodes: int = 10, env: Any = None, deterministic: bool = True
              ) -> tuple[float, float]:
         """Mean and std of the return over ``num_episodes`` episodes (on the training env by
-        default)."""
+        default), observations normalized as in training."""
         env = env if env is not None else self.env
         if env is None:
             raise RLBaseError("test() needs an env: pass one or set_env() first")

@@ -18,7 +18,8 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
     Episodes are shared out evenly over the envs (so short episodes are not over-counted).
     Returns come from the VecMonitor in ``env`` when there is one (the raw, unnormalized
     score), else from the rewards the policy sees.
-    model: anything with ``step(obs, state, mask, deterministic)`` and ``initial_state(n)``.
+    model: anything with ``step(obs, state, mask, deterministic)`` and ``initial_states(n)``
+        (an algorithm's model or a model class).
     """
     n = env.num_envs
     targets = np.array([n_episodes // n + (i < n_episodes % n) for i in range(n)])
@@ -28,7 +29,7 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
     lengths: list[int] = []
     monitored = find_wrapper(env, VecMonitor) is not None
     obs = env.reset()
-    state = model.initial_state(n)
+    state = model.initial_states(n)
     starts = np.ones(n, dtype=np.float32)
     while (counts < targets).any():
         actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic)
@@ -59,8 +60,82 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
 
 def evaluate_policy(model: Any, env: VecEnv, n_eval_episodes: int = 10,
                     deterministic: bool = True) -> tuple[float, float]:
-    """Mean and standard deviation of the return over ``n_eval_episodes`` episodes."""
+    """Mean and standard deviation of the return over ``n_eval_episodes`` episodes; the
+    model sees observations normalized as in training (unless ``env`` normalizes itself)."""
     from rlbase.common.cmd_util import as_vec_env
 
-    returns, _ = run_episodes(model, as_vec_env(env), n_eval_episodes, deterministic)
+    venv = model.normalized_like_training(as_vec_env(env))
+    returns, _ = run_episodes(model, venv, n_eval_episodes, deterministic)
     return float(np.mean(returns)), float(np.std(returns))
+
+
+class Evaluator:
+    """Scores a model on a separate env and keeps the best one seen.
+
+    eval_env: a VecEnv, a gymnasium env or an env id (seeded with ``seed``); None: models are
+        only scored by :meth:`consider`. Observations reach the policy normalized exactly as in
+        training at that moment (the training statistics are shared, never copied).
+    n_episodes: episodes per evaluation (greedy actions unless ``deterministic`` is False).
+    best_model_path: where the best model is written (None: not written).
+    keep_best: keep the best model's parameters in memory (to hand it back at the end).
+    """
+
+    def __init__(self, eval_env: Any, n_episodes: int, seed: int | None = None,
+                 deterministic: bool = True, best_model_path: str | None = None,
+                 keep_best: bool = False):
+        from rlbase.common.cmd_util import as_vec_env
+
+        self.env = None if eval_env is None else as_vec_env(eval_env, seed)
+        self.n_episodes, self.deterministic = int(n_episodes), deterministic
+        self.best_model_path, self.keep_best = best_model_path, keep_best
+        self.best_score: float | None = None
+        self.best_parameters: dict[str, np.ndarray] | None = None
+        self.last: tuple[float, float] | None = None  # (mean return, mean length)
+        self._wrapped: VecEnv | None = None
+
+    def evaluate(self, model: Any) -> float:
+        """Play ``n_episodes`` episodes; returns their mean return (ties keep the newer
+        model as the best)."""
+        if self.env is None:
+            raise ValueError("this Evaluator has no env: score models with consider()")
+        if self._wrapped is None:
+            self._wrapped = model.normalized_like_training(self.env)
+        returns, lengths = run_episodes(model, self._wrapped, self.n_episodes,
+                                        self.deterministic)
+        score = float(np.mean(returns))
+        self.last = (score, float(np.mean(lengths)))
+        self.consider(model, score, ties_win=True)
+        return score
+
+    def consider(self, model: Any, score: float, ties_win: bool) -> bool:
+        """Keep ``model`` as the best if ``score`` beats the best so far."""
+        if self.best_score is not None and (score < self.best_score or
+                                            (score == self.best_score and not ties_win)):
+            return False
+        self.best_score = score
+        if self.keep_best:
+            self.best_parameters = model.get_parameters()
+        if self.best_model_path is not None:
+            model.save(self.best_model_path)
+        return True
+
+    def restore_best(self, model: Any) -> bool:
+        """Put the best parameters back into ``model`` (False: none kept yet)."""
+        if self.best_parameters is None:
+            return False
+        steps = model.num_timesteps
+        model.set_parameters(self.best_parameters)
+        model.num_timesteps = steps
+        return True
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        arrays = {f"best/{k}": v for k, v in (self.best_parameters or {}).items()}
+        return {"best_score": self.best_score, "last": self.last}, arrays
+
+    def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.best_score = meta.get("best_score")
+        last = meta.get("last")
+        self.last = None if last is None else (float(last[0]), float(last[1]))
+        best = {k[len("best/"):]: v for k, v in arrays.items() if k.startswith("best/")}
+        self.best_parameters = best or None

@@ -112,9 +112,12 @@ class MLP(keras.layers.Layer):
 
 @register("mlp")
 def mlp(num_layers: int = 2, num_hidden: int = 64, activation: str | Callable = "tanh",
-        layer_norm: bool = False) -> keras.layers.Layer:
-    """``num_layers`` fully connected layers of ``num_hidden`` units (64x64 tanh by default)."""
-    return MLP(num_layers, num_hidden, activation, layer_norm)
+        layer_norm: bool = False, layer_sizes: Sequence[int] | None = None
+        ) -> keras.layers.Layer:
+    """``num_layers`` fully connected layers of ``num_hidden`` units (64x64 tanh by default),
+    or one layer per entry of ``layer_sizes`` (e.g. ``(400, 300)``)."""
+    return MLP(num_layers, num_hidden, activation, layer_norm,
+               sizes=None if layer_sizes is None else [int(n) for n in layer_sizes])
 
 
 class ConvStack(keras.layers.Layer):

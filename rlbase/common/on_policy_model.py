@@ -1,4 +1,4 @@
-"""The shared shape of on-policy actor-critic learners (A2C, PPO).
+"""The shared shape of on-policy actor-critic models (A2C, PPO, ACER).
 
 A subclass builds its optimizer and defines ``train_graph(rollout tensors..., *scalars)``
 returning ``(stats, *extra)`` where ``extra`` comes from :meth:`after_update`. One compiled
@@ -8,49 +8,52 @@ keeping the numpy act path in step with the trained weights.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.compiled_policy import CompiledPolicy
-from rlbase.common.model_io import load_model, save_model
+from rlbase.common.errors import RLBaseError
 from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.rollout import Rollout
+from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import compile_fn, spec_like
-from rlbase.common.vec_env import VecEnv, VecNormalize, find_wrapper
-
-VN_PREFIX = "vec_normalize/"
 
 
-class OnPolicyModel:
+class OnPolicyModel(TFModel):
     """A policy, its optimizer, and one compiled training call per rollout.
 
-    algorithm: the name saved in model files (loading checks it).
-    stat_names: names of the ``stats`` vector the training graph returns.
-    scalar_names: per-update scalars the training call takes after the rollout (lr, ...).
+    policy: the actor-critic policy (its network name and kwargs are the model's).
+    optimizer: the optimizer of the policy's trainable variables.
+    nenvs / nsteps: the rollout's shape (the training call is traced for it).
+    hyperparameters: the learn() arguments the model was built with.
+    jit_compile: compile the update with XLA.
     """
 
-    algorithm = ""
+    #: names of the ``stats`` vector the training graph returns
     stat_names: tuple[str, ...] = ()
+    #: per-update scalars the training call takes after the rollout (lr, ...)
     scalar_names: tuple[str, ...] = ("lr",)
 
     def __init__(self, policy: ActorCriticPolicy, optimizer: keras.optimizers.Optimizer,
-                 nenvs: int, nsteps: int, hyperparameters: dict[str, Any] | None = None,
-                 jit_compile: bool = True):
+                 nenvs: int, nsteps: int, network_kwargs: dict[str, Any],
+                 hyperparameters: dict[str, Any], jit_compile: bool = True):
+        super().__init__(policy.ob_space, policy.ac_space, policy.network_name, network_kwargs,
+                         hyperparameters, nenvs)
+        if nsteps < 1:
+            raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
         self.policy = policy
         self.optimizer = optimizer
         self.optimizer.build(policy.trainable_variables)
         self.nenvs, self.nsteps = nenvs, nsteps
-        self.hyperparameters = dict(hyperparameters or {})
-        self.num_timesteps = 0
-        # Set by learn() when the env normalizes observations: its statistics are part of the
-        # model (a policy trained on normalized inputs is useless without them).
-        self.vec_normalize: VecNormalize | None = None
-        self.initial_state = policy.initial_state
+        self.state_size = policy.state_size
         self.calls = CompiledPolicy(policy)
-        self.step, self.value = self.calls.step, self.calls.value
+        self.jit_compile = jit_compile
         self._train = compile_fn(self.train_graph, self._signature(), jit_compile)
 
     def _signature(self) -> list[tf.TensorSpec]:
@@ -67,10 +70,74 @@ class OnPolicyModel:
                 spec_like([nenvs], np.float32)] + \
             [spec_like([], np.float32) for _ in self.scalar_names]   # lr, ...
 
-    def attach_env(self, env: VecEnv) -> None:
-        """Remember the env's VecNormalize (if any), so its statistics save with the model."""
-        self.vec_normalize = find_wrapper(env, VecNormalize)
+    # -- the declared interface -----------------------------------------------------------------
+    def variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        return {"policy": self.policy.weights, "optimizer": self.optimizer.variables}
 
+    def after_load(self) -> None:
+        self.calls.sync()
+
+    def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
+             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   np.ndarray]:
+        """(actions, values, next state, neglogp of the actions) for a batch."""
+        return self.calls.step(obs, state, mask, deterministic)
+
+    def value(self, obs: Any, state: np.ndarray | None = None,
+              mask: np.ndarray | None = None) -> np.ndarray:
+        return self.calls.value(obs, state, mask)
+
+    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The policy's sampling counter (the TF act path's stateless draws) and the numpy
+        actor's generator: neither is a saved weight, both decide the next actions."""
+        meta, arrays = super().resume_state()
+        arrays["loop/sample_seed"] = self.policy.sample_seed.numpy()
+        actor = self.calls.actor
+        meta["actor_rng"] = None if actor is None else generator_state(actor.rng)
+        return meta, arrays
+
+    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        super().restore_resume_state(meta, arrays)
+        seed = arrays.get("loop/sample_seed")
+        if seed is None or seed.shape != (2,):
+            raise RLBaseError("the checkpoint lacks the policy's sampling counter "
+                              "(loop/sample_seed): it was written by a run with other settings")
+        self.policy.sample_seed.assign(seed)
+        actor = self.calls.actor
+        if actor is not None and meta.get("actor_rng") is not None:
+            set_generator_state(actor.rng, meta["actor_rng"])
+
+    def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
+                             ) -> tuple[np.ndarray, ...]:
+        policy = self.policy
+        params = policy.forward(tf.constant(obs), tf.constant(state), tf.constant(mask))[0]
+        pd = policy.distribution(params)
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            return (tf.nn.softmax(pd.logits).numpy(),)
+        if isinstance(self.action_space, gym.spaces.Box):
+            mean = pd.mean.numpy()
+            return mean, np.broadcast_to(pd.std.numpy(), mean.shape).copy()
+        raise RLBaseError(f"action probabilities need a Discrete or Box action space, got "
+                          f"{self.action_space}")
+
+    def pretrain_parts(self) -> tuple[list[Any], Any, Any]:
+        policy = self.policy
+        if policy.recurrent:
+            raise RLBaseError(f"pretrain needs a feed-forward policy, got the recurrent "
+                              f"network {policy.network_name!r}")
+
+        def loss(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+            n = tf.shape(obs)[0]
+            params = policy.forward(obs, tf.zeros([n, 0]), tf.zeros([n]))[0]
+            return tf.reduce_mean(policy.distribution(params).neglogp(actions))
+
+        # The value (and Q) heads get no gradient from this loss: only the policy's path.
+        heads = [policy.value_head, policy.q_head, policy.value_torso]
+        skip = {id(v) for h in heads if h is not None for v in h.trainable_variables}
+        variables = [v for v in policy.trainable_variables if id(v) not in skip]
+        return variables, loss, self.calls.sync
+
+    # -- training ---------------------------------------------------------------------------------
     def train_graph(self, *args: tf.Tensor) -> tuple[tf.Tensor, ...]:
         raise NotImplementedError
 
@@ -101,40 +168,3 @@ class OnPolicyModel:
             ) -> tuple[np.ndarray, np.ndarray]:
         """Sample actions for the rollout: (actions, next recurrent state)."""
         return self.calls.act(obs, state, mask)
-
-    def _groups(self) -> dict[str, Sequence[tf.Variable]]:
-        return {"policy": self.policy.weights, "optimizer": self.optimizer.variables}
-
-    def save(self, path: str, extra_arrays: dict[str, np.ndarray] | None = None,
-             extra_metadata: dict[str, Any] | None = None) -> None:
-        """Write weights, optimizer state and metadata to one file (atomically); ``extra_*``
-        add entries (checkpoints put their resume state there)."""
-        p, vn = self.policy, self.vec_normalize
-        extra = {} if vn is None else {f"{VN_PREFIX}{k}": v for k, v in vn.state_dict().items()}
-        meta = {} if vn is None else {"vec_normalize": vn.config()}
-        save_model(path, self.algorithm, self._groups(), p.ob_space, p.ac_space,
-                   p.network_name, p.network_kwargs, self.hyperparameters, self.num_timesteps,
-                   extra_arrays={**extra, **(extra_arrays or {})},
-                   extra_metadata={**meta, **(extra_metadata or {})})
-
-    def load(self, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Load a file written by :meth:`save` for the same spaces and network; returns the
-        file's metadata and arrays."""
-        p = self.policy
-        metadata, arrays = load_model(path, self.algorithm, self._groups(), p.ob_space,
-                                      p.ac_space)
-        self.num_timesteps = int(metadata.get("num_timesteps", 0))
-        if self.vec_normalize is not None and metadata.get("vec_normalize") is not None:
-            self.vec_normalize.load_state_dict(
-                {k[len(VN_PREFIX):]: v for k, v in arrays.items() if k.startswith(VN_PREFIX)})
-        self.calls.sync()
-        return metadata, arrays
-
-    def normalized_like_training(self, venv: VecEnv) -> VecEnv:
-        """``venv`` wrapped with frozen copies of the training normalization statistics (for
-        evaluation and play); ``venv`` itself when training used none."""
-        if self.vec_normalize is None:
-            return venv
-        wrapped = VecNormalize(venv, training=False, **self.vec_normalize.config())
-        wrapped.load_state_dict(self.vec_normalize.state_dict())
-        return wrapped

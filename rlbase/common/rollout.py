@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rlbase.common.episodes import EpisodeStats
 from rlbase.common.runners import AbstractEnvRunner
 from rlbase.common.vec_env import VecEnv
 
@@ -37,8 +38,9 @@ class RolloutRunner(AbstractEnvRunner):
     training call already computed them (one compiled call fewer per rollout).
     """
 
-    def __init__(self, env: VecEnv, model: Any, nsteps: int = 5, gamma: float = 0.99):
-        super().__init__(env, model, nsteps, gamma)
+    def __init__(self, env: VecEnv, model: Any, nsteps: int = 5, gamma: float = 0.99,
+                 episodes: EpisodeStats | None = None):
+        super().__init__(env, model, nsteps, gamma, episodes)
         self.pending: tuple[np.ndarray, ...] | None = None
 
     def run(self) -> Rollout:

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections import deque
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common.episodes import EpisodeStats
+from rlbase.common.transitions import bootstraps_truncation
 from rlbase.common.vec_env import VecEnv
 
 
 class AbstractEnvRunner(ABC):
     """Holds the envs' current observations, recurrent state and episode-start flags between
-    rollouts of ``nsteps`` steps, plus the returns of the last 100 finished episodes."""
+    rollouts of ``nsteps`` steps; finished episodes go to ``episodes`` (the training loop's)."""
 
-    def __init__(self, env: VecEnv, model: Any, nsteps: int, gamma: float = 0.99):
+    def __init__(self, env: VecEnv, model: Any, nsteps: int, gamma: float = 0.99,
+                 episodes: EpisodeStats | None = None):
         self.env = env
         self.gamma = gamma
         self.model = model
@@ -24,9 +26,9 @@ class AbstractEnvRunner(ABC):
         self.nsteps = nsteps
         self.batch_ob_shape = (self.nenv * nsteps, *env.observation_space.shape)
         self.obs = env.reset()
-        self.states = model.initial_state(self.nenv)
+        self.states = model.initial_states(self.nenv)
         self.episode_starts = np.ones(self.nenv, dtype=np.float32)
-        self.ep_infos: deque[dict[str, Any]] = deque(maxlen=100)
+        self.episodes = episodes if episodes is not None else EpisodeStats()
         space = env.action_space
         self._clip = (space.low, space.high) if isinstance(space, gym.spaces.Box) else None
 
@@ -36,10 +38,7 @@ class AbstractEnvRunner(ABC):
         return np.clip(actions, *self._clip) if self._clip is not None else actions
 
     def collect_episodes(self, infos: list[dict[str, Any]]) -> None:
-        for info in infos:
-            episode = info.get("episode")
-            if episode is not None:
-                self.ep_infos.append(episode)
+        self.episodes.update(infos)
 
     @abstractmethod
     def run(self) -> Any:
@@ -53,6 +52,8 @@ class AbstractEnvRunner(ABC):
         bootstrap from the value of the observation the env was in (not the reset one).
         """
         bonus = np.zeros(self.nenv, dtype=np.float32)
+        if not bootstraps_truncation(self.gamma):  # gamma = 1: see rlbase.common.transitions
+            return bonus
         idx = np.flatnonzero(truncated)
         if idx.size:
             final = np.stack([infos[i]["final_observation"] for i in idx])

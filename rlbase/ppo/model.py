@@ -4,23 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.mpi_util import sync_variables
+from rlbase.common.learning import require_positive
+from rlbase.common.mpi_util import get_comm, sync_variables
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy
+from rlbase.common.policies import ActorCriticPolicy, build_policy, is_image_space, xla_is_faster
 from rlbase.common.tf_util import (
     Adam,
     average_over_workers,
     clip_by_global_norm,
+    configure_threads,
     explained_variance,
     gae_advantages,
 )
 
-STAT_NAMES = ("policy_loss", "value_loss", "policy_entropy", "approxkl", "clipfrac",
-              "grad_norm", "explained_variance")
+STAT_NAMES = ("policy_gradient_loss", "value_loss", "entropy_loss", "approx_kl",
+              "clip_fraction", "grad_norm", "explained_variance")
+# Updates from which XLA's compile time is repaid.
+XLA_MIN_UPDATES = 200
 
 
 def clipped_surrogate(neglogp: tf.Tensor, old_neglogp: tf.Tensor, advantages: tf.Tensor,
@@ -55,12 +60,14 @@ class Model(OnPolicyModel):
     """
 
     algorithm = "ppo"
+    architecture = ("nsteps", "nminibatches")
     stat_names = STAT_NAMES
     scalar_names = ("lr", "cliprange")
 
     def __init__(self, policy: ActorCriticPolicy, nenvs: int, nsteps: int, nminibatches: int,
                  noptepochs: int, ent_coef: float, vf_coef: float, max_grad_norm: float | None,
                  gamma: float, lam: float, clip_value: bool = True,
+                 network_kwargs: dict[str, Any] | None = None,
                  hyperparameters: dict[str, Any] | None = None, jit_compile: bool = True,
                  comm: Any | None = None):
         nbatch = nenvs * nsteps
@@ -88,7 +95,21 @@ class Model(OnPolicyModel):
             jit_compile = False
             sync_variables(policy.weights, self.comm)
         optimizer = Adam(learning_rate=3e-4, epsilon=1e-5)
-        super().__init__(policy, optimizer, nenvs, nsteps, hyperparameters, jit_compile)
+        super().__init__(policy, optimizer, nenvs, nsteps, network_kwargs or {},
+                         hyperparameters or {}, jit_compile)
+
+    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta, arrays = super().resume_state()
+        arrays["loop/shuffle_seed"] = self.shuffle_seed.numpy()  # the minibatch order
+        return meta, arrays
+
+    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        super().restore_resume_state(meta, arrays)
+        seed = arrays.get("loop/shuffle_seed")
+        if seed is None or seed.shape != (2,):
+            raise RLBaseError("the checkpoint lacks PPO's minibatch shuffling seed "
+                              "(loop/shuffle_seed): it was written by another algorithm")
+        self.shuffle_seed.assign(seed)
 
     def _units(self, x: tf.Tensor) -> tf.Tensor:
         return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))
@@ -141,7 +162,7 @@ class Model(OnPolicyModel):
             grads, grad_norm = clip_by_global_norm(grads, self.max_grad_norm)
             self.optimizer.apply_gradients(zip(grads, variables))
             approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - mb_oldnlp))
-            step_stats = tf.stack([policy_loss, value_loss, entropy, approxkl, clipfrac,
+            step_stats = tf.stack([policy_loss, value_loss, -entropy, approxkl, clipfrac,
                                    grad_norm])
             return i + 1, totals + step_stats
 
@@ -149,3 +170,34 @@ class Model(OnPolicyModel):
                                   (tf.constant(0), tf.zeros([6])))
         stats = tf.concat([totals / nupdates, [explained_variance(values, returns)]], axis=0)
         return (stats, *self.after_update(last_obs, last_state, last_starts))
+
+
+def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
+                network: Any, network_kwargs: dict[str, Any],
+                hyperparameters: dict[str, Any]) -> Model:
+    """PPO's model for these spaces and ``num_envs`` envs (learn() and rlbase.PPO call this).
+
+    network_kwargs: the network builder's arguments; ``value_network='copy'`` gives the value
+        head its own torso.
+    hyperparameters: learn()'s arguments (nsteps, nminibatches, ...; jit_compile None: XLA for
+        runs of at least 200 updates, except convnets on a CPU; ``model_fn`` builds another
+        Model class with the same arguments). Under MPI the model averages gradients over
+        the workers.
+    """
+    hp = hyperparameters
+    require_positive(nsteps=hp["nsteps"], nminibatches=hp["nminibatches"],
+                     noptepochs=hp["noptepochs"])
+    configure_threads(small_model=not is_image_space(observation_space))
+    kwargs = dict(network_kwargs)
+    value_network = kwargs.pop("value_network", None)
+    policy = build_policy(observation_space, action_space, network, value_network, **kwargs)
+    jit = hp.get("jit_compile")
+    if jit is None:
+        total = hp.get("total_timesteps") or 0
+        jit = total // (num_envs * hp["nsteps"]) >= XLA_MIN_UPDATES and \
+            xla_is_faster(observation_space)
+    model_fn = hp.get("model_fn") or Model
+    return model_fn(policy, num_envs, hp["nsteps"], hp["nminibatches"], hp["noptepochs"],
+                    hp["ent_coef"], hp["vf_coef"], hp["max_grad_norm"], hp["gamma"], hp["lam"],
+                    hp["clip_value"], network_kwargs, hp, jit_compile=bool(jit),
+                    comm=get_comm())

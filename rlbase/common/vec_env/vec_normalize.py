@@ -16,6 +16,85 @@ _KIND = "VecNormalize"
 _CONFIG_KEYS = ("ob", "ret", "clipob", "cliprew", "gamma", "epsilon")
 
 
+class NormalizationStats:
+    """What observation and reward normalization learned: running statistics plus the settings
+    that shape them. The training VecNormalize owns one; evaluation wrappers and the model share
+    the same object, so they always normalize exactly as training does at that moment.
+
+    ob_shape: shape of one observation (None: observations are not normalized).
+    ret: scale rewards by the running std of the discounted return.
+    clipob / cliprew: clip normalized observations / scaled rewards to +-this.
+    gamma: discount of that running return.
+    epsilon: added to variances before the square root.
+    comm: optional mpi4py communicator pooling the statistics over workers.
+    """
+
+    def __init__(self, ob_shape: tuple[int, ...] | None, ret: bool = True,
+                 clipob: float = 10.0, cliprew: float = 10.0, gamma: float = 0.99,
+                 epsilon: float = 1e-8, comm: Any = None):
+        self.ob, self.ret = ob_shape is not None, bool(ret)
+        self.clipob, self.cliprew = float(clipob), float(cliprew)
+        self.gamma, self.epsilon = float(gamma), float(epsilon)
+        self.ob_rms = RunningMeanStd(shape=ob_shape, comm=comm) if ob_shape is not None else None
+        self.ret_rms = RunningMeanStd(shape=(), comm=comm) if ret else None
+
+    @classmethod
+    def from_config(cls, ob_shape: tuple[int, ...], config: dict[str, Any]) -> NormalizationStats:
+        """Statistics with a saved ``config`` (see :meth:`config`); a malformed one is an error."""
+        if not _valid_config(config):
+            raise RLBaseError(f"malformed VecNormalize config {config!r}: expected keys "
+                              f"{list(_CONFIG_KEYS)}")
+        return cls(ob_shape if config["ob"] else None, config["ret"], config["clipob"],
+                   config["cliprew"], config["gamma"], config["epsilon"])
+
+    def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
+        """Normalize observations with the current statistics (no update)."""
+        if self.ob_rms is None:
+            return obs
+        scaled = (obs - self.ob_rms.mean) / np.sqrt(self.ob_rms.var + self.epsilon)
+        return np.clip(scaled, -self.clipob, self.clipob).astype(np.float32)
+
+    def normalize_reward(self, rewards: np.ndarray) -> np.ndarray:
+        """Scale rewards with the current return statistics (no update)."""
+        if self.ret_rms is None:
+            return rewards
+        scaled = rewards / np.sqrt(self.ret_rms.var + self.epsilon)
+        return np.clip(scaled, -self.cliprew, self.cliprew).astype(np.float32)
+
+    def config(self) -> dict[str, Any]:
+        """The settings that shape the statistics (stored with them)."""
+        return {key: getattr(self, key) for key in _CONFIG_KEYS}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The statistics as flat named arrays, e.g. ``ob_rms/mean``, ``ret_rms/count``."""
+        state = {}
+        for name, rms in (("ob_rms", self.ob_rms), ("ret_rms", self.ret_rms)):
+            if rms is not None:
+                state.update({f"{name}/{k}": v for k, v in rms.state_dict().items()})
+        return state
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Restore statistics from :meth:`state_dict` (all checked before any changes)."""
+        parts = []
+        for name, rms in (("ob_rms", self.ob_rms), ("ret_rms", self.ret_rms)):
+            if rms is None:
+                continue
+            prefix = name + "/"
+            part = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+            if not part:
+                what = "observations" if name == "ob_rms" else "rewards"
+                raise RLBaseError(f"VecNormalize state has no {name} statistics, but this "
+                                  f"wrapper normalizes {what}")
+            RunningMeanStd(shape=rms.shape).load_state_dict(part)  # raises on a mismatch
+            parts.append((rms, part))
+        for rms, part in parts:
+            rms.load_state_dict(part)
+
+    def follower(self, venv: VecEnv) -> VecNormalize:
+        """``venv`` normalized with these statistics, which it reads but never updates."""
+        return VecNormalize(venv, training=False, stats=self)
+
+
 class VecNormalize(VecEnvWrapper):
     """Normalize observations by their running mean/std, and rewards by the running std of the
     discounted return (rewards are scaled, not shifted, so their sign survives).
@@ -32,30 +111,50 @@ class VecNormalize(VecEnvWrapper):
     :param epsilon: added to variances before the square root.
     :param training: update the statistics; set False to freeze them (evaluation).
     :param comm: optional mpi4py communicator to pool statistics over workers.
+    :param stats: normalize with these statistics, shared with their owner, instead of new
+        ones (the settings above are then theirs).
     """
 
     def __init__(self, venv: VecEnv, ob: bool = True, ret: bool = True, clipob: float = 10.0,
                  cliprew: float = 10.0, gamma: float = 0.99, epsilon: float = 1e-8,
-                 training: bool = True, comm: Any = None):
+                 training: bool = True, comm: Any = None,
+                 stats: NormalizationStats | None = None):
         space = venv.observation_space
+        if stats is not None:
+            ob = stats.ob
         if isinstance(space, gym.spaces.Dict):
             raise RLBaseError("VecNormalize does not support Dict observation spaces: "
                               "normalize each Box entry with a gymnasium wrapper instead")
         if ob and not isinstance(space, gym.spaces.Box):
             raise RLBaseError(f"VecNormalize(ob=True) needs a Box observation space, got {space}")
+        if stats is None:
+            stats = NormalizationStats(space.shape if ob else None, ret, clipob, cliprew, gamma,
+                                       epsilon, comm)
+        elif stats.ob_rms is not None and stats.ob_rms.shape != space.shape:
+            raise RLBaseError(f"normalization statistics of shape {stats.ob_rms.shape} do not "
+                              f"fit observations of shape {space.shape}")
         normalized_space = None
-        if ob:
-            normalized_space = gym.spaces.Box(-clipob, clipob, space.shape, dtype=np.float32)
+        if stats.ob:
+            normalized_space = gym.spaces.Box(-stats.clipob, stats.clipob, space.shape,
+                                              dtype=np.float32)
         super().__init__(venv, observation_space=normalized_space)
-        self.ob, self.ret = bool(ob), bool(ret)
-        self.clipob, self.cliprew = float(clipob), float(cliprew)
-        self.gamma, self.epsilon = float(gamma), float(epsilon)
+        self.stats = stats
         self.training = bool(training)
-        self.ob_rms = RunningMeanStd(shape=space.shape, comm=comm) if ob else None
-        self.ret_rms = RunningMeanStd(shape=(), comm=comm) if ret else None
         self.returns = np.zeros(self.num_envs, dtype=np.float64)
         self._raw_obs: np.ndarray | None = None
         self._raw_rewards: np.ndarray | None = None
+
+    @property
+    def ob_rms(self) -> RunningMeanStd | None:
+        return self.stats.ob_rms
+
+    @property
+    def ret_rms(self) -> RunningMeanStd | None:
+        return self.stats.ret_rms
+
+    @property
+    def gamma(self) -> float:
+        return self.stats.gamma
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
@@ -84,17 +183,11 @@ class VecNormalize(VecEnvWrapper):
 
     def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
         """Normalize observations with the current statistics (no update)."""
-        if self.ob_rms is None:
-            return obs
-        scaled = (obs - self.ob_rms.mean) / np.sqrt(self.ob_rms.var + self.epsilon)
-        return np.clip(scaled, -self.clipob, self.clipob).astype(np.float32)
+        return self.stats.normalize_obs(obs)
 
     def normalize_reward(self, rewards: np.ndarray) -> np.ndarray:
         """Scale rewards with the current return statistics (no update)."""
-        if self.ret_rms is None:
-            return rewards
-        scaled = rewards / np.sqrt(self.ret_rms.var + self.epsilon)
-        return np.clip(scaled, -self.cliprew, self.cliprew).astype(np.float32)
+        return self.stats.normalize_reward(rewards)
 
     def get_original_obs(self) -> np.ndarray | None:
         """The last observations before normalization."""
@@ -108,28 +201,15 @@ class VecNormalize(VecEnvWrapper):
 
     def config(self) -> dict[str, Any]:
         """The constructor arguments that shape the statistics (stored with them)."""
-        return {key: getattr(self, key) for key in _CONFIG_KEYS}
+        return self.stats.config()
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """The statistics as flat named arrays, e.g. ``ob_rms/mean``, ``ret_rms/count``."""
-        state = {}
-        for name, rms in (("ob_rms", self.ob_rms), ("ret_rms", self.ret_rms)):
-            if rms is not None:
-                state.update({f"{name}/{k}": v for k, v in rms.state_dict().items()})
-        return state
+        return self.stats.state_dict()
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         """Restore statistics from :meth:`state_dict`."""
-        for name, rms in (("ob_rms", self.ob_rms), ("ret_rms", self.ret_rms)):
-            if rms is None:
-                continue
-            prefix = name + "/"
-            part = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
-            if not part:
-                what = "observations" if name == "ob_rms" else "rewards"
-                raise RLBaseError(f"VecNormalize state has no {name} statistics, but this "
-                                  f"wrapper normalizes {what}")
-            rms.load_state_dict(part)
+        self.stats.load_state_dict(state)
 
     def save(self, path: serialization.PathLike) -> None:
         """Save the statistics and settings to one rlbase file (no pickle)."""

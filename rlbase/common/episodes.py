@@ -1,0 +1,61 @@
+"""Episode statistics every algorithm logs, counted the one way: the episodes the monitor
+reports.
+
+``VecMonitor`` puts ``{"r": return, "l": length, "t": seconds}`` into ``infos[i]["episode"]``
+when an episode ends. On Atari it reports whole games with their unclipped score, not the
+lives the learner's episodes end at, so ``rollout/ep_rew_mean`` is the score results tables
+compare, for every algorithm alike.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+
+class EpisodeStats:
+    """The last ``window`` monitored episodes and the count of all of them."""
+
+    def __init__(self, window: int = 100):
+        self.recent: deque[dict[str, float]] = deque(maxlen=window)
+        self.count = 0
+
+    def update(self, infos: Iterable[dict[str, Any]]) -> None:
+        """Record the episodes that ended on this step (``info["episode"]`` entries)."""
+        for info in infos:
+            episode = info.get("episode")
+            if episode is not None:
+                self.add(_scalar(episode["r"]), int(_scalar(episode["l"])),
+                         _scalar(episode.get("t", 0.0)))
+
+    def add(self, ret: float, length: int, seconds: float = 0.0) -> None:
+        self.recent.append({"r": float(ret), "l": int(length), "t": float(seconds)})
+        self.count += 1
+
+    @property
+    def returns(self) -> list[float]:
+        return [ep["r"] for ep in self.recent]
+
+    def mean_return(self) -> float:
+        """Mean return of the recent episodes (nan before the first)."""
+        return float(np.mean(self.returns)) if self.recent else float("nan")
+
+    def mean_length(self) -> float:
+        return float(np.mean([ep["l"] for ep in self.recent])) if self.recent else float("nan")
+
+    def state(self) -> dict[str, Any]:
+        """JSON-able, for checkpoints."""
+        return {"recent": list(self.recent), "count": self.count}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.recent.clear()
+        self.recent.extend({k: float(v) for k, v in ep.items()} for ep in state["recent"])
+        self.count = int(state["count"])
+
+
+def _scalar(value: Any) -> float:
+    """A number from an episode record (gymnasium wrappers may store 1-element arrays)."""
+    return float(np.asarray(value).reshape(-1)[0])

@@ -1,0 +1,264 @@
+"""The bookkeeping every learn() loop shares: one mechanism, used by all algorithms.
+
+An algorithm's loop body collects experience and trains; after each iteration (an on-policy
+update, an off-policy env step, an ES generation) it calls :meth:`TrainingLoop.end_iteration`,
+which counts timesteps, stops on a non-finite loss, logs SB3's keys, calls the callback,
+evaluates on the evaluation env, polls Ctrl-C and writes resumable checkpoints::
+
+    loop = TrainingLoop(model, env, total_timesteps, options, loss_names=("value_loss",))
+    while loop.running():
+        ...collect (calling loop.episodes.update(infos) after each env step), train...
+        if loop.end_iteration(steps, {"value_loss": ..., "learning_rate": ...}):
+            break
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rlbase.common import logger
+from rlbase.common.base_model import BaseModel
+from rlbase.common.checkpoint import Checkpointer
+from rlbase.common.episodes import EpisodeStats
+from rlbase.common.errors import NonFiniteError, RLBaseError
+from rlbase.common.evaluation import Evaluator
+from rlbase.common.signals import stop_requested
+from rlbase.common.vec_env.base import VecEnv
+
+Callback = Callable[[Any, dict[str, Any]], "bool | None"]
+
+#: the learn() arguments every algorithm shares (see LoopOptions)
+LOOP_ARGUMENTS = ("log_interval", "callback", "checkpoint_interval", "checkpoint_path",
+                  "resume", "eval_env", "eval_freq", "eval_episodes")
+
+
+@dataclass
+class LoopOptions:
+    """The learn() arguments of the shared loop.
+
+    log_interval: log every this many iterations (updates, generations) or, for off-policy
+        algorithms, finished episodes (SB3's convention).
+    callback: ``callback(model, info)`` after every iteration; returning False stops training.
+    checkpoint_interval: write a resumable checkpoint every this many env steps (0: never).
+    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
+    resume: continue from the newest checkpoint in that folder.
+    eval_env: an env to evaluate on (None: no evaluation).
+    eval_freq: evaluate every this many env steps (0: at every log row, when eval_env is
+        given).
+    eval_episodes: episodes per evaluation.
+    """
+
+    log_interval: int = 100
+    callback: Callback | None = None
+    checkpoint_interval: int = 0
+    checkpoint_path: str | None = None
+    resume: bool = False
+    eval_env: Any = None
+    eval_freq: int = 0
+    eval_episodes: int = 5
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> LoopOptions:
+        return cls(**{k: arguments[k] for k in LOOP_ARGUMENTS if k in arguments})
+
+    def check(self) -> None:
+        for name in ("log_interval", "eval_episodes"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 1:
+                raise RLBaseError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("checkpoint_interval", "eval_freq"):
+            value = getattr(self, name)
+            if value is not None and (not _is_int(value) or value < 0):
+                raise RLBaseError(f"{name} must be a non-negative integer number of env steps, "
+                                  f"got {value!r}")
+        if self.eval_freq and self.eval_env is None:
+            raise RLBaseError(f"eval_freq={self.eval_freq} needs an eval_env to evaluate on")
+        if self.callback is not None and not callable(self.callback):
+            raise RLBaseError(f"callback must be callable, got {self.callback!r}")
+
+
+def _is_int(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def crossings(t: int, step: int, every: int | None) -> int:
+    """How many multiples of ``every`` a counter passed going from ``t - step`` to ``t``."""
+    if not every:
+        return 0
+    return t // every - (t - step) // every
+
+
+class TrainingLoop:
+    """Counts, checks, logs, reports, evaluates and checkpoints a learn() run.
+
+    model: the algorithm's model (its ``num_timesteps`` is advanced here).
+    env: the training env.
+    total_timesteps: env steps to train for in this call; with ``resume`` the whole run's.
+    options: the shared learn() arguments.
+    log_unit: 'iterations' or 'episodes' (what log_interval counts).
+    loss_names: statistics that must stay finite (training stops naming the first that does
+        not, and the iteration).
+    writer: False on MPI ranks other than 0 (they never write checkpoints).
+    seed: seeds an evaluation env given as an id (with seed + 1000).
+    """
+
+    def __init__(self, model: BaseModel, env: VecEnv, total_timesteps: int,
+                 options: LoopOptions, log_unit: str = "iterations",
+                 loss_names: tuple[str, ...] = (), writer: bool = True,
+                 seed: int | None = None):
+        options.check()
+        if log_unit not in ("iterations", "episodes"):
+            raise ValueError(f"log_unit must be 'iterations' or 'episodes', got {log_unit!r}")
+        self.model, self.env, self.options = model, env, options
+        self.log_unit, self.loss_names = log_unit, loss_names
+        self.episodes = EpisodeStats()
+        self.iterations = 0
+        self.checkpointer = Checkpointer(model.algorithm, options.checkpoint_path,
+                                         options.checkpoint_interval, writer=writer)
+        self.evaluator: Evaluator | None = None
+        if options.eval_env is not None:
+            logdir = logger.get_dir()
+            self.evaluator = Evaluator(
+                options.eval_env, options.eval_episodes, seed=None if seed is None else seed + 1000,
+                best_model_path=os.path.join(logdir, "best_model.zip") if logdir else None)
+        self.start = model.num_timesteps
+        if options.resume:
+            self._restore()
+            self.start = 0  # total_timesteps counts the whole run
+        self.target = self.start + max(0, int(total_timesteps))
+        self._run_start = model.num_timesteps
+        self._logged_episodes = self.episodes.count
+        self.tstart = time.perf_counter()
+        self.stopped = False
+
+    # -- where the run is ---------------------------------------------------------------------
+    def running(self) -> bool:
+        """Whether training goes on: steps remain and nothing asked it to stop."""
+        return not self.stopped and self.model.num_timesteps < self.target
+
+    @property
+    def progress_remaining(self) -> float:
+        """1 at the start of the run, 0 at its end (what schedules take)."""
+        span = self.target - self.start
+        if span <= 0:
+            return 0.0
+        return float(np.clip(1.0 - (self.model.num_timesteps - self.start) / span, 0.0, 1.0))
+
+    def iterations_left(self, batch: int, what: str = "update") -> int:
+        """Whole iterations of ``batch`` env steps that reach the target; says so in the log
+        when the steps asked for are not a multiple of the batch."""
+        left = self.target - self.model.num_timesteps
+        if left <= 0:
+            return 0
+        n = max(1, math.ceil(left / batch))
+        if left % batch:
+            logger.log(f"{self.model.algorithm}: {left} timesteps is not a whole number of "
+                       f"{what}s of {batch} steps: training for {n} {what}s = {n * batch} steps")
+        return n
+
+    # -- after each iteration -------------------------------------------------------------------
+    def end_iteration(self, steps: int, stats: Mapping[str, float],
+                      logs: Mapping[str, Any] | None = None) -> bool:
+        """Account for one iteration of ``steps`` env steps; returns True when training must
+        stop (the callback returned False, or Ctrl-C)."""
+        model = self.model
+        model.num_timesteps += steps
+        self.iterations += 1
+        for name in self.loss_names:
+            value = stats.get(name)
+            if value is not None and not math.isfinite(value):
+                raise NonFiniteError(f"{model.algorithm}: {name} became {value} at iteration "
+                                     f"{self.iterations} ({model.num_timesteps} timesteps)")
+        last = model.num_timesteps >= self.target
+        log_due = self._log_due(last)
+        if self.evaluator is not None and (
+                crossings(model.num_timesteps, steps, self.options.eval_freq) or
+                (not self.options.eval_freq and log_due)):
+            self.evaluate()
+        if log_due:
+            self.log(stats, logs)
+        stop = False
+        callback = self.options.callback
+        if callback is not None:
+            info = {"iteration": self.iterations, "num_timesteps": model.num_timesteps,
+                    "total_timesteps": self.target, "ep_infos": self.episodes.recent,
+                    "episodes": self.episodes.count, **stats}
+            stop = callback(model, info) is False
+        stop = stop or stop_requested()
+        ckpt = self.checkpointer
+        if ckpt.due(model.num_timesteps) or (stop and ckpt.active):
+            path = self.save_checkpoint()
+            logger.log(f"Checkpoint at {model.num_timesteps} timesteps: {path}")
+        if stop:
+            logger.log(f"{model.algorithm}: stopped at {model.num_timesteps} timesteps on request")
+        self.stopped = stop
+        return stop
+
+    def _log_due(self, last: bool) -> bool:
+        interval = self.options.log_interval
+        if self.log_unit == "iterations":
+            return self.iterations % interval == 0 or self.iterations == 1 or last
+        due = self.episodes.count // interval > self._logged_episodes // interval
+        return due or (last and self.episodes.count > 0)
+
+    def log(self, stats: Mapping[str, float], logs: Mapping[str, Any] | None = None) -> None:
+        """Write one row of SB3's keys (time/, rollout/, train/) plus ``logs``."""
+        self._logged_episodes = self.episodes.count
+        elapsed = max(time.perf_counter() - self.tstart, 1e-9)
+        model = self.model
+        logger.record_tabular("time/iterations", self.iterations)
+        logger.record_tabular("time/total_timesteps", model.num_timesteps)
+        logger.record_tabular("time/fps", int((model.num_timesteps - self._run_start) / elapsed))
+        logger.record_tabular("time/time_elapsed", elapsed)
+        logger.record_tabular("time/episodes", self.episodes.count)
+        logger.record_tabular("rollout/ep_rew_mean", self.episodes.mean_return())
+        logger.record_tabular("rollout/ep_len_mean", self.episodes.mean_length())
+        for name, value in stats.items():
+            logger.record_tabular(name if "/" in name else f"train/{name}", value)
+        for key, value in (logs or {}).items():
+            logger.record_tabular(key, value)
+        if self.evaluator is not None and self.evaluator.last is not None:
+            mean, length = self.evaluator.last
+            logger.record_tabular("eval/mean_reward", mean)
+            logger.record_tabular("eval/mean_ep_length", length)
+        logger.dump_tabular()
+
+    def evaluate(self) -> float:
+        """Evaluate now on the evaluation env (logged with the next row; the best model is
+        kept, and written to <log dir>/best_model.zip when there is a log dir)."""
+        assert self.evaluator is not None
+        return self.evaluator.evaluate(self.model)
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def save_checkpoint(self) -> str:
+        model_meta, arrays = self.model.resume_state()
+        loop: dict[str, Any] = {"iterations": self.iterations,
+                                "episodes": self.episodes.state(), "model": model_meta}
+        if self.evaluator is not None:
+            eval_meta, eval_arrays = self.evaluator.state()
+            loop["evaluator"] = eval_meta
+            arrays = {**arrays, **eval_arrays}
+        return self.checkpointer.save(self.model, loop, arrays)
+
+    def _restore(self) -> None:
+        resumed = self.checkpointer.restore(self.model)
+        if resumed is None:
+            return
+        loop, arrays = resumed
+        try:
+            self.iterations = int(loop["iterations"])
+            self.episodes.set_state(loop["episodes"])
+            model_meta = loop["model"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RLBaseError(f"{self.checkpointer.latest()} is not a checkpoint of this rlbase "
+                              f"version ({type(exc).__name__}: {exc}); start a new run") from exc
+        self.model.restore_resume_state(model_meta, arrays)
+        if self.evaluator is not None and isinstance(loop.get("evaluator"), dict):
+            self.evaluator.set_state(loop["evaluator"], arrays)

@@ -1,0 +1,133 @@
+"""Algorithm discovery, shared by the CLI, the benchmarks and the model classes.
+
+An algorithm is a package ``rlbase/<alg>/`` with ``<alg>.py`` (``learn`` and ``train``),
+``model.py`` (``Model`` and ``build_model``) and ``defaults.py`` (one function per env type).
+Nothing here imports TensorFlow until an algorithm is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import pkgutil
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+from rlbase.common.errors import RLBaseError
+
+# Names other libraries use for rlbase's algorithms: (rlbase algorithm, learn() arguments).
+ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "ppo2": ("ppo", {}),        # OpenAI Baselines
+    "deepq": ("dqn", {}),       # OpenAI Baselines
+    "td3": ("ddpg", {"twin_q": True, "policy_delay": 2, "target_noise": 0.2}),
+}
+ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
+
+
+def available_algorithms() -> list[str]:
+    """Packages ``rlbase.<alg>`` that have a ``<alg>.py``."""
+    pkg_dir = os.path.dirname(os.path.abspath(__file__))
+    return sorted(m.name for m in pkgutil.iter_modules([pkg_dir]) if m.ispkg and
+                  os.path.isfile(os.path.join(pkg_dir, m.name, f"{m.name}.py")))
+
+
+def resolve(name: str) -> tuple[str, dict[str, Any]]:
+    """``(algorithm, preset learn() arguments)`` for a name or an alias such as 'ppo2'."""
+    if name in ALIASES:
+        return ALIASES[name]
+    algs = available_algorithms()
+    if name not in algs:
+        raise RLBaseError(f"unknown algorithm '{name}'; available: {', '.join(algs)} (aliases: "
+                          f"{', '.join(f'{a}={t[0]}' for a, t in ALIASES.items())})")
+    return name, {}
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One algorithm's entry points."""
+
+    name: str
+    module: ModuleType          # rlbase.<alg>.<alg>
+    model_module: ModuleType    # rlbase.<alg>.model
+
+    @property
+    def learn(self) -> Callable[..., Any]:
+        return self.module.learn
+
+    @property
+    def train(self) -> Callable[..., Any]:
+        return self.module.train
+
+    @property
+    def build_model(self) -> Callable[..., Any]:
+        return self.model_module.build_model
+
+    @property
+    def model_class(self) -> type:
+        return self.model_module.Model
+
+    def learn_defaults(self) -> dict[str, Any]:
+        """learn()'s keyword defaults (what a model built without learn() starts from)."""
+        params = inspect.signature(self.learn).parameters.values()
+        return {p.name: p.default for p in params
+                if p.default is not p.empty and p.kind is not p.VAR_KEYWORD}
+
+    def learn_parameters(self) -> list[str]:
+        params = inspect.signature(self.learn).parameters.values()
+        return [p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+    def defaults(self, env_type: str) -> dict[str, Any]:
+        """The algorithm's defaults for an env type (``defaults.<env_type>()``; {} if none)."""
+        try:
+            module = importlib.import_module(f"rlbase.{self.name}.defaults")
+        except ModuleNotFoundError:
+            return {}
+        fn = getattr(module, env_type, None)
+        return dict(fn()) if callable(fn) else {}
+
+
+def get_algorithm(name: str) -> Algorithm:
+    """The entry points of an algorithm (its name, not an alias)."""
+    algorithm, _ = resolve(name)
+    return Algorithm(algorithm, importlib.import_module(f"rlbase.{algorithm}.{algorithm}"),
+                     importlib.import_module(f"rlbase.{algorithm}.model"))
+
+
+def build_model(algorithm: str, observation_space: Any, action_space: Any, num_envs: int,
+                network: Any, network_kwargs: dict[str, Any] | None,
+                hyperparameters: dict[str, Any] | None) -> Any:
+    """An algorithm's model built as learn() builds it: learn()'s defaults under
+    ``hyperparameters``."""
+    entry = get_algorithm(algorithm)
+    params = {**entry.learn_defaults(), **(hyperparameters or {})}
+    return entry.build_model(observation_space, action_space, num_envs, network,
+                             dict(network_kwargs or {}), params)
+
+
+def load(path: str, num_envs: int | None = None, allow_pickle: bool = False) -> Any:
+    """Any saved rlbase model (or checkpoint), rebuilt from its own metadata: algorithm,
+    spaces, network and hyperparameters. ``num_envs``: the batch it will train on (None: the
+    one it was saved with)."""
+    from rlbase.common.serialization import load_file, space_from_json
+
+    path = os.path.expanduser(os.fspath(path))
+    metadata = load_file(path, allow_pickle=allow_pickle)[0]
+    algorithm = metadata.get("algorithm")
+    if algorithm not in available_algorithms():
+        raise RLBaseError(f"model file {path} holds algorithm {algorithm!r}, which this rlbase "
+                          f"does not have (available: {', '.join(available_algorithms())})")
+    try:
+        ob_space = space_from_json(metadata["observation_space"])
+        ac_space = space_from_json(metadata["action_space"])
+    except KeyError as exc:
+        raise RLBaseError(f"model file {path} records no {exc.args[0]}") from None
+    unusable = set(metadata.get("unserializable") or ())
+    hyperparameters = {k: v for k, v in (metadata.get("hyperparameters") or {}).items()
+                       if k not in unusable}
+    envs = num_envs or int(metadata.get("num_envs") or 1)
+    model = build_model(algorithm, ob_space, ac_space, envs, metadata.get("network"),
+                        metadata.get("network_kwargs"), hyperparameters)
+    model.load(path, allow_pickle=allow_pickle)
+    return model
