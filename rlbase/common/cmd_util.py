@@ -13,7 +13,7 @@ import gymnasium as gym
 from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import mpi_rank
-from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 
 # Ids gymnasium retired for a successor that is the same env at default arguments; papers,
@@ -124,12 +124,24 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
                                    not in ("classic_control", "toy_text"))
         venv = SubprocVecEnv(fns) if subproc else DummyVecEnv(fns)
     venv.seed(env_seed(seed, 0, rank))
-    filename = None
-    if monitor_dir is not None:
-        os.makedirs(monitor_dir, exist_ok=True)
-        filename = os.path.join(monitor_dir, f"{rank}.monitor.csv")
     # Atari episodes end at every lost life; only whole games (reported by the env) count.
-    return VecMonitor(venv, filename=filename, games_only=env_type == "atari")
+    return VecMonitor(venv, filename=_monitor_file(monitor_dir), games_only=env_type == "atari")
+
+
+def _monitor_file(monitor_dir: str | None) -> str | None:
+    """``<monitor_dir>/<rank>.monitor.csv`` (None: no file)."""
+    if monitor_dir is None:
+        return None
+    os.makedirs(monitor_dir, exist_ok=True)
+    return os.path.join(monitor_dir, f"{mpi_rank()}.monitor.csv")
+
+
+def ensure_monitor(venv: VecEnv, monitor_dir: str | None = None) -> VecEnv:
+    """``venv`` if a VecMonitor is in its chain, else ``venv`` wrapped in one: every
+    algorithm counts the episodes a monitor reports."""
+    if find_wrapper(venv, VecMonitor) is not None:
+        return venv
+    return VecMonitor(venv, filename=_monitor_file(monitor_dir))
 
 
 def _env_fn(env_id: str, seed: int | None, reward_scale: float,
@@ -137,16 +149,18 @@ def _env_fn(env_id: str, seed: int | None, reward_scale: float,
     return lambda: make_env(env_id, seed, reward_scale, env_kwargs, wrapper)
 
 
-def as_vec_env(env: VecEnv | gym.Env | str, seed: int | None = None) -> VecEnv:
-    """learn() takes a VecEnv, a gymnasium env or an env id: make it a VecEnv."""
+def as_vec_env(env: VecEnv | gym.Env | str, seed: int | None = None,
+               monitor_dir: str | None = None) -> VecEnv:
+    """learn() takes a VecEnv, a gymnasium env or an env id: make it a VecEnv. A VecEnv is
+    returned as it is; an env id or env is monitored (to ``monitor_dir`` when given)."""
     if isinstance(env, VecEnv):
         return env
     if isinstance(env, str):
-        return make_vec_env(env, num_env=1, seed=seed)
+        return make_vec_env(env, num_env=1, seed=seed, monitor_dir=monitor_dir)
     if isinstance(env, gym.Env):
         venv = DummyVecEnv([lambda: env])
         venv.seed(seed)
-        return VecMonitor(venv)
+        return VecMonitor(venv, filename=_monitor_file(monitor_dir))
     raise RLBaseError(f"env must be a VecEnv, a gymnasium.Env or an env id, got "
                       f"{type(env).__name__}")
 

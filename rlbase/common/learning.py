@@ -19,7 +19,8 @@ from typing import Any, Protocol
 import gymnasium as gym
 
 from rlbase.common.base_model import BaseModel, check_model_metadata
-from rlbase.common.cmd_util import as_vec_env
+from rlbase.common import logger
+from rlbase.common.cmd_util import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loop import LOOP_ARGUMENTS, LoopOptions
 from rlbase.common.misc_util import set_global_seeds
@@ -87,7 +88,7 @@ def start_learning(algorithm: str, build_model: BuildModel, arguments: dict[str,
     apply_aliases(algorithm, arguments, network_kwargs, aliases or {})
     seed = arguments.get("seed")
     set_global_seeds(seed)
-    env = as_vec_env(arguments["env"], seed)
+    env = ensure_monitor(as_vec_env(arguments["env"], seed, logger.get_dir()), logger.get_dir())
     hyperparameters = {k: v for k, v in arguments.items()
                        if k not in NOT_HYPERPARAMETERS}
     network = arguments["network"]

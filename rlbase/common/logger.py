@@ -230,9 +230,9 @@ def make_output_format(fmt: str, ev_dir: str, log_suffix: str = "") -> KVWriter:
     :param log_suffix: added to file names (``progress-rank1.csv``).
     """
     _check_formats([fmt])
-    os.makedirs(ev_dir, exist_ok=True)
     if fmt == "stdout":
         return HumanOutputFormat(None)
+    os.makedirs(ev_dir, exist_ok=True)
     if fmt == "log":
         return HumanOutputFormat(os.path.join(ev_dir, f"log{log_suffix}.txt"))
     if fmt == "json":
@@ -420,13 +420,18 @@ def configure(
     :return: the new logger.
     """
     global _current
-    if dir is None:
-        dir = os.environ.get(LOGDIR_ENV) or _default_dir()
-    dir = os.path.abspath(os.path.expanduser(os.fspath(dir)))
     if format_strs is None:
         format_strs = os.environ.get(FORMAT_ENV) or DEFAULT_FORMATS
     formats = _parse_formats(format_strs) if isinstance(format_strs, str) else list(format_strs)
     _check_formats(formats)  # before any file is created
+    if dir is None:
+        dir = os.environ.get(LOGDIR_ENV)
+        if dir is None and not set(formats) - {"stdout"}:
+            # Nothing to write to files: no folder (and no empty one left behind).
+            return _use(Logger(dir=None, output_formats=[
+                make_output_format(f, "", log_suffix) for f in formats]))
+        dir = dir or _default_dir()
+    dir = os.path.abspath(os.path.expanduser(os.fspath(dir)))
 
     rank, _ = _mpi_rank_size()
     if rank > 0:
@@ -436,12 +441,19 @@ def configure(
 
     os.makedirs(dir, exist_ok=True)
     outputs = [make_output_format(f, dir, log_suffix) for f in formats]
-    if _current is not DEFAULT:
-        _current.close()
-    _current = Logger(dir=dir, output_formats=outputs, comm=comm)
+    _use(Logger(dir=dir, output_formats=outputs, comm=comm))
     if outputs:
         log(f"Logging to {dir}")
     return _current
+
+
+def _use(new: Logger) -> Logger:
+    """Make ``new`` the current logger (closing the previous one unless it is the default)."""
+    global _current
+    if _current is not DEFAULT:
+        _current.close()
+    _current = new
+    return new
 
 
 def get_current() -> Logger:

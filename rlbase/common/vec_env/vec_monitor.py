@@ -103,8 +103,17 @@ class VecMonitor(VecEnvWrapper):
             episode = {"r": float(self._returns[i]), "l": int(self._lengths[i]), "t": elapsed}
             episode.update({key: info.get(key) for key in self.info_keywords})
             info["episode"] = episode
-        ret, length = _scalar(episode["r"]), int(_scalar(episode["l"]))
         self._returns[i], self._lengths[i] = 0.0, 0
+        self.record_episode(_scalar(episode["r"]), int(_scalar(episode["l"])),
+                            [info.get(key) for key in self.info_keywords], elapsed)
+
+    def record_episode(self, ret: float, length: int, extras: Sequence[Any] = (),
+                       elapsed: float | None = None) -> None:
+        """Record one finished episode (in the statistics and the CSV file). The wrapper calls
+        this itself; an algorithm that plays episodes on the underlying envs directly (ES)
+        calls it for those episodes."""
+        if elapsed is None:
+            elapsed = round(time.time() - self.t_start, 6)
         self.episode_returns.append(ret)
         self.episode_lengths.append(length)
         self.episode_times.append(elapsed)
@@ -113,7 +122,6 @@ class VecMonitor(VecEnvWrapper):
             for records in (self.episode_returns, self.episode_lengths, self.episode_times):
                 del records[:-self.max_episodes]
         if self._writer is not None:
-            extras = [info.get(key) for key in self.info_keywords]
             self._writer.writerow((round(ret, 6), length, elapsed, *extras))
             self._file.flush()
 
