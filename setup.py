@@ -30,5 +30,5 @@ setup(
         "tqdm",
     ],
     extras_require=extras,
-    entry_points={"console_scripts": ["rlbase=rlbase.run:cli"]},
+    entry_points={"console_scripts": ["rlbase=rlbase.cli:cli"]},
 )

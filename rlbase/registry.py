@@ -1,6 +1,6 @@
 """Algorithm discovery, shared by the CLI, the benchmarks and the model classes.
 
-An algorithm is a package ``rlbase/<alg>/`` with ``<alg>.py`` (``learn`` and ``train``),
+An algorithm is a package ``rlbase/<alg>/`` with ``<alg>.py`` (``learn``, ``train``, ``ALIASES``),
 ``model.py`` (``Model`` and ``build_model``) and ``defaults.py`` (one function per env type).
 Nothing here imports TensorFlow until an algorithm is asked for.
 """
@@ -61,6 +61,11 @@ class Algorithm:
         return self.module.train
 
     @property
+    def aliases(self) -> dict[str, Any]:
+        """Deprecated learn() spellings still accepted (``<alg>.ALIASES``)."""
+        return self.module.ALIASES
+
+    @property
     def build_model(self) -> Callable[..., Any]:
         return self.model_module.build_model
 
@@ -72,7 +77,8 @@ class Algorithm:
         """learn()'s keyword defaults (what a model built without learn() starts from)."""
         params = inspect.signature(self.learn).parameters.values()
         return {p.name: p.default for p in params
-                if p.default is not p.empty and p.kind is not p.VAR_KEYWORD}
+                if p.default is not p.empty and p.kind is not p.VAR_KEYWORD
+                and p.name not in ("total_timesteps", "seed")}
 
     def learn_parameters(self) -> list[str]:
         params = inspect.signature(self.learn).parameters.values()

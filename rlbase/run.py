@@ -2,17 +2,14 @@
 
 Flags the parser does not know (``--lr=1e-3``, ``--num_layers=3``) go to the algorithm's
 ``learn()`` or to the network builder, after a check that one of them takes them. A user's
-mistake prints one line and exits with status 2.
+mistake prints one line and exits with status 2. ``--num_timesteps=0 --load_path=m.zip
+--play`` loads a saved model and plays it (Baselines' "play a saved model").
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import inspect
 import math
 import os
-import pkgutil
 import sys
 from typing import Any, Callable
 
@@ -21,62 +18,38 @@ import numpy as np
 from rlbase.common.errors import RLBaseError
 
 # learn() arguments the CLI sets itself (from its own flags), never from --key=value extras.
-CLI_OWNED = {"env", "network", "seed", "total_timesteps", "load_path"}
+CLI_OWNED = {"env", "network", "seed", "total_timesteps", "load_path", "checkpoint_interval",
+             "checkpoint_path", "resume", "eval_freq", "eval_episodes", "eval_env"}
 
 
-def available_algorithms() -> list[str]:
-    """Packages ``rlbase.<alg>`` that have a ``<alg>.py`` with ``learn``."""
-    import rlbase
-
-    pkg_dir = os.path.dirname(rlbase.__file__)
-    return sorted(m.name for m in pkgutil.iter_modules([pkg_dir]) if m.ispkg and
-                  os.path.isfile(os.path.join(pkg_dir, m.name, f"{m.name}.py")))
-
-
-def get_learn_function(alg: str) -> Callable[..., Any]:
-    algs = available_algorithms()
-    if alg not in algs:
-        raise RLBaseError(f"unknown algorithm '{alg}'; available: {', '.join(algs)}")
-    return importlib.import_module(f"rlbase.{alg}.{alg}").learn
-
-
-def get_defaults(alg: str, env_type: str) -> dict[str, Any]:
-    """The algorithm's defaults for this env type (``rlbase.<alg>.defaults.<env_type>()``)."""
-    try:
-        module = importlib.import_module(f"rlbase.{alg}.defaults")
-    except ModuleNotFoundError:
-        return {}
-    fn = getattr(module, env_type, None)
-    return dict(fn()) if callable(fn) else {}
-
-
-def parse_num_timesteps(text: str) -> int:
+def parse_num_timesteps(text: str, allow_zero: bool) -> int:
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not math.isfinite(value) or value < 1:
-        raise RLBaseError(f"--num_timesteps must be a positive number such as 2e5, got '{text}'")
+    low = 0 if allow_zero else 1
+    if not math.isfinite(value) or value < low:
+        what = "a number >= 0 (0 with --load_path: play without training)" if allow_zero \
+            else "a positive number such as 2e5 (0 only with --load_path)"
+        raise RLBaseError(f"--num_timesteps must be {what}, got '{text}'")
     return int(value)
 
 
-def check_extra_args(alg: str, learn: Callable[..., Any], network: Any,
-                     extra: dict[str, Any]) -> None:
-    """Every --key=value must be a learn() parameter or a network builder keyword."""
+def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) -> None:
+    """Every --key=value must be a learn() parameter, a deprecated spelling of one, or a
+    network builder keyword."""
     from rlbase.common.models import network_kwarg_names
 
-    params = inspect.signature(learn).parameters
-    learn_names = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD,
-                                                                  p.VAR_POSITIONAL)}
-    takes_network_kwargs = any(p.kind == p.VAR_KEYWORD for p in params.values())
-    net_names = set(network_kwarg_names(network)) if takes_network_kwargs else set()
-    if takes_network_kwargs:
-        net_names.add("value_network")
+    learn_names = set(entry.learn_parameters()) - {"network_kwargs"}
+    aliases = set(entry.aliases)
+    net_names = set(network_kwarg_names(network)) if network is not None else set()
+    net_names.add("value_network")
     owned = sorted(set(extra) & CLI_OWNED)
     if owned:
         raise RLBaseError(f"set {', '.join(owned)} with the CLI's own flag (--env, --network, "
-                          "--seed, --num_timesteps, --load_path), not as an extra argument")
-    unknown = sorted(set(extra) - learn_names - net_names)
+                          "--seed, --num_timesteps, --load_path, --checkpoint_*, --eval_*), not "
+                          "as an extra argument")
+    unknown = sorted(set(extra) - learn_names - net_names - aliases)
     if unknown:
         valid = sorted((learn_names - CLI_OWNED) | net_names)
         raise RLBaseError(f"unknown argument(s) {', '.join('--' + u for u in unknown)} for "
@@ -84,15 +57,36 @@ def check_extra_args(alg: str, learn: Callable[..., Any], network: Any,
                           f"valid: {', '.join(valid)}")
 
 
-def build_env(args: Any, env_type: str, num_env: int, seed: int | None) -> Any:
+def check_writable(flag: str, path: str | None, is_file: bool) -> None:
+    """A clear error before training when an output path cannot be written."""
+    if not path:
+        return
+    path = os.path.abspath(os.path.expanduser(path))
+    folder = os.path.dirname(path) if is_file else path
+    probe = folder
+    while not os.path.exists(probe):  # the nearest existing parent must be writable
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
+        raise RLBaseError(f"{flag}={path} cannot be written: {probe} is not a writable folder")
+    if is_file and os.path.isdir(path):
+        raise RLBaseError(f"{flag}={path} is a folder; give a file name such as model.zip")
+
+
+def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
+              env_kwargs: dict[str, Any]) -> Any:
     from rlbase.common.cmd_util import make_vec_env
 
-    env_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
-    monitor_dir = args.log_path if args.log_path else None
+    kwargs = dict(env_kwargs)
+    if args.save_video_interval:
+        kwargs["render_mode"] = "rgb_array"
     env = make_vec_env(args.env, env_type, num_env, seed, reward_scale=args.reward_scale,
-                       env_kwargs=env_kwargs, monitor_dir=monitor_dir, vec_env=args.vec_env)
+                       env_kwargs=kwargs or None, monitor_dir=args.log_path,
+                       vec_env=args.vec_env)
     if args.check_finite:
-        from rlbase.common.nan_guard import VecCheckFinite
+        from rlbase.common.vec_env import VecCheckFinite
 
         env = VecCheckFinite(env)
     if args.normalize:
@@ -109,28 +103,35 @@ def build_env(args: Any, env_type: str, num_env: int, seed: int | None) -> Any:
     return env
 
 
-def progress_callback(total: int) -> Callable[[Any, dict[str, Any]], None]:
-    from tqdm import tqdm
+class ProgressBar:
+    """A tqdm bar on stderr, moved by the training loop's callback."""
 
-    bar = tqdm(total=total, unit="step", dynamic_ncols=True, file=sys.stderr)
+    def __init__(self, total: int):
+        from tqdm import tqdm
 
-    def update(model: Any, info: dict[str, Any]) -> None:
-        bar.n = min(total, int(info.get("num_timesteps", 0)))
-        bar.refresh()
-        if bar.n >= total:
-            bar.close()
+        self.total = total
+        self.bar = tqdm(total=total, unit="step", dynamic_ncols=True, file=sys.stderr)
 
-    return update
+    def __call__(self, model: Any, info: dict[str, Any]) -> None:
+        self.bar.n = min(self.total, int(info.get("num_timesteps", 0)))
+        self.bar.refresh()
+        if self.bar.n >= self.total:
+            self.bar.close()
+
+    def __repr__(self) -> str:
+        return "progress bar"
 
 
-def play(model: Any, env_id: str, episodes: int, seed: int | None) -> list[float]:
-    """Run the trained policy and print each episode's return."""
+def play(model: Any, env_id: str, episodes: int, seed: int | None,
+         env_kwargs: dict[str, Any] | None = None) -> list[float]:
+    """Run the trained policy and print each episode's return (observations normalized as
+    in training)."""
     from rlbase.common.cmd_util import make_vec_env
     from rlbase.common.evaluation import run_episodes
 
-    env = make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 12345)
-    if hasattr(model, "normalized_like_training"):
-        env = model.normalized_like_training(env)
+    env = make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 12345,
+                       env_kwargs=env_kwargs or None)
+    env = model.normalized_like_training(env)
     returns, lengths = run_episodes(model, env, episodes, deterministic=True)
     for i, (ret, length) in enumerate(zip(returns, lengths)):
         print(f"episode {i + 1}: return {ret:.2f}, length {length}", flush=True)
@@ -139,30 +140,12 @@ def play(model: Any, env_id: str, episodes: int, seed: int | None) -> list[float
     return returns
 
 
-def add_reliability_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("--checkpoint_interval", type=int, default=0,
-                        help="write a resumable checkpoint every this many env steps")
-    parser.add_argument("--checkpoint_path", type=str, default=None,
-                        help="the checkpoints' folder (default: <log_path>/checkpoints)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue from the newest checkpoint in the checkpoint folder")
-    parser.add_argument("--check_finite", action=argparse.BooleanOptionalAction, default=True,
-                        help="stop at the first NaN/inf observation or reward (default: on)")
-    return parser
-
-
-def checkpoint_args(args: Any, learn: Callable[..., Any]) -> dict[str, Any]:
+def checkpoint_args(args: Any) -> dict[str, Any]:
     """The learn() arguments for --checkpoint_interval, --checkpoint_path and --resume."""
     if not (args.checkpoint_interval or args.resume or args.checkpoint_path):
         return {}
     if args.checkpoint_interval < 0:
         raise RLBaseError(f"--checkpoint_interval must be >= 0, got {args.checkpoint_interval}")
-    params = inspect.signature(learn).parameters
-    if not {"checkpoint_interval", "resume"} <= set(params):
-        raise RLBaseError(f"algorithm '{args.alg}' does not support --checkpoint_interval/"
-                          "--resume yet; algorithms with checkpoints: " + ", ".join(
-                              a for a in available_algorithms() if "resume" in
-                              inspect.signature(get_learn_function(a)).parameters))
     folder = args.checkpoint_path or (os.path.join(args.log_path, "checkpoints")
                                       if args.log_path else None)
     if folder is None:
@@ -172,46 +155,72 @@ def checkpoint_args(args: Any, learn: Callable[..., Any]) -> dict[str, Any]:
             "checkpoint_path": os.path.expanduser(folder)}
 
 
-def interrupted_save_path(args: Any, ckpt: dict[str, Any]) -> str:
-    """Where a model stopped by Ctrl-C goes: --save_path, else beside the checkpoints, else
-    the log folder, else the current folder."""
-    if args.save_path:
-        return os.path.expanduser(args.save_path)
+def eval_args(args: Any, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """--eval_freq / --eval_episodes: periodic evaluation on a separate env of the same id."""
+    if not args.eval_freq:
+        return {}
+    if args.eval_freq < 0 or args.eval_episodes < 1:
+        raise RLBaseError(f"--eval_freq must be >= 0 and --eval_episodes >= 1, got "
+                          f"{args.eval_freq} and {args.eval_episodes}")
+    from rlbase.common.cmd_util import make_vec_env
+
+    seed = None if args.seed is None else args.seed + 1000
+    return {"eval_env": make_vec_env(args.env, num_env=1, seed=seed,
+                                     env_kwargs=env_kwargs or None),
+            "eval_freq": args.eval_freq, "eval_episodes": args.eval_episodes}
+
+
+def fallback_save_path(args: Any, ckpt: dict[str, Any], name: str) -> str:
+    """Where a model goes when --save_path is not given or cannot be written: beside the
+    checkpoints, else the log folder, else the current folder."""
     folder = ckpt.get("checkpoint_path") or args.log_path or "."
-    return os.path.join(os.path.expanduser(folder), f"{args.alg}_interrupted.zip")
+    return os.path.join(os.path.expanduser(folder), f"{args.alg}_{name}.zip")
+
+
+def save_model(model: Any, path: str, args: Any, ckpt: dict[str, Any]) -> str:
+    """Save; if that fails (disk full, folder gone), keep the model in a fallback file and
+    say where: a finished run is never lost."""
+    try:
+        model.save(path)
+        return path
+    except OSError as exc:
+        fallback = fallback_save_path(args, ckpt, "unsaved")
+        if os.path.abspath(fallback) == os.path.abspath(path):
+            import tempfile
+
+            fallback = os.path.join(tempfile.gettempdir(), os.path.basename(fallback))
+        model.save(fallback)
+        print(f"rlbase: could not write {path} ({exc}); the model is in {fallback}",
+              file=sys.stderr, flush=True)
+        return fallback
+
+
+def check_media_packages(args: Any) -> None:
+    """--save_plots / --save_videos need optional packages: check before training."""
+    import importlib.util
+
+    needs = []
+    if args.save_plots:
+        needs += [("matplotlib", "plot"), ("pandas", "plot")]
+    if args.save_videos or args.save_video_interval:
+        needs += [("imageio_ffmpeg", "video")]
+    for module, extra in needs:
+        if importlib.util.find_spec(module) is None:
+            raise RLBaseError(f"{module} is not installed: --save_plots/--save_videos need it "
+                              f"(pip install 'rlbase[{extra}]')")
 
 
 def main(argv: list[str] | None = None) -> Any:
-    from rlbase.common.cmd_util import common_arg_parser, parse_unknown_args
+    from rlbase import registry
+    from rlbase.common.cmd_util import common_arg_parser, parse_env_kwargs, parse_unknown_args
     from rlbase.common.misc_util import import_tensorflow_quietly
 
-    parser = add_reliability_flags(common_arg_parser())
+    parser = common_arg_parser()
     args, unknown = parser.parse_known_args(argv)
     extra = parse_unknown_args(unknown)
-    total = parse_num_timesteps(args.num_timesteps)
-    import_tensorflow_quietly()
-    learn = get_learn_function(args.alg)
-
-    from rlbase.common import logger
-    from rlbase.common.cmd_util import check_env_id, get_env_type
-    from rlbase.common.mpi_util import abort_on_error, mpi_rank
-    from rlbase.common.serialization import load_file
-    from rlbase.common.signals import INTERRUPTED_EXIT_CODE, graceful_interrupt, stop_requested
-
-    check_env_id(args.env)
-    env_type = args.env_type or get_env_type(args.env)
-    alg_kwargs = get_defaults(args.alg, env_type)
-    num_env = args.num_env or alg_kwargs.pop("num_env", None) or os.cpu_count() or 1
-    alg_kwargs.pop("num_env", None)
-    network = args.network or alg_kwargs.pop("network", None) or "mlp"
-    alg_kwargs.pop("network", None)
-    args.normalize = args.normalize or bool(alg_kwargs.pop("normalize", False))
-    check_extra_args(args.alg, learn, network, extra)
-    alg_kwargs.update(extra)
-    ckpt = checkpoint_args(args, learn)
-    alg_kwargs.update(ckpt)
-    if args.load_path:
-        load_file(os.path.expanduser(args.load_path))  # a bad file fails before any training
+    total = parse_num_timesteps(args.num_timesteps, allow_zero=bool(args.load_path))
+    alg, preset = registry.resolve(args.alg)
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
     if args.save_plots and not args.log_path:
         raise RLBaseError("--save_plots plots the monitor and progress files of --log_path: "
                           "give --log_path too")
@@ -220,68 +229,117 @@ def main(argv: list[str] | None = None) -> Any:
                           f"{args.save_videos}")
     if args.num_env is not None and args.num_env < 1:
         raise RLBaseError(f"--num_env must be at least 1, got {args.num_env}")
+    check_media_packages(args)
+    check_writable("--save_path", args.save_path, is_file=True)
+    check_writable("--log_path", args.log_path, is_file=False)
+    check_writable("--checkpoint_path", args.checkpoint_path, is_file=False)
+    import_tensorflow_quietly()
+    entry = registry.get_algorithm(alg)
+
+    from rlbase.common import logger
+    from rlbase.common.cmd_util import check_env_id, env_type_of, import_gym_packages
+    from rlbase.common.mpi_util import abort_on_error, mpi_rank
+    from rlbase.common.serialization import load_file
+    from rlbase.common.signals import INTERRUPTED_EXIT_CODE, graceful_interrupt, stop_requested
+
+    import_gym_packages(args.gym_packages)
+    check_env_id(args.env)
+    env_type = env_type_of(args.env, args.env_type)
+    alg_kwargs = entry.defaults(env_type)
+    alg_kwargs.update(preset)
+    num_env = args.num_env or alg_kwargs.pop("num_env", None) or os.cpu_count() or 1
+    alg_kwargs.pop("num_env", None)
+    network = args.network or alg_kwargs.pop("network", None) or "mlp"
+    alg_kwargs.pop("network", None)
+    args.normalize = args.normalize or bool(alg_kwargs.pop("normalize", False))
+    check_extra_args(alg, entry, network, extra)
+    alg_kwargs.update(extra)
+    ckpt = checkpoint_args(args)
+    alg_kwargs.update(ckpt)
+    if args.load_path:
+        load_file(os.path.expanduser(args.load_path))  # a bad file fails before any training
 
     abort_on_error()  # under mpiexec a rank's crash ends every rank (no job hangs)
     rank = mpi_rank()
-    if rank == 0:
-        formats = ["stdout", "log", "csv"] if args.log_path else ["stdout"]
-        logger.configure(args.log_path, formats)
-    else:
-        logger.configure(args.log_path, [])
-    env = build_env(args, env_type, num_env, args.seed)
+    formats = log_formats(args) if rank == 0 else []
+    logger.configure(args.log_path, formats)
+    env = build_env(args, env_type, num_env, args.seed, env_kwargs)
+    alg_kwargs.update(eval_args(args, env_kwargs))
+    if env_kwargs:
+        alg_kwargs["env_kwargs"] = env_kwargs  # saved with the model's hyperparameters
+        if "env_kwargs" not in entry.learn_parameters():
+            alg_kwargs.pop("env_kwargs")
     show_progress = rank == 0 and not args.no_progress and sys.stderr.isatty()
-    if show_progress and "callback" in inspect.signature(learn).parameters \
-            and "callback" not in alg_kwargs:
-        alg_kwargs["callback"] = progress_callback(total)
-    print(f"Training {args.alg} on {args.env} ({env_type}) for {total} steps with "
-          f"{num_env} env(s), network {network}, arguments {alg_kwargs}", flush=True)
+    if show_progress and "callback" not in alg_kwargs and total > 0:
+        alg_kwargs["callback"] = ProgressBar(total)
+    shown = {k: v for k, v in alg_kwargs.items() if k not in ("eval_env", "callback")}
+    verb = "Playing" if total == 0 else "Training"
+    print(f"{verb} {alg} on {args.env} ({env_type}) for {total} steps with {num_env} env(s), "
+          f"network {network}, arguments {shown}", flush=True)
     # Ctrl-C stops at the learn loop's next safe point (rlbase.common.signals); the model
     # (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
     with graceful_interrupt():
         try:
-            model = learn(env=env, network=network, seed=args.seed, total_timesteps=total,
-                          load_path=os.path.expanduser(args.load_path) if args.load_path
-                          else None, **alg_kwargs)
+            model = entry.learn(env=env, network=network, seed=args.seed, total_timesteps=total,
+                                load_path=os.path.expanduser(args.load_path) if args.load_path
+                                else None, **alg_kwargs)
         finally:
             env.close()
         interrupted = stop_requested()
     if interrupted:
         if rank == 0:
-            save_path = interrupted_save_path(args, ckpt)
-            model.save(save_path)
-            print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {save_path}",
+            target = os.path.expanduser(args.save_path) if args.save_path else \
+                fallback_save_path(args, ckpt, "interrupted")
+            saved = save_model(model, target, args, ckpt)
+            print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {saved}",
                   flush=True)
         raise SystemExit(INTERRUPTED_EXIT_CODE)
     if args.save_path and rank == 0:
-        save_path = os.path.expanduser(args.save_path)
-        model.save(save_path)
-        print(f"Saved model to {save_path}", flush=True)
+        saved = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
+        print(f"Saved model to {saved}", flush=True)
     if args.play and rank == 0:
-        play(model, args.env, args.play_episodes, args.seed)
+        play(model, args.env, args.play_episodes, args.seed, env_kwargs)
     if rank == 0:
-        save_media(model, args)
+        save_media(model, args, env_kwargs)
     return model
 
 
-def save_media(model: Any, args: Any) -> None:
+def log_formats(args: Any) -> list[str]:
+    """--log_format, else $RLBASE_LOG_FORMAT, else stdout (+ log and csv with --log_path)."""
+    from rlbase.common.logger import FORMAT_ENV
+
+    text = args.log_format or os.environ.get(FORMAT_ENV)
+    if text:
+        formats = [f.strip() for f in text.split(",") if f.strip()]
+    else:
+        formats = ["stdout", "log", "csv"] if args.log_path else ["stdout"]
+    if set(formats) - {"stdout"} and not (args.log_path or os.environ.get("RLBASE_LOGDIR")):
+        raise RLBaseError(f"log formats {', '.join(formats)} write files: give --log_path (or "
+                          "set RLBASE_LOGDIR)")
+    if args.log_path is None and os.environ.get("RLBASE_LOGDIR"):
+        args.log_path = os.environ["RLBASE_LOGDIR"]
+    return formats
+
+
+def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
     """--save_plots and --save_videos, after training."""
-    from rlbase.api.media import save_plots, save_videos
+    from rlbase.common.media import save_plots, save_videos
 
     if args.save_plots:
         print(f"Saved learning curves to {save_plots(args.log_path)}", flush=True)
     if args.save_videos:
         folder = os.path.join(args.log_path or ".", "videos")
         for path in save_videos(model, args.env, args.save_videos, folder, seed=args.seed,
-                                normalize_like=model):
+                                env_kwargs=env_kwargs):
             print(f"Saved video {path}", flush=True)
 
 
-def cli() -> None:
-    """Entry point: one clear line and exit status 2 for a user's mistake."""
+def run_cli(main_fn: Callable[[], Any]) -> None:
+    """One clear line and exit status 2 for a user's mistake."""
     from rlbase.common.mpi_util import abort_job
 
     try:
-        main()
+        main_fn()
     except RLBaseError as exc:
         print(f"rlbase: error: {exc}", file=sys.stderr, flush=True)
         abort_job(2)  # under mpiexec, the other ranks must not wait for this one forever
@@ -290,6 +348,11 @@ def cli() -> None:
         if exc.code:
             abort_job(exc.code if isinstance(exc.code, int) else 1)
         raise
+
+
+def cli() -> None:
+    """Entry point of ``python -m rlbase.run``."""
+    run_cli(main)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ import sys
 import pandas as pd
 import pytest
 
-from rlbase import bench_report, bench_suite
+from rlbase.bench import report as bench_report
+from rlbase.bench import suite as bench_suite
 from rlbase.common.errors import RLBaseError
 
 

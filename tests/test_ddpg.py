@@ -394,7 +394,7 @@ def test_mpi_worker_death_ends_the_job(tmp_path):
 def test_pendulum_at_the_peer_settings(td3):
     # The rl-zoo settings of the peer's anchor (rlbase.bench.PEER_SETTINGS): at 2e4 steps
     # the peer evaluates at about -134; the issue asks for -200 or better.
-    from rlbase.bench import PEER_SETTINGS
+    from rlbase.bench.settings import PEER_SETTINGS
     from rlbase.common.cmd_util import make_vec_env
 
     kw = dict(PEER_SETTINGS[("ddpg", "Pendulum-v1")])

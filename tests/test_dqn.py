@@ -388,7 +388,7 @@ def test_cartpole_at_the_peer_settings():
     # The bench's settings (rl-zoo, no double Q or dueling). Measured at 5e4 steps, seeds 0-7
     # evaluate at 135, 264, 500, 500, 500, 480, 500, 500: DQN at this budget is a coin with
     # good odds (the peer's own anchors show seed 0 failing too), so this checks the odds.
-    from rlbase.bench import PEER_SETTINGS
+    from rlbase.bench.settings import PEER_SETTINGS
 
     kwargs = dict(PEER_SETTINGS[("dqn", "CartPole-v1")])
     kwargs.pop("num_env")

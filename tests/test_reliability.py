@@ -20,7 +20,7 @@ from process_util import ENV, ROOT, kill_after_checkpoints
 
 from rlbase.common.checkpoint import Checkpointer, list_checkpoints
 from rlbase.common.errors import NonFiniteError, RLBaseError
-from rlbase.common.nan_guard import VecCheckFinite
+from rlbase.common.vec_env import VecCheckFinite
 from rlbase.common.serialization import load_file, save_file
 from rlbase.common.vec_env import DummyVecEnv, EnvWorkerError, SubprocVecEnv, VecMonitor
 

@@ -13,6 +13,7 @@ from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "a2c"
 LOSSES = ("policy_loss", "value_loss")
+ALIASES: dict = {}  # no deprecated spellings
 
 
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(80e6),
@@ -62,7 +63,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
         ``value_network='copy'`` gives the value head its own torso.
     """
-    model, env, options = start_learning(ALGORITHM, build_model, locals(),
+    model, env, options = start_learning(ALGORITHM, build_model, locals(), ALIASES,
                                          architecture=Model.architecture)
     return train(model, env, total_timesteps, options)
 

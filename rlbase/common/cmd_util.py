@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import importlib
+import importlib.util
 import os
 from typing import Any, Callable
 
@@ -22,41 +24,77 @@ from rlbase.common.vec_env.vec_monitor import VecMonitor
 RETIRED_IDS = {"Taxi-v3": "Taxi-v4"}
 
 
+def import_gym_packages(names: list[str] | None) -> None:
+    """Import packages that register gymnasium envs (the CLI's --gym_packages)."""
+    for name in names or []:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise RLBaseError(f"--gym_packages: cannot import {name!r} ({exc})") from None
+
+
+def registered_id(env_id: str) -> str:
+    """The registry id of ``env_id``; gymnasium's ``module:EnvId-v0`` form imports the
+    module (which registers its envs) and names ``EnvId-v0``."""
+    if ":" not in env_id:
+        return env_id
+    module, _, name = env_id.partition(":")
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise RLBaseError(f"env id '{env_id}': cannot import module {module!r} ({exc})") \
+            from None
+    return name
+
+
 def check_env_id(env_id: str) -> None:
-    """A clear error, with close ids suggested, for an id gymnasium does not know."""
-    if env_id in gym.registry:
-        return
-    if "NoFrameskip" in env_id or env_id.startswith("ALE/"):
-        _register_ale()
-        if env_id in gym.registry:
-            return
-    successor = RETIRED_IDS.get(env_id)
-    if successor in gym.registry:
+    """A clear error, with close ids suggested, for an id gymnasium does not know, and for an
+    env whose physics engine or ROMs are not installed."""
+    name = registered_id(env_id)
+    if name not in gym.registry and ("NoFrameskip" in name or name.startswith("ALE/")):
+        if not _register_ale():
+            raise RLBaseError(f"'{env_id}' is an Atari game and ale-py is not installed: "
+                              "pip install 'rlbase[atari]'")
+    successor = RETIRED_IDS.get(name)
+    if name not in gym.registry and successor in gym.registry:
         spec = gym.spec(successor)
-        gym.register(env_id, entry_point=spec.entry_point, kwargs=dict(spec.kwargs),
+        gym.register(name, entry_point=spec.entry_point, kwargs=dict(spec.kwargs),
                      max_episode_steps=spec.max_episode_steps,
                      reward_threshold=spec.reward_threshold)
-        return
-    close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else \
-        "; see gymnasium.pprint_registry() for the ids installed"
-    raise RLBaseError(f"unknown env id '{env_id}'{hint}")
+    if name not in gym.registry:
+        close = difflib.get_close_matches(name, list(gym.registry), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else \
+            "; see gymnasium.pprint_registry() for the ids installed"
+        raise RLBaseError(f"unknown env id '{env_id}'{hint}")
+    kind = get_env_type(env_id)
+    engine = ENGINES.get(kind)
+    if engine is not None and importlib.util.find_spec(engine[0]) is None:
+        raise RLBaseError(f"'{env_id}' needs {engine[1]}, which is not installed: "
+                          f"pip install 'rlbase[{engine[2]}]'")
 
 
-def _register_ale() -> None:
+# Env types whose physics engine is an optional package: (module, what, rlbase extra).
+ENGINES = {"mujoco": ("mujoco", "MuJoCo", "mujoco"), "box2d": ("Box2D", "Box2D", "box2d"),
+           "atari": ("ale_py", "ale-py (Atari ROMs)", "atari")}
+ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
+
+
+def _register_ale() -> bool:
     try:
         import ale_py
-
-        gym.register_envs(ale_py)
     except ImportError:
-        pass
+        return False
+    gym.register_envs(ale_py)
+    return True
 
 
 def get_env_type(env_id: str) -> str:
     """'atari', 'classic_control', 'box2d', 'mujoco', 'toy_text' or 'custom', from the id's
     entry point in gymnasium's registry."""
-    check_env_id(env_id)
-    entry = gym.registry[env_id].entry_point
+    name = registered_id(env_id)
+    if name not in gym.registry:
+        check_env_id(env_id)
+    entry = gym.registry[name].entry_point
     entry = entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__name__}"
     if entry.startswith("ale_py"):
         return "atari"
@@ -64,6 +102,31 @@ def get_env_type(env_id: str) -> str:
         if f"envs.{kind}" in entry:
             return kind
     return "custom"
+
+
+def env_type_of(env_id: str, given: str | None) -> str:
+    """The env type for the defaults: ``given`` (checked) or detected from the registry."""
+    if given is None:
+        return get_env_type(env_id)
+    if given not in ENV_TYPES:
+        close = difflib.get_close_matches(given, ENV_TYPES, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise RLBaseError(f"unknown env type '{given}'{hint} (allowed: {', '.join(ENV_TYPES)})")
+    return given
+
+
+def parse_env_kwargs(text: str | None) -> dict[str, Any]:
+    """``--env_kwargs="{'key': value}"``: a Python dict literal (ast.literal_eval)."""
+    if not text:
+        return {}
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError) as exc:
+        raise RLBaseError(f"--env_kwargs must be a Python dict literal such as "
+                          f"\"{{'continuous': True}}\", got {text!r} ({exc})") from None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise RLBaseError(f"--env_kwargs must be a dict with string keys, got {text!r}")
+    return value
 
 
 def make_env(env_id: str, seed: int | None = None, reward_scale: float = 1.0,
@@ -165,24 +228,39 @@ def as_vec_env(env: VecEnv | gym.Env | str, seed: int | None = None,
                       f"{type(env).__name__}")
 
 
-def common_arg_parser() -> argparse.ArgumentParser:
+def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentParser:
     """The CLI's own flags; anything else is passed on as ``--key=value`` to learn()."""
+    import rlbase
+    from rlbase.registry import ALIASES, available_algorithms
+
+    algs = ", ".join(available_algorithms())
+    aliases = ", ".join(f"{a} ({t[0]})" for a, t in ALIASES.items())
     p = argparse.ArgumentParser(
-        prog="python -m rlbase.run",
-        description="Train (and optionally play) an rlbase algorithm on a gymnasium env. "
-                    "Unknown --key=value flags are passed to the algorithm's learn() or to "
-                    "the network builder; values are Python literals (ast.literal_eval).")
-    p.add_argument("--env", help="gymnasium env id", type=str, default="CartPole-v1")
+        prog=prog, formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description=f"Train (and optionally play) an rlbase algorithm on a gymnasium env. "
+                    f"Algorithms: {algs}; also {aliases}. Unknown --key=value flags go to the "
+                    "algorithm's learn() or to the network builder; values are Python literals "
+                    "(ast.literal_eval). --num_timesteps=0 with --load_path and --play plays a "
+                    "saved model.")
+    p.add_argument("--version", action="version", version=f"rlbase {rlbase.__version__}")
+    p.add_argument("--alg", help=f"algorithm: {algs} (or {aliases})", type=str, default="a2c")
+    p.add_argument("--env", help="gymnasium env id (also module:EnvId-v0)", type=str,
+                   default="CartPole-v1")
     p.add_argument("--env_type", type=str, default=None,
-                   help="env type for the defaults (atari, classic_control, box2d, mujoco, "
-                        "toy_text); detected from the registry when not given")
+                   help=f"env type for the defaults ({', '.join(ENV_TYPES)}); detected from "
+                        "the registry when not given")
+    p.add_argument("--env_kwargs", type=str, default=None,
+                   help="keyword arguments of every env made, as a Python dict literal, e.g. "
+                        "\"{'continuous': True}\" (saved with the model)")
+    p.add_argument("--gym_packages", nargs="*", default=None, metavar="PACKAGE",
+                   help="import these packages first (they register custom envs)")
     p.add_argument("--seed", help="random seed", type=int, default=None)
-    p.add_argument("--alg", help="algorithm", type=str, default="a2c")
     p.add_argument("--num_timesteps", type=str, default="1e6",
-                   help="number of env steps to train for (a positive number, e.g. 2e5)")
+                   help="env steps to train for (e.g. 2e5; 0 with --load_path: no training)")
     p.add_argument("--network", type=str, default=None,
                    help="network name (mlp, cnn, cnn_small, conv_only, lstm, lnlstm, cnn_lstm, "
-                        "cnn_lnlstm, or your own @register'ed one)")
+                        "cnn_lnlstm, or your own @register'ed one); default: the algorithm's "
+                        "for the env type")
     p.add_argument("--num_env", type=int, default=None,
                    help="number of parallel envs (default: the algorithm's default for the env "
                         "type, else the CPU count)")
@@ -190,20 +268,28 @@ def common_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--save_path", type=str, default=None, help="save the trained model here")
     p.add_argument("--load_path", type=str, default=None,
                    help="start from this saved model (continues training)")
-    p.add_argument("--save_video_interval", type=int, default=0,
-                   help="record a video every this many steps (0: never)")
-    p.add_argument("--save_video_length", type=int, default=200, help="frames per video")
     p.add_argument("--log_path", type=str, default=None,
-                   help="folder for progress.csv, log.txt and monitor.csv")
+                   help="folder for progress.csv, log.txt, monitor.csv (default "
+                        "$RLBASE_LOGDIR; none: stdout only)")
+    p.add_argument("--log_format", type=str, default=None,
+                   help="comma-separated outputs among stdout, log, csv, json, tensorboard "
+                        "(default $RLBASE_LOG_FORMAT, else stdout,log,csv with --log_path)")
+    p.add_argument("--eval_freq", type=int, default=0,
+                   help="evaluate on a separate env every this many env steps (0: never); "
+                        "logged as eval/mean_reward, best model to <log_path>/best_model.zip")
+    p.add_argument("--eval_episodes", type=int, default=5, help="episodes per evaluation")
     p.add_argument("--play", action="store_true", help="after training, run the policy and "
                    "print each episode's return")
     p.add_argument("--play_episodes", type=int, default=5, help="episodes to play with --play")
+    p.add_argument("--save_video_interval", type=int, default=0,
+                   help="record a training video every this many steps (0: never)")
+    p.add_argument("--save_video_length", type=int, default=200, help="frames per video")
     p.add_argument("--save_plots", action="store_true",
                    help="after training, plot the learning curves of --log_path to "
                         "<log_path>/learning_curves.png")
     p.add_argument("--save_videos", type=int, default=0, metavar="N",
-                   help="after training, record N episodes of the trained policy as mp4 files "
-                        "in <log_path or .>/videos")
+                   help="after training, record N episodes of the trained policy as H.264 "
+                        "mp4 files in <log_path or .>/videos")
     p.add_argument("--normalize", action="store_true",
                    help="normalize observations and rewards with running statistics "
                         "(VecNormalize); they are saved with the model and used by --play")
@@ -212,6 +298,14 @@ def common_arg_parser() -> argparse.ArgumentParser:
                    help="how envs are stepped: dummy (in this process), subproc (a process "
                         "per env), ale (Atari: ale-py's C++ emulator threads); auto picks ale "
                         "for Atari when available, else subproc for all but cheap envs")
+    p.add_argument("--checkpoint_interval", type=int, default=0,
+                   help="write a resumable checkpoint every this many env steps")
+    p.add_argument("--checkpoint_path", type=str, default=None,
+                   help="the checkpoints' folder (default: <log_path>/checkpoints)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the newest checkpoint in the checkpoint folder")
+    p.add_argument("--check_finite", action=argparse.BooleanOptionalAction, default=True,
+                   help="stop at the first NaN/inf observation or reward")
     return p
 
 

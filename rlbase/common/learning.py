@@ -39,9 +39,12 @@ class BuildModel(Protocol):
 
 
 class Alias:
-    """A deprecated learn() argument: its value goes to ``new`` (through ``convert``)."""
+    """A deprecated learn() argument: its value goes to ``new``, through
+    ``convert(value, arguments, num_envs)`` when the meaning changed (e.g. updates -> env
+    steps)."""
 
-    def __init__(self, new: str, convert: Callable[[Any], Any] | None = None, note: str = ""):
+    def __init__(self, new: str, convert: Callable[[Any, dict[str, Any], int], Any] | None = None,
+                 note: str = ""):
         self.new, self.convert, self.note = new, convert, note
 
 
@@ -53,7 +56,7 @@ def warn_deprecated(algorithm: str, old: str, new: str, note: str = "") -> None:
 
 
 def apply_aliases(algorithm: str, arguments: dict[str, Any], network_kwargs: dict[str, Any],
-                  aliases: Mapping[str, Alias]) -> None:
+                  aliases: Mapping[str, Alias], num_envs: int = 1) -> None:
     """Move deprecated spellings (which arrive among ``**network_kwargs``) to their new names
     in ``arguments``, with a one-line warning each."""
     for old, alias in aliases.items():
@@ -61,7 +64,8 @@ def apply_aliases(algorithm: str, arguments: dict[str, Any], network_kwargs: dic
             continue
         value = network_kwargs.pop(old)
         warn_deprecated(algorithm, old, alias.new, alias.note)
-        arguments[alias.new] = alias.convert(value) if alias.convert else value
+        arguments[alias.new] = alias.convert(value, arguments, num_envs) if alias.convert \
+            else value
 
 
 def saved_architecture(path: str, algorithm: str, architecture: tuple[str, ...]
@@ -85,10 +89,10 @@ def start_learning(algorithm: str, build_model: BuildModel, arguments: dict[str,
     """
     arguments = dict(arguments)
     network_kwargs = dict(arguments.pop("network_kwargs", {}) or {})
-    apply_aliases(algorithm, arguments, network_kwargs, aliases or {})
     seed = arguments.get("seed")
     set_global_seeds(seed)
     env = ensure_monitor(as_vec_env(arguments["env"], seed, logger.get_dir()), logger.get_dir())
+    apply_aliases(algorithm, arguments, network_kwargs, aliases or {}, env.num_envs)
     hyperparameters = {k: v for k, v in arguments.items()
                        if k not in NOT_HYPERPARAMETERS}
     network = arguments["network"]

@@ -82,7 +82,10 @@ def import_tensorflow_quietly() -> None:
     os.dup2(devnull, 2)
     try:
         import keras  # noqa: F401
-        import tensorflow  # noqa: F401
+        import tensorflow
+
+        # Device discovery is where a CPU-only machine prints its cuInit error: do it now.
+        tensorflow.config.list_physical_devices()
     finally:
         os.dup2(saved, 2)
         os.close(saved)

@@ -20,6 +20,9 @@ from rlbase.common.models import MLP, build_network, ortho
 from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
 
 OBS_CLIP = 5.0  # normalized observations are clipped to +-5 (Salimans et al.)
+# The reference (evolution-strategies-starter's RunningStat) floors the variance at 1e-2, so
+# std >= 0.1: a near-constant observation dimension is amplified at most 10x, not 100x.
+OBS_VAR_FLOOR = 1e-2
 
 
 def check_action_space(space: gym.Space) -> None:
@@ -59,14 +62,11 @@ class ESPolicy:
                  network_kwargs: dict[str, Any]):
         check_action_space(ac_space)
         self.ob_space, self.ac_space = ob_space, ac_space
-        self.network_name = network if isinstance(network, str) else \
-            getattr(network, "__name__", repr(network))
-        self.network_kwargs = dict(network_kwargs)
         torso = build_network(network, **network_kwargs)
         if type(torso) is not MLP or torso.activation_name not in ACTIVATIONS:
             raise RLBaseError(f"es evaluates policies in numpy and supports mlp networks (any "
                               f"size; num_layers=0 is a linear policy) with activation in "
-                              f"{sorted(ACTIVATIONS)}, got network '{self.network_name}'")
+                              f"{sorted(ACTIVATIONS)}, got network {network!r}")
         self.encode = observation_encoder(ob_space)
         self.ob_dim = int(self.encode(np.asarray([ob_space.sample()])).shape[1])
         self.discrete = isinstance(ac_space, gym.spaces.Discrete)
@@ -110,9 +110,11 @@ class ESPolicy:
         return out
 
     # -- acting ---------------------------------------------------------------------------
-    def set_obs_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
+    def set_obs_stats(self, mean: np.ndarray, var: np.ndarray) -> None:
+        """Normalize by these statistics (the variance floored at OBS_VAR_FLOOR)."""
         self.obs_mean = np.asarray(mean, np.float32)
-        self.obs_std = np.maximum(np.asarray(std, np.float32), 1e-2)  # Salimans' floor
+        floored = np.maximum(np.asarray(var, np.float64), OBS_VAR_FLOOR)
+        self.obs_std = np.sqrt(floored).astype(np.float32)
 
     def normalize(self, x: np.ndarray) -> np.ndarray:
         """Encoded observations [P, ob_dim] -> normalized and clipped."""

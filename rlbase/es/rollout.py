@@ -8,6 +8,7 @@ wasted at the end of a generation and every counted step belongs to a scored epi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import gymnasium as gym
@@ -65,15 +66,20 @@ class EpisodeRunner:
     :param max_episode_steps: cut episodes at this length (None: the env's own limit).
     :param action_noise: std of Gaussian noise added to the outputs in perturbed episodes.
     :param rng: draws the action noise.
+    :param record: called as ``record(return, length)`` when a perturbed episode ends (the
+        training env's ``VecMonitor.record_episode``: ES steps the envs under the monitor
+        itself, so it reports them).
     """
 
     def __init__(self, envs: list[gym.Env], policy: ESPolicy, seeds: list[int | None],
                  max_episode_steps: int | None, action_noise: float,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator,
+                 record: Callable[[float, int], None] | None = None):
         self.envs, self.policy = envs, policy
         self.pending_seeds = list(seeds)
         self.max_steps = max_episode_steps or np.iinfo(np.int64).max
         self.action_noise, self.rng = action_noise, rng
+        self.record = record
 
     def run(self, theta: np.ndarray, noise: NoiseTable, noise_stdev: float,
             indices: np.ndarray, signs: np.ndarray, reset_seeds: np.ndarray | None = None
@@ -120,7 +126,9 @@ class EpisodeRunner:
             obs_sumsq += np.square(live, dtype=np.float64).sum(axis=0)
             obs_count += len(live)
             out = policy.outputs(layers, policy.normalize(x))
-            if self.action_noise > 0:
+            # Unperturbed episodes take no noise and draw none (they leave the generator to
+            # the training episodes, which a resumed run must replay exactly).
+            if self.action_noise > 0 and noisy.any():
                 out = out + self.action_noise * noisy * self.rng.standard_normal(out.shape)
             actions = policy.actions(out)
             for slot in list(active):
@@ -129,6 +137,8 @@ class EpisodeRunner:
                 returns[task] += float(reward)
                 lengths[task] += 1
                 if terminated or truncated or lengths[task] >= self.max_steps:
+                    if self.record is not None and signs[task] != 0:
+                        self.record(float(returns[task]), int(lengths[task]))
                     if next_task < n:
                         start(slot)
                     else:

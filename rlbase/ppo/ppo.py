@@ -7,7 +7,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import start_learning, warn_deprecated
+from rlbase.common.learning import Alias, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.mpi_util import allreduce_mean, check_synced, mpi_rank
 from rlbase.common.rollout import RolloutRunner
@@ -17,6 +17,13 @@ from rlbase.ppo.model import Model, build_model
 
 ALGORITHM = "ppo"
 LOSSES = ("policy_gradient_loss", "value_loss")
+# Baselines' spellings, still accepted (with a DeprecationWarning).
+ALIASES = {
+    # PPO2 saved a model every save_interval updates: a checkpoint every as many env steps.
+    "save_interval": Alias("checkpoint_interval",
+                           lambda updates, args, num_envs: int(updates) * args["nsteps"] * num_envs,
+                           "in env steps: save_interval * nsteps * num_envs"),
+}
 
 
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(1e6),
@@ -70,15 +77,10 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
         ``value_network='copy'`` gives the value head its own torso.
     """
-    save_interval = network_kwargs.pop("save_interval", 0)  # Baselines': a model every N updates
     if get_schedule_fn(cliprange)(1.0) <= 0:
         raise RLBaseError(f"cliprange must be positive, got {get_schedule_fn(cliprange)(1.0)}")
-    model, env, options = start_learning(ALGORITHM, build_model, locals(),
+    model, env, options = start_learning(ALGORITHM, build_model, locals(), ALIASES,
                                          architecture=Model.architecture)
-    if save_interval:
-        warn_deprecated(ALGORITHM, "save_interval", "checkpoint_interval",
-                        "in env steps: save_interval * nsteps * num_envs")
-        options.checkpoint_interval = int(save_interval) * model.nenvs * model.nsteps
     return train(model, env, total_timesteps, options)
 
 

@@ -1,6 +1,7 @@
 """The Baselines VecEnv API on top of ``gymnasium.vector``."""
 
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, find_wrapper
+from rlbase.common.vec_env.vec_check_finite import VecCheckFinite
 from rlbase.common.vec_env.gym_vec import DummyVecEnv, EnvWorkerError, GymVecEnv, SubprocVecEnv
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 from rlbase.common.vec_env.vec_monitor import VecMonitor
@@ -13,6 +14,7 @@ __all__ = [
     "GymVecEnv",
     "SubprocVecEnv",
     "VecEnv",
+    "VecCheckFinite",
     "VecEnvWrapper",
     "VecFrameStack",
     "VecMonitor",

@@ -56,6 +56,11 @@ class VecEnv(ABC):
         raise NotImplementedError
 
     @property
+    def render_fps(self) -> float | None:
+        """Frames per second of the envs' renderings (None: unknown)."""
+        return None
+
+    @property
     def unwrapped(self) -> "VecEnv":
         return self
 
@@ -95,6 +100,10 @@ class VecEnvWrapper(VecEnv):
 
     def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
         return self.venv.env_method(name, *args, **kwargs)
+
+    @property
+    def render_fps(self) -> float | None:
+        return self.venv.render_fps
 
     @property
     def unwrapped(self) -> VecEnv:

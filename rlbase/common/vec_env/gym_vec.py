@@ -58,7 +58,9 @@ class GymVecEnv(VecEnv):
             mask = info.get("_" + key)
             for i in range(self.num_envs):
                 if mask is None or mask[i]:
-                    infos[i][key] = value[i]
+                    # Nested dicts hold their own masks: split them the same way.
+                    infos[i][key] = _split_info_one(value, i) if isinstance(value, dict) \
+                        else value[i]
         if final_obs_mask is not None:
             for i in np.flatnonzero(final_obs_mask):
                 if final_info:
@@ -72,6 +74,10 @@ class GymVecEnv(VecEnv):
     def render(self) -> np.ndarray | None:
         frames = self.vector_env.render()
         return None if frames is None else frames[0]
+
+    @property
+    def render_fps(self) -> float | None:
+        return (self.vector_env.metadata or {}).get("render_fps")
 
     def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
         return list(self.vector_env.call(name, *args, **kwargs))

@@ -1,9 +1,10 @@
-"""VecVideoRecorder: mp4 clips of the first env, started by a trigger on the step count."""
+"""VecVideoRecorder: H.264 mp4 clips of the first env, started by a trigger on the step count."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +15,9 @@ _DEFAULT_FPS = 30
 
 
 class VecVideoRecorder(VecEnvWrapper):
-    """Record ``venv.render()`` frames into mp4 files (OpenCV, ``mp4v`` codec).
+    """Record ``venv.render()`` frames into mp4 files: H.264 video in yuv420p, which browsers,
+    notebooks and experiment trackers play (written through imageio-ffmpeg, whose wheel
+    carries ffmpeg: ``pip install 'rlbase[video]'``).
 
     A clip starts at a reset or step where ``record_video_trigger(step_count)`` is true and no
     clip is running; it ends after ``video_length`` frames or at :meth:`close`.
@@ -33,6 +36,7 @@ class VecVideoRecorder(VecEnvWrapper):
         super().__init__(venv)
         if video_length < 1:
             raise RLBaseError(f"video_length={video_length!r} is not allowed: use an integer >= 1")
+        check_video_writer()
         self.directory = os.path.abspath(os.fspath(directory))
         os.makedirs(self.directory, exist_ok=True)
         self.record_video_trigger = record_video_trigger
@@ -43,7 +47,7 @@ class VecVideoRecorder(VecEnvWrapper):
         self.recording = False
         self.video_path: str | None = None
         self.video_paths: list[str] = []
-        self._writer = None  # opened at the first frame, when the frame size is known
+        self._writer: Generator[Any, Any, None] | None = None  # opened at the first frame
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
@@ -73,39 +77,50 @@ class VecVideoRecorder(VecEnvWrapper):
         if frame is None:
             raise RLBaseError("VecVideoRecorder got no frame from render(): make the envs with "
                               "render_mode='rgb_array'")
-        frame = np.asarray(frame, dtype=np.uint8)
+        frame = _even(np.ascontiguousarray(frame, dtype=np.uint8))
         if self._writer is None:
             self._open_writer(frame.shape[1], frame.shape[0])
-        import cv2
-
-        self._writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))  # OpenCV expects BGR
+        assert self._writer is not None
+        self._writer.send(frame)
         self.recorded_frames += 1
         if self.recorded_frames >= self.video_length:
-            self._close_video()
+            self.end_clip()
 
     def _open_writer(self, width: int, height: int) -> None:
-        import cv2  # imported on the first frame: recording is the only user of OpenCV here
+        import imageio_ffmpeg
 
-        fourcc = cv2.VideoWriter_fourcc(*"mp4v")
-        writer = cv2.VideoWriter(self.video_path, fourcc, float(self._fps()), (width, height))
-        if not writer.isOpened():
-            raise RLBaseError(f"cannot open video file {self.video_path} for writing with the "
-                              "mp4v codec")
-        self._writer = writer
+        fps = self.venv.render_fps or _DEFAULT_FPS
+        self._writer = imageio_ffmpeg.write_frames(
+            self.video_path, (width, height), fps=float(fps), codec="libx264",
+            pix_fmt_out="yuv420p", macro_block_size=1, ffmpeg_log_level="error")
+        self._writer.send(None)  # start ffmpeg
 
-    def _fps(self) -> float:
-        vector_env = getattr(self.venv.unwrapped, "vector_env", None)
-        metadata = getattr(vector_env, "metadata", None) or {}
-        return metadata.get("render_fps") or _DEFAULT_FPS
-
-    def _close_video(self) -> None:
+    def end_clip(self) -> None:
+        """Finish the clip being recorded (the next trigger starts another)."""
         if self._writer is not None:
-            self._writer.release()
+            self._writer.close()
             self._writer = None
+            assert self.video_path is not None
             self.video_paths.append(self.video_path)
         self.recording = False
         self.recorded_frames = 0
 
     def close(self) -> None:
-        self._close_video()
+        self.end_clip()
         super().close()
+
+
+def _even(frame: np.ndarray) -> np.ndarray:
+    """H.264 in yuv420p needs even width and height: pad the last row/column if odd."""
+    h, w = frame.shape[:2]
+    if h % 2 or w % 2:
+        frame = np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
+    return frame
+
+
+def check_video_writer() -> None:
+    """A clear error when the video extra is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise RLBaseError("recording videos needs imageio-ffmpeg: pip install 'rlbase[video]'")

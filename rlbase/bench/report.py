@@ -1,7 +1,7 @@
 """The benchmark suite's report: results.csv, results.md and learning-curve PNGs.
 
-Reads every ``runs/*/result.json`` under a suite folder (see ``rlbase.bench_suite``), so it
-can be rebuilt at any time: ``python -m rlbase.bench_report <folder>``.
+Reads every ``runs/*/result.json`` under a suite folder (see ``rlbase.bench.suite``), so it
+can be rebuilt at any time: ``python -m rlbase.bench report <folder>``.
 """
 
 from __future__ import annotations
@@ -213,7 +213,10 @@ def update_readme(path: str, body: str) -> None:
     os.replace(tmp, path)
 
 
-if __name__ == "__main__":
-    folder = sys.argv[1] if len(sys.argv) > 1 else "bench_results/classic"
+
+def main(argv: list[str] | None = None) -> None:
+    """``report [FOLDER]``: rebuild a suite folder's results.md, results.csv and plots."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    folder = argv[0] if argv else "bench_results/classic"
     write_report(folder, os.path.basename(os.path.normpath(folder)))
     print(f"wrote {folder}/results.md and results.csv")

@@ -9,7 +9,7 @@ Each run trains in its own process (``--jobs`` at a time) through ``rlbase.bench
 ``train_and_evaluate`` (the algorithm's ``defaults.py`` merged with ``PEER_SETTINGS``), writes
 its monitor.csv and, when it finishes, ``result.json`` into ``<out>/runs/<name>__<env>__s<seed>``.
 A run whose ``result.json`` exists is skipped, so an interrupted suite resumes where it stopped.
-Then ``rlbase.bench_report`` writes results.csv, results.md and learning-curve PNGs into
+Then ``rlbase.bench.report`` writes results.csv, results.md and learning-curve PNGs into
 ``<out>``.
 """
 
@@ -130,7 +130,7 @@ def select(preset: str, algs: list[str] | None = None, envs: list[str] | None = 
 def available(spec: RunSpec) -> str | None:
     """Why this setting cannot run here (its algorithm or env is missing), or None."""
     if spec.alg != RAW:
-        from rlbase.run import available_algorithms
+        from rlbase.registry import available_algorithms
 
         if spec.alg not in available_algorithms():
             return f"algorithm '{spec.alg}' is not in this rlbase (not landed yet)"
@@ -163,8 +163,8 @@ def raw_env_steps(env_id: str, steps: int, seed: int) -> dict[str, Any]:
 
 def run_one(run_dir: str) -> dict[str, Any]:
     """Run the setting in ``run_dir/spec.json``; write ``result.json`` last, atomically."""
-    from rlbase.bench import _versions, train_and_evaluate
-    from rlbase.bench_report import hardware
+    from rlbase.bench.report import hardware
+    from rlbase.bench.run import _versions, train_and_evaluate
 
     with open(os.path.join(run_dir, "spec.json"), encoding="utf-8") as f:
         job = json.load(f)
@@ -212,7 +212,7 @@ def _prepare(out_dir: str, spec: RunSpec, seed: int) -> str | None:
 def _run_subprocess(run_dir: str) -> str | None:
     """Run one setting in a fresh process (TF state never leaks between runs)."""
     with open(os.path.join(run_dir, "log.txt"), "w", encoding="utf-8") as log:
-        proc = subprocess.run([sys.executable, "-m", "rlbase.bench_suite", "--one", run_dir],
+        proc = subprocess.run([sys.executable, "-m", "rlbase.bench", "suite", "--one", run_dir],
                               stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
     if proc.returncode != 0:
         return f"exit status {proc.returncode}; see {os.path.join(run_dir, 'log.txt')}"
@@ -238,7 +238,7 @@ def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None =
     """
     from tqdm import tqdm
 
-    from rlbase import bench_report
+    from rlbase.bench import report as bench_report
 
     if jobs < 1:
         raise RLBaseError(f"--jobs must be at least 1, got {jobs}")
@@ -331,10 +331,3 @@ def main(argv: list[str] | None = None) -> None:
     if summary["failed"]:
         sys.exit(1)
 
-
-if __name__ == "__main__":
-    try:
-        main()
-    except RLBaseError as exc:
-        print(f"rlbase.bench suite: error: {exc}", file=sys.stderr)
-        sys.exit(2)

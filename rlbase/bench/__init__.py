@@ -1,0 +1,18 @@
+"""Benchmarks: training steps/s and the return reached, beside the peer library.
+
+    python -m rlbase.bench run --alg=a2c --env=CartPole-v1 --num_timesteps=5e4 --seed=0
+    python -m rlbase.bench compare --alg=a2c --env=CartPole-v1 --num_timesteps=5e4 \\
+        --peer_python=/tmp/sb3env/bin/python --anchors=../shared/anchors
+    python -m rlbase.bench suite --preset=classic --jobs=2
+    python -m rlbase.bench report bench_results/classic
+
+``run`` prints one line (and appends a JSON record to ``--out`` when given). ``compare`` runs
+rlbase and then the peer's anchor script at the same settings, one after the other, and prints
+the ratio of steps/s: the machine is shared and noisy, so only ratios measured together mean
+anything. ``suite`` runs a preset of rows in worker processes and ``report`` rebuilds its
+tables and plots.
+
+Modules: ``settings`` (the peer-matching settings), ``run`` (one training run, the peer's
+script), ``suite`` (presets, worker processes), ``report`` (tables, plots, README section),
+``__main__`` (the command line). Nothing imports ``__main__``: no cycle.
+"""

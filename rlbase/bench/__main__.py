@@ -1,0 +1,41 @@
+"""``python -m rlbase.bench {run,compare,suite,report} ...`` (see rlbase.bench)."""
+
+from __future__ import annotations
+
+import sys
+
+from rlbase.common.errors import RLBaseError
+
+COMMANDS = ("run", "compare", "suite", "report")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv else ""
+    if command not in COMMANDS:
+        raise RLBaseError(f"unknown benchmark command {command!r}; use one of "
+                          f"{', '.join(COMMANDS)}")
+    if command == "suite":
+        from rlbase.bench.suite import main as suite_main
+
+        suite_main(argv[1:])
+    elif command == "report":
+        from rlbase.bench.report import main as report_main
+
+        report_main(argv[1:])
+    else:
+        from rlbase.bench.run import main as run_main
+
+        run_main(argv)
+
+
+def cli() -> None:
+    try:
+        main()
+    except RLBaseError as exc:
+        print(f"rlbase.bench: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    cli()

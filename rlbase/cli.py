@@ -1,0 +1,91 @@
+"""The ``rlbase`` console command.
+
+    rlbase train --alg=ppo --env=CartPole-v1 --num_timesteps=1e5     (= python -m rlbase.run)
+    rlbase --alg=ppo --env=CartPole-v1 ...                            (train, as above)
+    rlbase play --alg=ppo --env=CartPole-v1 --load_path=m.zip [--play_episodes=5]
+    rlbase enjoy ...                                                  (= play)
+    rlbase plot LOG_DIR [LOG_DIR ...] [--out=curves.png]
+    rlbase bench {run,compare,suite,report} ...                       (= python -m rlbase.bench)
+    rlbase --version
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rlbase.common.errors import RLBaseError
+
+USAGE = __doc__ or ""
+
+
+def _plot(argv: list[str]) -> None:
+    from rlbase.common.media import save_plots
+
+    parser = argparse.ArgumentParser(prog="rlbase plot",
+                                     description="Learning curves of log folders to a PNG.")
+    parser.add_argument("log_dirs", nargs="+", help="folders with monitor.csv / progress.csv")
+    parser.add_argument("--out", default=None, help="the PNG (default "
+                                                    "<first log dir>/learning_curves.png)")
+    parser.add_argument("--title", default=None)
+    args = parser.parse_args(argv)
+    if len(args.log_dirs) == 1:
+        print(save_plots(args.log_dirs[0], args.out, title=args.title))
+        return
+    from rlbase.common.plot_util import load_results, save_plot
+
+    results = [r for d in args.log_dirs for r in load_results(d)]
+    if not results:
+        raise RLBaseError(f"no monitor.csv or progress.csv under {', '.join(args.log_dirs)}")
+    out = args.out or "learning_curves.png"
+    print(save_plot(results, out, title=args.title))
+
+
+def _play(argv: list[str]) -> None:
+    from rlbase.run import main as train_main
+
+    if not any(a.startswith("--load_path") for a in argv):
+        raise RLBaseError("rlbase play needs --load_path=MODEL.zip (and --alg, --env)")
+    train_main(["--num_timesteps=0", "--play", *argv])
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv else "--help"
+    rest = argv[1:]
+    if command in ("-h", "--help", "help"):
+        print(USAGE.strip())
+        return
+    if command == "--version":
+        import rlbase
+
+        print(f"rlbase {rlbase.__version__}")
+        return
+    if command.startswith("--"):  # flags only: train, as python -m rlbase.run does
+        command, rest = "train", argv
+    if command == "train":
+        from rlbase.run import main as train_main
+
+        train_main(rest)
+    elif command in ("play", "enjoy"):
+        _play(rest)
+    elif command == "plot":
+        _plot(rest)
+    elif command == "bench":
+        from rlbase.bench.__main__ import main as bench_main
+
+        bench_main(rest)
+    else:
+        raise RLBaseError(f"unknown command {command!r}; use train, play (enjoy), plot or "
+                          "bench (rlbase --help)")
+
+
+def cli() -> None:
+    """Entry point of the ``rlbase`` command: a user's mistake is one line, exit status 2."""
+    from rlbase.run import run_cli
+
+    run_cli(main)
+
+
+if __name__ == "__main__":
+    cli()
