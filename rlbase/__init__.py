@@ -7,7 +7,7 @@ import os as _os
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _API = ("A2C", "ACER", "DDPG", "DQN", "ES", "PPO", "QLearning", "TD3", "ExpertDataset",
         "generate_expert_traj")

@@ -33,10 +33,11 @@ def main() -> None:
 
     from rlbase.common import logger
     from rlbase.common.cmd_util import make_vec_env
-    from rlbase.run import get_defaults, get_learn_function
+    from rlbase.registry import get_algorithm
 
     logger.configure(None, [])
-    kwargs = get_defaults(args.alg, "classic_control")
+    entry = get_algorithm(args.alg)
+    kwargs = entry.defaults("classic_control")
     num_env = kwargs.pop("num_env", 1)
     every, next_sample, start = int(args.every), 0, time.perf_counter()
 
@@ -49,8 +50,8 @@ def main() -> None:
             next_sample += every
 
     env = make_vec_env(args.env, "classic_control", num_env, args.seed)
-    get_learn_function(args.alg)(env=env, seed=args.seed, total_timesteps=int(args.num_timesteps),
-                                 callback=sample, print_freq=None, **kwargs)
+    entry.learn(env=env, seed=args.seed, total_timesteps=int(args.num_timesteps),
+                callback=sample, log_interval=10**9, **kwargs)
     rss, peak = memory_mib()
     print(f"final rss {rss:.1f} MiB  peak {peak:.1f} MiB  "
           f"elapsed {time.perf_counter() - start:.0f} s", flush=True)

@@ -102,7 +102,7 @@ DOCS = os.path.join(os.path.dirname(EXAMPLES), "rlbase", "docs")
 def test_every_algorithm_page_documents_every_learn_parameter() -> None:
     import inspect
 
-    from rlbase.run import available_algorithms, get_learn_function
+    from rlbase.registry import available_algorithms, get_algorithm
 
     for alg in available_algorithms():
         with open(os.path.join(DOCS, "algorithms", f"{alg}.md"), encoding="utf-8") as f:
@@ -110,7 +110,7 @@ def test_every_algorithm_page_documents_every_learn_parameter() -> None:
         for section in ("## What it is", "## When to pick it", "## Defaults per env type",
                         "## `learn()` parameters", "## Logged keys"):
             assert section in page, (alg, section)
-        params = inspect.signature(get_learn_function(alg)).parameters.values()
+        params = inspect.signature(get_algorithm(alg).learn).parameters.values()
         missing = [p.name for p in params
                    if f"| `{'**' if p.kind == p.VAR_KEYWORD else ''}{p.name}` |" not in page]
         assert missing == [], f"{alg}.md lacks learn() parameters {missing}"
@@ -118,11 +118,10 @@ def test_every_algorithm_page_documents_every_learn_parameter() -> None:
 
 def test_cli_page_lists_every_flag() -> None:
     from rlbase.common.cmd_util import common_arg_parser
-    from rlbase.run import add_reliability_flags
 
     with open(os.path.join(DOCS, "cli.md"), encoding="utf-8") as f:
         page = f.read()
-    flags = [s for a in add_reliability_flags(common_arg_parser())._actions
+    flags = [s for a in common_arg_parser()._actions
              for s in a.option_strings if s.startswith("--")]
     assert len(flags) > 20
     assert [f for f in flags if f"`{f}`" not in page] == []

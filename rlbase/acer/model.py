@@ -1,35 +1,61 @@
 """ACER's learner: a policy with pi and Q heads, a Polyak-averaged copy of it, Retrace targets,
 truncated importance weights with bias correction and the efficient trust-region projection
 (Wang et al. 2016, "Sample Efficient Actor-Critic with Experience Replay"), one compiled call
-per update (on-policy and replay updates share it, so it traces once)."""
+per update (on-policy and replay updates share it, so it traces once). The model owns its
+replay buffer and the generator that samples it."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common.compiled_policy import CompiledPolicy
+from rlbase.acer.buffer import Buffer
+from rlbase.acer.retrace import EPS, add_grads, avg_norm, q_retrace, trust_region_adjust
+from rlbase.acer.runner import Sequences
+from rlbase.common.checkpoint import (
+    generator_state,
+    object_state,
+    restore_object_state,
+    set_generator_state,
+)
 from rlbase.common.errors import RLBaseError
+from rlbase.common.learning import require_positive
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy, encode_observation
+from rlbase.common.policies import (
+    ActorCriticPolicy,
+    encode_observation,
+    is_image_space,
+    xla_is_faster,
+)
+from rlbase.common.schedules import named_schedule
 from rlbase.common.tf_util import (
     CompiledFunction,
     RMSprop,
     clip_by_global_norm,
     compile_fn,
+    configure_threads,
     explained_variance,
     spec_like,
 )
+from rlbase.common.transitions import bootstraps_truncation
+
+__all__ = ["AcerPolicy", "Model", "build_model", "q_retrace", "trust_region_adjust"]
 
 ALGORITHM = "acer"
-EPS = 1e-6  # the reference's epsilon in log(f + eps), rho = f / (mu + eps), ...
-STAT_NAMES = ("loss", "loss_q", "entropy", "loss_policy", "loss_f", "loss_bc",
-              "explained_variance", "norm_grads", "norm_grads_q", "norm_grads_policy",
-              "avg_norm_grads_f", "avg_norm_k", "avg_norm_g", "avg_norm_k_dot_g", "avg_norm_adj")
+# SB3's names for what every actor-critic logs, then ACER's own.
+STAT_NAMES = ("loss", "value_loss", "entropy_loss", "policy_loss", "truncated_policy_loss",
+              "bias_correction_loss", "explained_variance", "grad_norm", "q_grad_norm",
+              "policy_grad_norm", "avg_norm_grads_f", "avg_norm_k", "avg_norm_g",
+              "avg_norm_k_dot_g", "avg_norm_adj")
+# Updates from which XLA's compile time is repaid (an 8x20 CartPole update: 2.4 ms with XLA,
+# 5.2 ms without).
+XLA_MIN_UPDATES = 1000
 
 
 def check_action_space(space: gym.Space) -> None:
@@ -61,59 +87,28 @@ class AcerPolicy(ActorCriticPolicy):
         return logits, values, new_state, q
 
 
-def q_retrace(rewards: tf.Tensor, dones: tf.Tensor, q_i: tf.Tensor, values: tf.Tensor,
-              rho_bar: tf.Tensor, gamma: float) -> tf.Tensor:
-    """Retrace targets of ``[nenvs, nsteps]`` sequences.
-
-    values: ``[nenvs, nsteps + 1]``, the last column bootstraps the sequence. Going backwards,
-    ``Qret_t = r_t + gamma (1 - d_t) X_{t+1}`` with ``X_t = rho_bar_t (Qret_t - Q_t) + V_t``:
-    at an episode end the target is the reward alone (a truncated step's reward already holds
-    gamma V(final observation)).
-    """
-    def backward(acc: tuple[tf.Tensor, tf.Tensor], elems: tuple[tf.Tensor, ...]
-                 ) -> tuple[tf.Tensor, tf.Tensor]:
-        reward, done, q, v, rho = elems
-        qret = reward + gamma * (1.0 - done) * acc[1]
-        return qret, rho * (qret - q) + v
-
-    elems = tuple(tf.transpose(x) for x in (rewards, dones, q_i, values[:, :-1], rho_bar))
-    last = values[:, -1]
-    qret_t, _ = tf.scan(backward, elems, initializer=(tf.zeros_like(last), last), reverse=True)
-    return tf.transpose(qret_t)
-
-
-def trust_region_adjust(g: tf.Tensor, k: tf.Tensor, delta: float
-                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """Project each row of the gradient ``g`` (w.r.t. the policy's probabilities) so that the
-    linearized KL to the average policy, ``k . z`` with ``k`` its gradient, stays <= delta:
-    ``z = g - max(0, (k.g - delta) / |k|^2) k``. Returns (z, k.g, the adjustment)."""
-    k_dot_g = tf.reduce_sum(k * g, axis=-1)
-    adj = tf.maximum(0.0, (k_dot_g - delta) / (tf.reduce_sum(tf.square(k), axis=-1) + EPS))
-    return g - adj[:, None] * k, k_dot_g, adj
-
-
-def _avg_norm(t: tf.Tensor) -> tf.Tensor:
-    return tf.reduce_mean(tf.sqrt(tf.reduce_sum(tf.square(t), axis=-1)))
-
-
-def _add_grads(a: Sequence[tf.Tensor | None], b: Sequence[tf.Tensor | None]
-               ) -> list[tf.Tensor]:
-    return [x if y is None else y if x is None else x + y for x, y in zip(a, b)]
-
-
 class Model(OnPolicyModel):
     """The ACER learner. ``train(sequences, lr)`` is one compiled call, on fresh or replayed
-    sequences alike (the batch shape is the same: one ``nsteps`` sequence per env)."""
+    sequences alike (the batch shape is the same: one ``nsteps`` sequence per env).
+
+    RMSProp is TF1's, the reference's optimizer: the mean square starts at 1 and
+    ``rprop_epsilon`` is added inside the square root.
+    A truncated step bootstraps from ``gamma * V(final observation)`` computed in the
+    training call with the weights being trained (never stored), unless gamma is 1 (see
+    rlbase.common.transitions).
+    """
 
     algorithm = ALGORITHM
+    architecture = ("nsteps",)
     stat_names = STAT_NAMES
 
     def __init__(self, policy: AcerPolicy, average: AcerPolicy, nenvs: int, nsteps: int,
                  q_coef: float = 0.5, ent_coef: float = 0.01, max_grad_norm: float | None = 10,
                  rprop_alpha: float = 0.99, rprop_epsilon: float = 1e-5, gamma: float = 0.99,
                  c: float = 10.0, trust_region: bool = True, alpha: float = 0.99,
-                 delta: float = 1.0, hyperparameters: dict[str, Any] | None = None,
-                 jit_compile: bool = False):
+                 delta: float = 1.0, buffer_size: int = 50000, replay_ratio: float = 4,
+                 network_kwargs: dict[str, Any] | None = None,
+                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = False):
         self.average = average
         self.q_coef, self.ent_coef, self.max_grad_norm = q_coef, ent_coef, max_grad_norm
         self.gamma, self.c, self.trust_region = gamma, c, trust_region
@@ -122,44 +117,54 @@ class Model(OnPolicyModel):
         self.ac_start = int(policy.ac_space.start)
         for avg, var in zip(average.trainable_variables, policy.trainable_variables):
             avg.assign(var)  # the average starts where the policy does
-        # The reference's TF1 RMSProp: mean square started at one, epsilon inside the root.
         optimizer = RMSprop(7e-4, rprop_alpha, rprop_epsilon, initial_accumulator=1.0,
                             epsilon_inside_sqrt=True)
-        # OnPolicyModel's set-up, except that the training and act calls compile on first use
-        # (tracing this update takes seconds; tests of its parts never need it).
-        self.policy, self.optimizer = policy, optimizer
-        self.optimizer.build(policy.trainable_variables)
-        self.nenvs, self.nsteps = nenvs, nsteps
-        self.hyperparameters = dict(hyperparameters or {})
-        self.num_timesteps = 0
-        self.vec_normalize = None
-        self.initial_state = policy.initial_state
-        self.calls = CompiledPolicy(policy)
-        self.step, self.value = self.calls.step, self.calls.value
-        self.jit_compile = jit_compile
-        # Set by learn(): the replay buffer (None without replay) and the generator that samples
-        # it, kept for inspection and checkpoint tests.
-        self.replay_buffer: Any = None
-        self.replay_rng: np.random.Generator | None = None
+        super().__init__(policy, optimizer, nenvs, nsteps, network_kwargs or {},
+                         hyperparameters or {}, jit_compile)
+        self.replay_buffer = Buffer(policy.ob_space, policy.ac_space, nenvs, nsteps,
+                                    buffer_size, policy.state_size) if replay_ratio > 0 else None
+        # Replay's Poisson counts and sampling; seeded from numpy's global generator.
+        self.replay_rng = np.random.default_rng(np.random.randint(2**31 - 1))
 
-    @cached_property
-    def _train(self) -> CompiledFunction:
-        return compile_fn(self.train_graph, self._signature(), self.jit_compile)
+    # -- the declared interface -------------------------------------------------------------
+    def variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        # The group names of files written before the one contract: they still load.
+        return {**super().variable_groups(), "average": self.average.trainable_variables}
 
+    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Also the replay buffer and its generator."""
+        meta, arrays = super().resume_state()
+        meta["replay"] = None
+        if self.replay_buffer is not None:
+            meta["replay"], replay_arrays = object_state(self.replay_buffer, "replay")
+            arrays.update(replay_arrays)
+        meta["replay_rng"] = generator_state(self.replay_rng)
+        return meta, arrays
+
+    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        super().restore_resume_state(meta, arrays)
+        if self.replay_buffer is not None:
+            if meta.get("replay") is None:
+                raise RLBaseError("the checkpoint holds no replay buffer (written with "
+                                  "replay_ratio=0): resume it with replay_ratio=0")
+            restore_object_state(self.replay_buffer, meta["replay"], arrays, "replay")
+        set_generator_state(self.replay_rng, meta.get("replay_rng"))
+
+    # -- acting -----------------------------------------------------------------------------
     @cached_property
     def _act(self) -> CompiledFunction:
         return compile_fn(self._act_graph, self.calls.signature, self.calls.jit_compile)
 
-    # -- acting ----------------------------------------------------------------------------
     def _act_graph(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor
                    ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         logits, _, new_state, _ = self.policy.forward(obs, state, starts)
         actions = self.policy.distribution(logits).sample(self.policy.next_seed())
         return actions, tf.nn.softmax(logits), new_state
 
-    def act(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sample actions: (actions, the behaviour policy's probabilities, next state)."""
+    def act_with_probabilities(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sample actions for a rollout: (actions, the behaviour policy's probabilities of
+        every action, next state)."""
         actor = self.calls.actor
         if actor is None:
             actions, mus, state = self._act(obs, state, mask)
@@ -172,7 +177,7 @@ class Model(OnPolicyModel):
             self.ac_start
         return actions.astype(actor.head.action_dtype), probs.astype(np.float32), state
 
-    # -- training --------------------------------------------------------------------------
+    # -- training ---------------------------------------------------------------------------
     def _signature(self) -> list[tf.TensorSpec]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy
         nenvs, nsteps = self.nenvs, self.nsteps
@@ -183,11 +188,48 @@ class Model(OnPolicyModel):
                 spec_like([nenvs * nsteps, self.nact], np.float32),       # mus
                 spec_like([nenvs * (nsteps + 1)], np.float32),            # starts
                 spec_like([nenvs, p.state_size], np.float32),             # state
+                # Truncated steps' final observations, recurrent states and step indices;
+                # their number varies (padded to whole multiples of nenvs: few shapes).
+                spec_like([None, *ob.shape], ob.dtype),                   # final_obs
+                spec_like([None, p.state_size], np.float32),              # final_state
+                spec_like([None], np.int32),                              # final_index
                 spec_like([], np.float32)]                                # lr
 
+    def batch(self, seq: Sequences) -> tuple[np.ndarray, ...]:
+        """The training call's inputs (all but lr) for a batch of sequences."""
+        n, t, ob_shape = self.nenvs, self.nsteps, seq.obs.shape[2:]
+        index = np.flatnonzero(seq.truncated).astype(np.int32)
+        if len(seq.final_obs) != len(index):
+            raise RLBaseError(f"{len(index)} truncated steps but {len(seq.final_obs)} final "
+                              "observations")
+        # At least one row: a recurrent torso infers its sequence length from the batch.
+        rows = n * max(1, math.ceil(len(index) / n))
+        final_obs = np.zeros((rows, *ob_shape), seq.final_obs.dtype)
+        final_state = np.zeros((rows, self.state_size), np.float32)
+        final_index = np.full(rows, n * t, np.int32)  # padding lands past the last step
+        final_obs[:len(index)], final_state[:len(index)] = seq.final_obs, seq.final_state
+        final_index[:len(index)] = index
+        return (seq.obs.reshape(n * (t + 1), *ob_shape), seq.actions.reshape(n * t),
+                seq.rewards, seq.dones, seq.mus.reshape(n * t, self.nact),
+                seq.starts.reshape(n * (t + 1)), seq.state, final_obs, final_state, final_index)
+
+    def truncation_bootstrap(self, final_obs: tf.Tensor, final_state: tf.Tensor,
+                             final_index: tf.Tensor) -> tf.Tensor:
+        """``[nenvs, nsteps]``: ``gamma * V(final observation)`` at truncated steps under the
+        current weights (0 elsewhere, and everywhere when gamma is 1)."""
+        nbatch = self.nenvs * self.nsteps
+        if not bootstraps_truncation(self.gamma):
+            return tf.zeros([self.nenvs, self.nsteps])
+        rows = tf.shape(final_index)[0]
+        values = self.policy.forward(final_obs, final_state, tf.zeros([rows]))[1]
+        boot = tf.scatter_nd(final_index[:, None], self.gamma * tf.stop_gradient(values),
+                             [nbatch + 1])
+        return tf.reshape(boot[:nbatch], [self.nenvs, self.nsteps])
+
     def gradients(self, obs: tf.Tensor, actions: tf.Tensor, rewards: tf.Tensor,
-                  dones: tf.Tensor, mus: tf.Tensor, starts: tf.Tensor, state: tf.Tensor
-                  ) -> tuple[list[tf.Tensor], dict[str, tf.Tensor]]:
+                  dones: tf.Tensor, mus: tf.Tensor, starts: tf.Tensor, state: tf.Tensor,
+                  final_obs: tf.Tensor, final_state: tf.Tensor, final_index: tf.Tensor
+                  ) -> tuple[list[tf.Tensor | None], dict[str, tf.Tensor]]:
         """The (unclipped) gradients of the ACER loss for the policy's trainable variables and
         the statistics by name (STAT_NAMES)."""
         nenvs, nsteps, nbatch = self.nenvs, self.nsteps, self.nenvs * self.nsteps
@@ -199,6 +241,7 @@ class Model(OnPolicyModel):
             x = tf.reshape(x, [nenvs, nsteps + 1, *x.shape[1:]])
             return tf.reshape(x[:, :-1], [nbatch, *x.shape[2:]])
 
+        rewards = rewards + self.truncation_bootstrap(final_obs, final_state, final_index)
         avg_logits = self.average.forward(obs, state, starts)[0]
         f_pol = strip(tf.nn.softmax(avg_logits))
         index = tf.stack([tf.range(nbatch), tf.cast(actions, tf.int32) - self.ac_start], 1)
@@ -242,20 +285,22 @@ class Model(OnPolicyModel):
         grads_policy = tape.gradient(f, variables, output_gradients=grads_f)
         grads_q = tape.gradient(scaled_loss_q, variables)
         del tape
-        grads = _add_grads(grads_policy, grads_q)
+        grads = add_grads(grads_policy, grads_q)
         loss = loss_policy + self.q_coef * loss_q - self.ent_coef * entropy
-        values = [
-            loss, loss_q, entropy, loss_policy, loss_f, loss_bc, explained_variance(q_i, qret),
-            tf.linalg.global_norm(grads),
+        stats = [
+            loss, loss_q, -entropy, loss_policy, loss_f, loss_bc, explained_variance(q_i, qret),
+            tf.linalg.global_norm([x for x in grads if x is not None]),
             tf.linalg.global_norm([x for x in grads_q if x is not None]),
             tf.linalg.global_norm([x for x in grads_policy if x is not None]),
-            _avg_norm(grads_f) * nbatch, _avg_norm(k), _avg_norm(g),
+            avg_norm(grads_f) * nbatch, avg_norm(k), avg_norm(g),
             tf.reduce_mean(tf.abs(k_dot_g)), tf.reduce_mean(tf.abs(adj))]
-        return grads, dict(zip(STAT_NAMES, values))
+        return grads, dict(zip(STAT_NAMES, stats))
 
-    def train_graph(self, obs, actions, rewards, dones, mus, starts, state, lr):
+    def train_graph(self, obs, actions, rewards, dones, mus, starts, state, final_obs,
+                    final_state, final_index, lr):
         variables = self.policy.trainable_variables
-        grads, stats = self.gradients(obs, actions, rewards, dones, mus, starts, state)
+        grads, stats = self.gradients(obs, actions, rewards, dones, mus, starts, state,
+                                      final_obs, final_state, final_index)
         grads, _ = clip_by_global_norm(grads, self.max_grad_norm)
         self.optimizer.learning_rate.assign(lr)
         self.optimizer.apply_gradients(zip(grads, variables))
@@ -264,15 +309,57 @@ class Model(OnPolicyModel):
             avg.assign(self.alpha * avg + (1.0 - self.alpha) * var)
         return (tf.stack([stats[name] for name in STAT_NAMES]), *self.calls.actor_weights())
 
-    def train(self, seq: Any, lr: float) -> dict[str, float]:  # type: ignore[override]
-        """One update on a batch of sequences (runner.Sequences); returns the statistics."""
-        n, t = self.nenvs, self.nsteps
-        stats, *weights = self._train(
-            seq.obs.reshape(n * (t + 1), *seq.obs.shape[2:]), seq.actions.reshape(n * t),
-            seq.rewards, seq.dones, seq.mus.reshape(n * t, self.nact),
-            seq.starts.reshape(n * (t + 1)), seq.state, np.float32(lr))
+    # ACER trains on sequences with behaviour probabilities, not on OnPolicyModel's Rollouts.
+    def train(self, seq: Sequences, lr: float) -> dict[str, float]:  # type: ignore[override]
+        """One update on a batch of sequences (fresh or replayed); returns the statistics."""
+        stats, *weights = self._train(*self.batch(seq), np.float32(lr))
         self.calls.sync(weights)
         return dict(zip(self.stat_names, stats.numpy().tolist()))
 
-    def _groups(self) -> dict[str, Sequence[tf.Variable]]:
-        return {**super()._groups(), "average": self.average.trainable_variables}
+
+def check_hyperparameters(hp: dict[str, Any]) -> None:
+    """ACER's own arguments, checked before anything is built (a clear error each)."""
+    require_positive(nsteps=hp["nsteps"])
+    replay_ratio, buffer_size = hp["replay_ratio"], hp["buffer_size"]
+    if replay_ratio < 0:
+        raise RLBaseError(f"replay_ratio must be >= 0 (0: on-policy ACER), got {replay_ratio}")
+    if replay_ratio > 0:  # on-policy ACER needs no buffer: its sizes are not checked
+        if hp["replay_start"] > buffer_size:
+            raise RLBaseError(f"replay_start={hp['replay_start']} is larger than buffer_size="
+                              f"{buffer_size}: replay would never start; use replay_start <= "
+                              "buffer_size")
+        if buffer_size < hp["nsteps"]:
+            raise RLBaseError(f"buffer_size={buffer_size} holds no sequence of nsteps="
+                              f"{hp['nsteps']}: use buffer_size >= nsteps")
+    if not callable(hp["lr"]):
+        named_schedule(hp["lrschedule"], hp["lr"])  # an unknown schedule name raises here
+
+
+def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
+                network: Any, network_kwargs: dict[str, Any],
+                hyperparameters: dict[str, Any]) -> Model:
+    """ACER's model for these spaces and ``num_envs`` envs (learn() and rlbase.ACER call this):
+    the policy, its Polyak average, the optimizer, the replay buffer and its generator.
+
+    network_kwargs: the network builder's arguments; ``value_network='copy'`` gives the Q
+        head its own torso (kept in the model's network_kwargs, so a file rebuilds it).
+    hyperparameters: learn()'s arguments (nsteps, q_coef, ...; jit_compile None: XLA for runs
+        of at least 1000 updates, except convnets on a CPU).
+    """
+    hp = hyperparameters
+    check_action_space(action_space)
+    check_hyperparameters(hp)
+    configure_threads(small_model=not is_image_space(observation_space))
+    kwargs = dict(network_kwargs)
+    value_network = kwargs.pop("value_network", None)
+    policy, average = (AcerPolicy(observation_space, action_space, network, value_network,
+                                  kwargs) for _ in range(2))
+    jit = hp.get("jit_compile")
+    if jit is None:
+        total = hp.get("total_timesteps") or 0
+        jit = total // (num_envs * hp["nsteps"]) >= XLA_MIN_UPDATES and \
+            xla_is_faster(observation_space)
+    return Model(policy, average, num_envs, hp["nsteps"], hp["q_coef"], hp["ent_coef"],
+                 hp["max_grad_norm"], hp["rprop_alpha"], hp["rprop_epsilon"], hp["gamma"],
+                 hp["c"], hp["trust_region"], hp["alpha"], hp["delta"], hp["buffer_size"],
+                 hp["replay_ratio"], network_kwargs, hp, jit_compile=bool(jit))

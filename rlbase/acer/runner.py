@@ -8,28 +8,40 @@ from typing import Any
 
 import numpy as np
 
+from rlbase.common.episodes import EpisodeStats
 from rlbase.common.runners import AbstractEnvRunner
 from rlbase.common.vec_env import VecEnv
 
 
 @dataclass
 class Sequences:
-    """One ``nsteps`` sequence per env, env-major."""
+    """One ``nsteps`` sequence per env, env-major.
 
-    obs: np.ndarray      # [nenv, nsteps + 1, *obs_shape]: the last one bootstraps the sequence
-    actions: np.ndarray  # [nenv, nsteps]
-    rewards: np.ndarray  # [nenv, nsteps], truncated steps include gamma * V(final obs)
-    dones: np.ndarray    # [nenv, nsteps], 1 where the episode ended at that step
-    mus: np.ndarray      # [nenv, nsteps, nact], the behaviour policy's probabilities
-    starts: np.ndarray   # [nenv, nsteps + 1], 1 where obs starts an episode (resets LSTMs)
-    state: np.ndarray    # [nenv, state_size], recurrent state before obs[:, 0]
+    A step cut by a time limit keeps its raw reward: the training call adds
+    ``gamma * V(final observation)`` with the weights it trains, so a replayed truncation
+    bootstraps from the current network, not from the one that collected it.
+    """
+
+    obs: np.ndarray          # [nenv, nsteps + 1, *obs_shape]: the last one bootstraps the sequence
+    actions: np.ndarray      # [nenv, nsteps]
+    rewards: np.ndarray      # [nenv, nsteps], as the env gave them
+    dones: np.ndarray        # [nenv, nsteps], 1 where the episode ended (either way) at that step
+    mus: np.ndarray          # [nenv, nsteps, nact], the behaviour policy's probabilities
+    starts: np.ndarray       # [nenv, nsteps + 1], 1 where obs starts an episode (resets LSTMs)
+    state: np.ndarray        # [nenv, state_size], recurrent state before obs[:, 0]
+    truncated: np.ndarray    # [nenv, nsteps], 1 where a time limit (not the MDP) ended it
+    final_obs: np.ndarray    # [K, *obs_shape], the truncated steps' last observations, in the
+    #                          order of np.flatnonzero(truncated) (env-major)
+    final_state: np.ndarray  # [K, state_size], the recurrent state after each of those steps
 
 
 class Runner(AbstractEnvRunner):
-    """Steps the envs with the current policy, ``nsteps`` steps per :meth:`run`."""
+    """Steps the envs with the current policy, ``nsteps`` steps per :meth:`run`; finished
+    episodes go to ``episodes`` (the training loop's)."""
 
-    def __init__(self, env: VecEnv, model: Any, nsteps: int, gamma: float = 0.99):
-        super().__init__(env, model, nsteps, gamma)
+    def __init__(self, env: VecEnv, model: Any, nsteps: int,
+                 episodes: EpisodeStats | None = None):
+        super().__init__(env, model, nsteps, episodes=episodes)
         self.nact = int(env.action_space.n)
 
     def run(self) -> Sequences:
@@ -39,20 +51,29 @@ class Runner(AbstractEnvRunner):
         actions = np.empty((nenv, nsteps), dtype=ac_space.dtype)
         rewards = np.empty((nenv, nsteps), dtype=np.float32)
         dones = np.empty((nenv, nsteps), dtype=np.float32)
+        truncs = np.zeros((nenv, nsteps), dtype=np.float32)
         mus = np.empty((nenv, nsteps, self.nact), dtype=np.float32)
         starts = np.empty((nenv, nsteps + 1), dtype=np.float32)
+        finals: list[tuple[int, np.ndarray, np.ndarray]] = []  # (env * nsteps + t, obs, state)
         start_state = self.states
         for t in range(nsteps):
-            acts, probs, states = self.model.act(self.obs, self.states, self.episode_starts)
+            acts, probs, states = self.model.act_with_probabilities(self.obs, self.states,
+                                                                    self.episode_starts)
             obs[:, t], actions[:, t], mus[:, t] = self.obs, acts, probs
             starts[:, t] = self.episode_starts
             next_obs, rew, terminated, truncated, infos = self.env.step(acts)
-            rew = rew.astype(np.float32)
-            if truncated.any():
-                rew += self.truncation_bootstrap(truncated & ~terminated, infos, states)
+            cut = np.asarray(truncated, bool) & ~np.asarray(terminated, bool)
+            for i in np.flatnonzero(cut):
+                finals.append((i * nsteps + t, infos[i]["final_observation"], states[i]))
             self.collect_episodes(infos)
             done = (terminated | truncated).astype(np.float32)
-            rewards[:, t], dones[:, t] = rew, done
+            rewards[:, t], dones[:, t], truncs[:, t] = rew, done, cut
             self.obs, self.states, self.episode_starts = next_obs, states, done
         obs[:, nsteps], starts[:, nsteps] = self.obs, self.episode_starts
-        return Sequences(obs, actions, rewards, dones, mus, starts, start_state)
+        finals.sort(key=lambda f: f[0])  # env-major, as np.flatnonzero(truncs)
+        final_obs = np.zeros((len(finals), *ob_space.shape), dtype=ob_space.dtype)
+        final_state = np.zeros((len(finals), start_state.shape[1]), dtype=np.float32)
+        for j, (_, ob, st) in enumerate(finals):
+            final_obs[j], final_state[j] = ob, st
+        return Sequences(obs, actions, rewards, dones, mus, starts, start_state, truncs,
+                         final_obs, final_state)

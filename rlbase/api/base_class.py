@@ -25,7 +25,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
-from rlbase.common.serialization import load_file, save_file
+from rlbase.common.serialization import load_file
 from rlbase.common.vec_env import VecEnv
 
 # Stable Baselines policy names -> rlbase network names.

@@ -24,6 +24,7 @@ from typing import Any
 
 from rlbase.bench.settings import PEER_SETTINGS
 
+
 def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int | None,
                        seed: int, eval_episodes: int, extra: dict[str, Any],
                        normalize: bool = False,

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 import gymnasium as gym
 
-from rlbase.common.base_model import BaseModel, check_model_metadata
 from rlbase.common import logger
+from rlbase.common.base_model import BaseModel, check_model_metadata
 from rlbase.common.cmd_util import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loop import LOOP_ARGUMENTS, LoopOptions

@@ -69,9 +69,18 @@ def ortho(scale: float = np.sqrt(2)) -> keras.initializers.Initializer:
     return keras.initializers.Orthogonal(gain=scale)
 
 
+# Baselines' README writes activations as TF functions (--activation=tf.nn.relu): the name
+# after the module path is the Keras activation of the same name.
+_MODULE_PREFIXES = ("tf.nn.", "tf.math.", "tf.keras.activations.", "keras.activations.", "tf.")
+
+
 def _activation(name: str | Callable) -> Callable:
     if callable(name):
         return name
+    for prefix in _MODULE_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+            break
     try:
         return keras.activations.get(name)
     except ValueError:
@@ -121,12 +130,17 @@ def mlp(num_layers: int = 2, num_hidden: int = 64, activation: str | Callable = 
 
 
 class ConvStack(keras.layers.Layer):
-    """Convolutions (filters, kernel, stride), flattened, then optional dense layers."""
+    """Convolutions (filters, kernel, stride), flattened, then optional dense layers.
+
+    pad: 'VALID' (Baselines' default: no padding) or 'SAME' (keeps small images, such as
+    28x28, from shrinking to nothing under the Nature strides).
+    """
 
     def __init__(self, convs: Sequence[tuple[int, int, int]], dense: Sequence[int],
-                 activation: str | Callable = "relu", **kwargs: Any):
+                 activation: str | Callable = "relu", pad: str = "VALID", **kwargs: Any):
         super().__init__(**kwargs)
-        self.convs = [layers.Conv2D(f, k, strides=s, kernel_initializer=ortho())
+        padding = _padding(pad)
+        self.convs = [layers.Conv2D(f, k, strides=s, padding=padding, kernel_initializer=ortho())
                       for f, k, s in convs]
         self.flatten = layers.Flatten()
         self.dense = [layers.Dense(n, kernel_initializer=ortho()) for n in dense]
@@ -143,26 +157,34 @@ class ConvStack(keras.layers.Layer):
         return h
 
 
+def _padding(pad: str) -> str:
+    if str(pad).upper() not in ("VALID", "SAME"):
+        raise RLBaseError(f"pad must be 'VALID' or 'SAME', got {pad!r}")
+    return str(pad).lower()
+
+
 NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 
 
 @register("cnn")
-def cnn(num_hidden: int = 512, activation: str | Callable = "relu") -> keras.layers.Layer:
+def cnn(num_hidden: int = 512, activation: str | Callable = "relu", pad: str = "VALID"
+        ) -> keras.layers.Layer:
     """The DQN Nature convolutions followed by a ``num_hidden`` dense layer."""
-    return ConvStack(NATURE_CONVS, [num_hidden], activation)
+    return ConvStack(NATURE_CONVS, [num_hidden], activation, pad)
 
 
 @register("cnn_small")
-def cnn_small(num_hidden: int = 128, activation: str | Callable = "relu") -> keras.layers.Layer:
+def cnn_small(num_hidden: int = 128, activation: str | Callable = "relu", pad: str = "VALID"
+              ) -> keras.layers.Layer:
     """A lighter convnet: 8 filters 8x8/4, 16 filters 4x4/2, one dense layer."""
-    return ConvStack(((8, 8, 4), (16, 4, 2)), [num_hidden], activation)
+    return ConvStack(((8, 8, 4), (16, 4, 2)), [num_hidden], activation, pad)
 
 
 @register("conv_only")
 def conv_only(convs: Sequence[tuple[int, int, int]] = NATURE_CONVS,
-              activation: str | Callable = "relu") -> keras.layers.Layer:
+              activation: str | Callable = "relu", pad: str = "VALID") -> keras.layers.Layer:
     """Convolutions only, flattened: the torso DQN puts its own dense heads on."""
-    return ConvStack([tuple(c) for c in convs], [], activation)
+    return ConvStack([(int(f), int(k), int(s)) for f, k, s in convs], [], activation, pad)
 
 
 class LSTMCore(keras.layers.Layer):
@@ -235,13 +257,14 @@ def lnlstm(nlstm: int = 128) -> keras.layers.Layer:
 
 
 @register("cnn_lstm")
-def cnn_lstm(nlstm: int = 128, layer_norm: bool = False, num_hidden: int = 512
-             ) -> keras.layers.Layer:
+def cnn_lstm(nlstm: int = 128, layer_norm: bool = False, num_hidden: int = 512,
+             pad: str = "VALID") -> keras.layers.Layer:
     """The Nature convnet followed by an LSTM."""
-    return LSTMCore(ConvStack(NATURE_CONVS, [num_hidden]), nlstm, layer_norm)
+    return LSTMCore(ConvStack(NATURE_CONVS, [num_hidden], pad=pad), nlstm, layer_norm)
 
 
 @register("cnn_lnlstm")
-def cnn_lnlstm(nlstm: int = 128, num_hidden: int = 512) -> keras.layers.Layer:
+def cnn_lnlstm(nlstm: int = 128, num_hidden: int = 512, pad: str = "VALID"
+               ) -> keras.layers.Layer:
     """The Nature convnet followed by a layer-normalized LSTM."""
-    return LSTMCore(ConvStack(NATURE_CONVS, [num_hidden]), nlstm, True)
+    return LSTMCore(ConvStack(NATURE_CONVS, [num_hidden], pad=pad), nlstm, True)

@@ -1,80 +1,84 @@
-"""Baselines' best-model rule for DQN: every ``checkpoint_freq`` steps keep the model if it
-scores best so far, and hand the best one back when training ends.
+"""Baselines' best-model rule for DQN: every ``best_model_interval`` env steps keep the model if
+it scores best so far, and hand the best one back when training ends.
 
-Baselines scores a checkpoint by the mean return of the last 100 training episodes. Late in
-training that window spans tens of thousands of steps and lags the current network, whose
-greedy policy can swing from solving CartPole to failing it within one training phase. With
-an evaluation env the score is the mean greedy return of fresh episodes on it instead, the
-model at the end of training is scored too, and ties go to the newer model.
+Baselines scores by the mean return of the last 100 training episodes (once more than 100 have
+ended), keeping only strict improvements. Those are the episodes the monitor reports: whole
+games with their unclipped score on Atari, never the lives the learner's episodes end at. Late
+in training that window spans tens of thousands of steps and lags the current network, whose
+greedy policy can swing from solving CartPole to failing it within one training phase. With an
+evaluation env the score is the mean greedy return of fresh episodes on it instead, ties go to
+the newer model, and the model at the end of training competes too.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from rlbase.common import logger
-from rlbase.common.evaluation import run_episodes
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.episodes import EpisodeStats
+from rlbase.common.evaluation import Evaluator
+from rlbase.common.loop import crossings
+
+#: Baselines scores training episodes only once more than this many have ended
+MIN_EPISODES = 100
+ARRAY_PREFIX = "loop/best_model/"  # a resume prefix: never loaded as the model's parameters
 
 
-class BestModel:
-    """The best-scoring model so far: saved under ``path`` (as model.zip) or kept in memory.
+class BestModelRule:
+    """Scores the model now and then and keeps the best one in memory.
 
-    eval_env / eval_episodes: score by greedy evaluation on this env (None: by the training
-        episodes' returns).
+    interval: env steps between scorings.
+    learning_starts: no scoring before this many env steps (nothing was learned yet).
+    eval_env: score by greedy episodes on this env (None: by the training episodes).
+    eval_episodes: episodes per evaluation.
+    seed: seeds an eval env given as an id.
     """
 
-    def __init__(self, path: str | None, eval_env: VecEnv | None, eval_episodes: int):
-        self.path, self.eval_env, self.eval_episodes = path, eval_env, int(eval_episodes)
-        self.score: float | None = None
-        self.weights: list[np.ndarray] | None = None
-        self.file: str | None = None
+    def __init__(self, interval: int, learning_starts: int, eval_env: Any = None,
+                 eval_episodes: int = 5, seed: int | None = None):
+        self.interval, self.learning_starts = int(interval), int(learning_starts)
+        self.keeper = Evaluator(eval_env, eval_episodes, seed=seed, keep_best=True)
+        self.scored_at: int | None = None
 
-    def ready(self, training_episodes: int) -> bool:
-        """Whether a score can be computed (Baselines waits for 100 training episodes)."""
-        return self.eval_env is not None or training_episodes > 100
+    @property
+    def best_score(self) -> float | None:
+        return self.keeper.best_score
 
-    def consider(self, model: Any, training_returns: Sequence[float]) -> None:
+    def after_step(self, model: Any, t: int, steps: int, episodes: EpisodeStats) -> None:
+        """Score ``model`` when ``t`` (env steps of this run) crossed a multiple of the
+        interval with this vector step of ``steps`` env steps."""
+        if t > self.learning_starts and crossings(t, steps, self.interval):
+            self.score(model, episodes)
+            self.scored_at = t
+
+    def score(self, model: Any, episodes: EpisodeStats) -> None:
         """Score ``model`` now and keep it if it is the best so far."""
-        if self.eval_env is not None:
-            returns, _ = run_episodes(model, self.eval_env, self.eval_episodes,
-                                      deterministic=True)
-            score = float(np.mean(returns))
-            better = self.score is None or score >= self.score
+        if self.keeper.env is not None:
+            score = self.keeper.evaluate(model)  # ties keep the newer model
+            kept, kind = self.keeper.best_score == score, "evaluation"
+        elif episodes.count > MIN_EPISODES:
+            score, kind = episodes.mean_return(), "mean"
+            kept = self.keeper.consider(model, score, ties_win=False)
         else:
-            score = float(np.mean(training_returns))
-            better = self.score is None or score > self.score
-        if not better:
             return
-        self.score = score
-        if self.path:
-            self.file = os.path.join(self.path, "model.zip")
-            model.save(self.file)
-        else:
-            self.weights = model.get_weights()
-        kind = "evaluation" if self.eval_env is not None else "mean"
-        logger.log(f"Saving model due to {kind} reward increase: {score:.2f}")
+        if kept:
+            logger.log(f"Saving model due to {kind} reward increase: {score:.2f}")
 
-    def restore(self, model: Any) -> None:
-        """Put the best model's weights into ``model`` (nothing happens before a first score)."""
-        if self.score is None:
-            return
-        logger.log(f"Restored model with mean reward: {self.score:.2f}")
-        steps = model.num_timesteps
-        if self.file is not None:
-            model.load(self.file)
-        elif self.weights is not None:
-            model.set_weights(self.weights)
-        model.num_timesteps = steps
+    def finish(self, model: Any, t: int, episodes: EpisodeStats) -> None:
+        """At the end of training: the final model competes (when scored by evaluation), then
+        the best one is put back into ``model``."""
+        if self.keeper.env is not None and t > self.learning_starts and self.scored_at != t:
+            self.score(model, episodes)
+        if self.keeper.restore_best(model):
+            logger.log(f"Restored model with mean reward: {self.keeper.best_score:.2f}")
 
-    # -- checkpoints -------------------------------------------------------------------------
+    # -- checkpoints ----------------------------------------------------------------------------
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        arrays = {f"best/{i:04d}": w for i, w in enumerate(self.weights or [])}
-        return {"best_return": self.score, "best_file": self.file}, arrays
+        meta, arrays = self.keeper.state()
+        return meta, {ARRAY_PREFIX + k[len("best/"):]: v for k, v in arrays.items()}
 
     def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self.score, self.file = meta["best_return"], meta["best_file"]
-        self.weights = [arrays[k] for k in sorted(arrays) if k.startswith("best/")] or None
+        self.keeper.set_state(meta, {"best/" + k[len(ARRAY_PREFIX):]: v
+                                     for k, v in arrays.items() if k.startswith(ARRAY_PREFIX)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
@@ -11,7 +12,7 @@ import tensorflow as tf
 from keras import layers
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import build_network
+from rlbase.common.models import build_network, get_network_builder
 from rlbase.common.policies import check_observation_space, encode_observation
 
 # What each action space can be trained with, for the error DQN gives on the others.
@@ -30,6 +31,29 @@ def check_action_space(space: gym.Space, algorithm: str = "dqn") -> None:
                   None)
     hint = f"; for {type(space).__name__} actions use {others}" if others else ""
     raise RLBaseError(f"{algorithm} needs a Discrete action space, got {space}{hint}")
+
+
+def network_builder_kwargs(network: str | Callable[..., keras.layers.Layer],
+                           network_kwargs: dict[str, Any], layer_norm: bool
+                           ) -> tuple[dict[str, Any], bool]:
+    """The network builder's own arguments, and whether the heads are layer-normalized.
+
+    layer_norm: learn()'s setting for the heads; ``layer_norm`` among the network's arguments
+        turns it on too (Baselines' deepq), and a builder that takes ``layer_norm`` gets it
+        when the heads are normalized. Arguments the builder does not take among hiddens,
+        dueling and layer_norm are set aside: rlbase 0.1 saved the heads' settings beside the
+        network's.
+    """
+    kwargs = dict(network_kwargs)
+    layer_norm = bool(layer_norm) or bool(kwargs.get("layer_norm", False))
+    params = inspect.signature(get_network_builder(network)).parameters
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    for name in ("hiddens", "dueling", "layer_norm"):
+        if name in kwargs and name not in params and not takes_any:
+            kwargs.pop(name)
+    if layer_norm and "layer_norm" in params:
+        kwargs.setdefault("layer_norm", True)
+    return kwargs, layer_norm
 
 
 def fan_in_uniform_init(model: keras.layers.Layer) -> None:
@@ -103,11 +127,6 @@ class QNetwork(keras.Model):
         # Create every weight now so compiled calls never create variables.
         self(tf.constant(np.stack([ob_space.sample()] * 2)))
         fan_in_uniform_init(self)
-
-    def config(self) -> dict[str, Any]:
-        """What rebuilds the same network (saved in the model file's metadata)."""
-        return {"hiddens": self.hiddens, "dueling": self.dueling,
-                "layer_norm": self.layer_norm}
 
     def call(self, obs: tf.Tensor) -> tf.Tensor:
         latent = self.flatten(self.torso(encode_observation(self.ob_space, obs)))

@@ -1,100 +1,218 @@
-"""The trained ES model: acting, saving and loading (parameters, observation statistics and
-optimizer state in the one safe model-file format)."""
+"""ES's model: the parameter vector ``theta`` of a numpy policy, its observation statistics,
+Adam's state, the shared noise table's seed and size, and this process's generator."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
+from rlbase.common import logger
+from rlbase.common.base_model import BaseModel, StepResult
+from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
-from rlbase.common.model_io import load_model, save_model
+from rlbase.common.mpi_util import mpi_rank, mpi_size
 from rlbase.common.running_mean_std import RunningMeanStd
-from rlbase.es.optimizer import Adam
+from rlbase.es.noise_table import NoiseTable, default_size
+from rlbase.es.optimizer import FITNESS_SHAPINGS, Adam
 from rlbase.es.policy import ESPolicy
 
 ALGORITHM = "es"
+# The file's array names (unchanged since rlbase 0.1, so older ES files load): the policy's
+# variables numbered as Keras orders them, then the statistics and Adam's state.
+POLICY, OBS_RMS, ADAM = "policy/", "obs_rms/", "adam/"
+GENERATOR_TAG = 0xE5  # mixed into the seed of each rank's perturbation generator
 
 
-class ESModel:
-    """The current parameter vector ``theta`` of an :class:`ESPolicy`, with its observation
-    statistics; ``step`` matches the other algorithms' models (for evaluate_policy).
+class Model(BaseModel):
+    """The current ``theta`` of an :class:`~rlbase.es.policy.ESPolicy` and what training it
+    needs.
 
-    learn() also sets ``generation`` (generations run, resumed runs included) and ``rng`` (the
-    generator of this process's perturbations, reset seeds and action noise), for inspection
-    and checks.
+    policy: the numpy policy (theta's layout, the forward pass, the observation encoder).
+    noise_seed / noise_size: the shared noise table (every rank builds the same one).
+    rng: this rank's generator of perturbation offsets, paired reset seeds and action noise.
+    rank / num_ranks: this process's MPI rank and the number of ranks.
     """
 
-    def __init__(self, policy: ESPolicy, theta: np.ndarray, obs_rms: RunningMeanStd,
-                 optimizer: Adam, hyperparameters: dict[str, Any]):
-        self.policy, self.obs_rms, self.optimizer = policy, obs_rms, optimizer
-        self.hyperparameters = hyperparameters
-        self.theta = np.asarray(theta, np.float32)
-        self.num_timesteps = 0
-        self.generation = 0
-        self.rng: np.random.Generator | None = None
+    algorithm = ALGORITHM
+    # Whether the policy sees normalized observations decides what a saved model does.
+    architecture = ("observation_normalization",)
+
+    def __init__(self, policy: ESPolicy, network: Any, network_kwargs: dict[str, Any],
+                 hyperparameters: dict[str, Any], num_envs: int, lr: float,
+                 normalize_observations: bool, noise_seed: int, noise_size: int,
+                 rng: np.random.Generator, rank: int = 0, num_ranks: int = 1):
+        super().__init__(policy.ob_space, policy.ac_space, network, network_kwargs,
+                         hyperparameters, num_envs)
+        self.policy = policy
+        self.theta = policy.get_flat()
+        self.obs_rms = RunningMeanStd(shape=(policy.ob_dim,))
+        self.optimizer = Adam(policy.dim, lr)
+        self.normalize_observations = normalize_observations
+        self.noise_seed, self.noise_size = int(noise_seed), int(noise_size)
+        self.rng = rng
+        self.rank, self.num_ranks = rank, num_ranks
+        # Every rank's generator state after the last generation: rank 0's checkpoints hold
+        # them all, so each rank of a resumed run draws what it would have drawn.
+        self.generator_states: list[dict[str, Any]] = []
+        # Env steps of unperturbed-policy episodes (not counted in num_timesteps).
+        self.center_timesteps = 0
+        self._noise: NoiseTable | None = None
         self.sync_obs_stats()
+
+    @property
+    def generation(self) -> int:
+        """Generations trained, earlier runs included (each makes one Adam step)."""
+        return self.optimizer.t
+
+    def noise_table(self) -> NoiseTable:
+        """The shared noise table, built once for its seed and size (~40 ms per 2**20)."""
+        table = self._noise
+        if table is None or (table.seed, table.size) != (self.noise_seed, self.noise_size):
+            table = self._noise = NoiseTable(self.noise_seed, self.noise_size)
+        return table
 
     def sync_obs_stats(self) -> None:
         """Hand the running statistics to the policy (frozen between generations)."""
-        if self.hyperparameters.get("observation_normalization", True):
-            self.policy.set_obs_stats(self.obs_rms.mean, np.sqrt(self.obs_rms.var))
+        if self.normalize_observations:
+            self.policy.set_obs_stats(self.obs_rms.mean, self.obs_rms.var)
 
-    def step(self, obs: np.ndarray, state: np.ndarray | None = None,
-             mask: np.ndarray | None = None, deterministic: bool = True
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
-        """(actions, values, state, neglogp) for a batch of observations. ES policies are
-        deterministic (``deterministic`` is accepted for the common API); values and neglogp
-        are zeros, since ES learns neither."""
-        obs = np.asarray(obs)
-        actions = self.policy.act(self.theta[None], obs)
-        zeros = np.zeros(len(obs), np.float32)
-        return actions, zeros, state, zeros
+    # -- acting ---------------------------------------------------------------------------------
+    def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
+             deterministic: bool = False) -> StepResult:
+        """``(actions, None, state, None)``: ES's policy is deterministic and has no value
+        function, so ``deterministic`` changes nothing."""
+        return self.policy.act(self.theta[None], np.asarray(obs)), None, state, None
 
-    def initial_state(self, batch: int) -> np.ndarray:
-        return np.zeros((batch, 0), np.float32)
+    def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
+                             ) -> tuple[np.ndarray, ...]:
+        """Discrete: one-hot of the action taken; Box: ``(action, zero std)``."""
+        actions = self.policy.act(self.theta[None], np.asarray(obs))
+        space = self.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            probs = np.zeros((len(actions), int(space.n)), np.float32)
+            probs[np.arange(len(actions)), np.asarray(actions) - int(space.start)] = 1.0
+            return (probs,)
+        mean = np.asarray(actions, np.float32)
+        return mean, np.zeros_like(mean)
 
-    def save(self, path: str, extra_arrays: dict[str, np.ndarray] | None = None,
-             extra_metadata: dict[str, Any] | None = None) -> None:
-        """Write the parameters, observation statistics and Adam state to one file (plus a
-        checkpoint's ``extra_arrays`` and ``extra_metadata``)."""
-        policy = self.policy
-        policy.set_flat(self.theta)
-        extra = {f"obs_rms/{k}": v for k, v in self.obs_rms.state_dict().items()}
-        extra.update({f"adam/{k}": v for k, v in self.optimizer.state_dict().items()})
-        extra.update(extra_arrays or {})
-        save_model(path, ALGORITHM, {"policy": policy.variables}, policy.ob_space,
-                   policy.ac_space, policy.network_name, policy.network_kwargs,
-                   self.hyperparameters, self.num_timesteps, extra_arrays=extra,
-                   extra_metadata=extra_metadata)
+    # -- parameters -----------------------------------------------------------------------------
+    def parameter_arrays(self) -> dict[str, np.ndarray]:
+        parts = self.policy.unflatten(self.theta[None])
+        arrays = {f"{POLICY}{i:04d}": part[0] for i, part in enumerate(parts)}
+        arrays.update({OBS_RMS + k: v for k, v in self.obs_rms.state_dict().items()})
+        arrays.update({ADAM + k: v for k, v in self.optimizer.state_dict().items()})
+        return arrays
 
-    def load(self, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Load a file written by :meth:`save` for the same spaces and network; returns the
-        file's ``(metadata, arrays)`` (a checkpoint's resume state is in them)."""
-        policy = self.policy
-        metadata, arrays = load_model(path, ALGORITHM, {"policy": policy.variables},
-                                      policy.ob_space, policy.ac_space)
-        try:
-            self.obs_rms.load_state_dict({k: arrays[f"obs_rms/{k}"]
-                                          for k in ("mean", "var", "count")})
-            self.optimizer.load_state_dict({k: arrays[f"adam/{k}"] for k in ("m", "v", "t")})
-        except KeyError as exc:
-            raise RLBaseError(f"model file {path} lacks ES array {exc}: not an ES model") \
-                from None
-        self.theta = policy.get_flat()
-        self.num_timesteps = int(metadata.get("num_timesteps", 0))
+    def load_parameter_arrays(self, arrays: dict[str, np.ndarray], source: str = "") -> None:
+        shapes = self.policy.shapes
+        keys = sorted(k for k in arrays if k.startswith(POLICY))
+        if len(keys) != len(shapes):
+            raise RLBaseError(f"model file {source} holds {len(keys)} 'policy' arrays, the "
+                              f"model has {len(shapes)} variables: it was saved for another "
+                              "network")
+        for key, shape in zip(keys, shapes):
+            if tuple(np.shape(arrays[key])) != shape:
+                raise RLBaseError(f"model file {source}: 'policy' array {key} has shape "
+                                  f"{np.shape(arrays[key])}, the model expects {shape}")
+        for name, current in self.parameter_arrays().items():
+            if name.startswith(POLICY):
+                continue
+            if name not in arrays:
+                raise RLBaseError(f"model file {source} lacks ES array '{name}': not an ES "
+                                  "model")
+            if np.shape(arrays[name]) != np.shape(current):
+                raise RLBaseError(f"model file {source}: {name} has shape "
+                                  f"{np.shape(arrays[name])}, the model expects "
+                                  f"{np.shape(current)}")
+        # Everything checked: only now change the model.
+        self.theta = np.concatenate([np.asarray(arrays[k], np.float32).ravel() for k in keys])
+        self.obs_rms.load_state_dict({k: arrays[OBS_RMS + k] for k in ("mean", "var", "count")})
+        self.optimizer.load_state_dict({k: arrays[ADAM + k] for k in ("m", "v", "t")})
         self.sync_obs_stats()
-        return metadata, arrays
 
-    @classmethod
-    def from_file(cls, path: str, ob_space: Any, ac_space: Any) -> ESModel:
-        """Rebuild a saved model (its network and hyperparameters come from the file)."""
-        from rlbase.common.model_io import read_metadata
+    # -- resuming -------------------------------------------------------------------------------
+    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta, arrays = super().resume_state()
+        meta["noise_table"] = {"seed": self.noise_seed, "size": self.noise_size}
+        meta["rngs"] = self.generator_states or [generator_state(self.rng)]
+        meta["center_timesteps"] = self.center_timesteps
+        return meta, arrays
 
-        meta = read_metadata(path)
-        policy = ESPolicy(ob_space, ac_space, meta.get("network", "mlp"),
-                          meta.get("network_kwargs", {}))
-        model = cls(policy, policy.get_flat(), RunningMeanStd(shape=(policy.ob_dim,)),
-                    Adam(policy.dim, 0.0), meta.get("hyperparameters", {}))
-        model.load(path)
-        return model
+    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        super().restore_resume_state(meta, arrays)
+        try:
+            table = meta["noise_table"]
+            seed, size = int(table["seed"]), int(table["size"])
+            rngs = list(meta["rngs"])
+            center = int(meta["center_timesteps"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RLBaseError(f"ES checkpoint has a malformed resume state "
+                              f"({type(exc).__name__}: {exc})") from None
+        self.noise_seed, self.noise_size, self.center_timesteps = seed, size, center
+        if len(rngs) == self.num_ranks:
+            set_generator_state(self.rng, rngs[self.rank])
+            self.generator_states = rngs
+            return
+        # Another number of ranks: the run goes on correctly, but its perturbations are not
+        # the ones the saved run would have drawn. The checkpoint restored the global
+        # generator alike on every rank, so this is reproducible and still distinct per rank.
+        fresh = np.random.default_rng([int(np.random.randint(2**31)), self.rank,
+                                       self.generation])
+        self.rng.bit_generator.state = fresh.bit_generator.state
+        self.generator_states = []
+        logger.log(f"checkpoint written by {len(rngs)} ranks, resumed on {self.num_ranks}: "
+                   "the perturbation streams start afresh")
+
+
+def check_hyperparameters(hp: dict[str, Any]) -> None:
+    """ES's own arguments, each a clear error naming it."""
+    def integer(value: Any) -> bool:
+        return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+    for name, low in (("popsize", 1), ("episodes_per_batch", 1), ("center_episodes", 0)):
+        if not integer(hp[name]) or hp[name] < low:
+            raise RLBaseError(f"{name} must be an integer >= {low}, got {hp[name]!r}")
+    if hp["antithetic"] and hp["popsize"] % 2:
+        raise RLBaseError(f"popsize must be even with antithetic=True (mirrored pairs), got "
+                          f"{hp['popsize']}")
+    for name in ("noise_stdev", "lr"):
+        if isinstance(hp[name], bool) or not isinstance(hp[name], (int, float)) \
+                or not hp[name] > 0:
+            raise RLBaseError(f"{name} must be a positive number, got {hp[name]!r}")
+    for name in ("l2coeff", "action_noise"):
+        if isinstance(hp[name], bool) or not isinstance(hp[name], (int, float)) \
+                or not hp[name] >= 0:
+            raise RLBaseError(f"{name} must be a number >= 0, got {hp[name]!r}")
+    if hp["fitness_shaping"] not in FITNESS_SHAPINGS:
+        raise RLBaseError(f"unknown fitness_shaping '{hp['fitness_shaping']}'; use one of "
+                          f"{', '.join(FITNESS_SHAPINGS)}")
+    for name in ("max_episode_steps", "noise_table_size"):
+        if hp[name] is not None and (not integer(hp[name]) or hp[name] < 1):
+            raise RLBaseError(f"{name} must be a positive integer or None, got {hp[name]!r}")
+
+
+def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
+                network: Any, network_kwargs: dict[str, Any],
+                hyperparameters: dict[str, Any]) -> Model:
+    """ES's model for these spaces (learn() and rlbase.ES call this).
+
+    network / network_kwargs: an mlp-type network (any size; num_layers=0: a linear policy).
+    hyperparameters: learn()'s arguments (popsize, noise_stdev, lr, ..., seed).
+    Under MPI, train() replaces the noise-table seed and theta by rank 0's.
+    """
+    hp = hyperparameters
+    check_hyperparameters(hp)
+    policy = ESPolicy(observation_space, action_space, network, network_kwargs)
+    size = hp["noise_table_size"] or default_size(policy.dim)
+    if size < policy.dim:
+        raise RLBaseError(f"a policy of {policy.dim} parameters does not fit a noise table of "
+                          f"{size} entries; use noise_table_size >= {policy.dim}")
+    seed = hp.get("seed")
+    noise_seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    rank = mpi_rank()
+    rng = np.random.default_rng(None if seed is None else [seed, rank, GENERATOR_TAG])
+    return Model(policy, network, network_kwargs, hp, num_envs, float(hp["lr"]),
+                 bool(hp["observation_normalization"]), noise_seed, size, rng, rank,
+                 mpi_size())

@@ -1,8 +1,14 @@
 """The Baselines VecEnv API on top of ``gymnasium.vector``."""
 
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, find_wrapper
+from rlbase.common.vec_env.gym_vec import (
+    DummyVecEnv,
+    EnvWorkerError,
+    GymVecEnv,
+    ShmemVecEnv,
+    SubprocVecEnv,
+)
 from rlbase.common.vec_env.vec_check_finite import VecCheckFinite
-from rlbase.common.vec_env.gym_vec import DummyVecEnv, EnvWorkerError, GymVecEnv, SubprocVecEnv
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.common.vec_env.vec_normalize import VecNormalize
@@ -12,6 +18,7 @@ __all__ = [
     "DummyVecEnv",
     "EnvWorkerError",
     "GymVecEnv",
+    "ShmemVecEnv",
     "SubprocVecEnv",
     "VecEnv",
     "VecCheckFinite",

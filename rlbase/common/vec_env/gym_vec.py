@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
+from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env.base import VecEnv, VecStepResult
 
 
@@ -119,10 +120,19 @@ class SubprocVecEnv(GymVecEnv):
 
     timeout: seconds to wait for the workers' answer to a step or reset (None: forever); a
         worker stuck longer is reported as hung.
+    in_series: Baselines' envs per process. Accepted so Baselines code runs; gymnasium's
+        AsyncVectorEnv runs one process per env, so it only has to divide the number of envs
+        (for fewer processes, use fewer envs or DummyVecEnv).
+    Observations cross from the workers through shared memory, so this is also Baselines'
+    ``ShmemVecEnv``.
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], context: str | None = None,
-                 timeout: float | None = None):
+                 timeout: float | None = None, in_series: int = 1):
+        if isinstance(in_series, bool) or not isinstance(in_series, int) or in_series < 1 \
+                or len(env_fns) % in_series:
+            raise RLBaseError(f"in_series={in_series!r} must be a positive integer dividing the "
+                              f"number of envs ({len(env_fns)})")
         self.timeout = timeout
         fns = [_WorkerEnvFn(fn) for fn in env_fns]
         try:
@@ -227,3 +237,6 @@ class _WorkerEnvFn:
             except (OSError, AttributeError):
                 pass
         return self.fn()
+
+
+ShmemVecEnv = SubprocVecEnv  # Baselines' name: rlbase's SubprocVecEnv already uses shared memory

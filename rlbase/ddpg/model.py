@@ -1,0 +1,356 @@
+"""DDPG's model (with the TD3 options): the networks and their targets, both optimizers, the
+observation and return statistics, the exploration noise, the replay buffer and the random
+generators, all made by :func:`build_model` (what learn() and rlbase.DDPG / rlbase.TD3 call).
+
+Actions live in [-1, 1] inside the model (the actor's tanh range, the replay buffer, the
+noise) and are mapped onto the env's [low, high] only when they leave it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from rlbase.common.checkpoint import (
+    generator_state,
+    object_state,
+    restore_object_state,
+    set_generator_state,
+)
+from rlbase.common.continuous import (
+    Critic,
+    build_torso,
+    check_box_observation_space,
+    check_continuous_action_space,
+    scale_actions,
+)
+from rlbase.common.errors import RLBaseError
+from rlbase.common.learning import require_positive
+from rlbase.common.mpi_util import allreduce_mean, get_comm, mpi_rank, sync_variables
+from rlbase.common.off_policy import (
+    TrainSchedule,
+    check_soft_update_rate,
+    random_streams,
+    sample_minibatches,
+)
+from rlbase.common.replay_buffer import ReplayBuffer
+from rlbase.common.running_mean_std import RunningMeanStd
+from rlbase.common.tf_model import TFModel
+from rlbase.common.tf_util import assign_from_arrays, configure_threads, variables_to_arrays
+from rlbase.ddpg.actor import Actor
+from rlbase.ddpg.graph import MIN_VAR, STAT_NAMES, DDPGGraph, ReturnStats
+from rlbase.ddpg.noise import parse_noise_type
+
+ALGORITHM = "ddpg"
+PARAM_NOISE_KEY = "param_noise/stddev"
+
+
+class Model(DDPGGraph, TFModel):
+    """A DDPG agent (TD3 with ``twin_q``, ``policy_delay`` and ``target_noise``).
+
+    observation_space / action_space: Boxes (the actions 1-D with finite bounds).
+    num_envs: the envs it trains on (one noise process each).
+    network / network_kwargs: the registry network of the actor's and every critic's torso.
+    hyperparameters: learn()'s arguments (checked by :func:`build_model`).
+    comm: an mpi4py communicator with more than one rank (gradients averaged), else None.
+    """
+
+    algorithm = ALGORITHM
+    # What a file's values must override when loading it: the critics' number (variables),
+    # the observation statistics (saved arrays) and what the critics' outputs mean.
+    architecture = ("twin_q", "normalize_observations", "normalize_returns", "popart")
+
+    def __init__(self, observation_space: gym.spaces.Box, action_space: gym.spaces.Box,
+                 num_envs: int, network: Any, network_kwargs: dict[str, Any],
+                 hyperparameters: dict[str, Any], comm: Any | None = None):
+        super().__init__(observation_space, action_space, network, network_kwargs,
+                         hyperparameters, num_envs)
+        hp = self.hyperparameters
+        self.ob_shape = tuple(observation_space.shape)
+        self.nb_actions = int(action_space.shape[0])
+        self.low = action_space.low.astype(np.float64)
+        self.high = action_space.high.astype(np.float64)
+        self.gamma, self.tau = float(hp["gamma"]), float(hp["tau"])
+        self.policy_delay = int(hp["policy_delay"])
+        self.target_noise = float(hp["target_noise"])
+        self.target_noise_clip = float(hp["target_noise_clip"])
+        self.popart = bool(hp["popart"])
+        self.normalize_returns = bool(hp["normalize_returns"]) or self.popart
+        self.critic_l2_reg = float(hp["critic_l2_reg"])
+        self.max_grad_norm = hp["max_grad_norm"]
+        self.batch_size, self.gradient_steps = int(hp["batch_size"]), int(hp["gradient_steps"])
+        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
+        jit = hp.get("jit_compile")
+        self.jit_compile = (True if jit is None else bool(jit)) and self.comm is None
+
+        def torso() -> keras.layers.Layer:
+            return build_torso(network, self.network_kwargs, ALGORITHM)
+
+        def actor() -> Actor:
+            return Actor(self.ob_shape, self.nb_actions, torso())
+
+        def critic() -> Critic:
+            return Critic(self.ob_shape, self.nb_actions, torso())
+
+        ncritics = 2 if hp["twin_q"] else 1
+        self.actor, self.target_actor = actor(), actor()
+        self.critics = [critic() for _ in range(ncritics)]
+        self.target_critics = [critic() for _ in range(ncritics)]
+        # Three independent streams: exploration noise; smoothing noise and perturbations;
+        # minibatches and warm-up actions (one seed for all would repeat the same numbers).
+        self.noise_rng, self.learner_rng, self.loop_rng = random_streams(
+            hp.get("seed"), 3, mpi_rank())
+        self.action_noise, self.param_noise = parse_noise_type(
+            hp["noise_type"], self.nb_actions, self.noise_rng, num_envs)
+        self.perturbed_actor = actor() if self.param_noise is not None else None
+        self.adaptive_actor = actor() if self.param_noise is not None else None
+        self.actor_optimizer = keras.optimizers.Adam(learning_rate=float(hp["actor_lr"]))
+        self.critic_optimizer = keras.optimizers.Adam(learning_rate=float(hp["critic_lr"]))
+        self.actor_optimizer.build(self.actor.trainable_variables)
+        self.critic_optimizer.build(self.critic_variables)
+        self.returns = ReturnStats()
+        self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.obs_rms = RunningMeanStd(shape=self.ob_shape, comm=self.comm) \
+            if hp["normalize_observations"] else None
+        self.replay_buffer = ReplayBuffer(int(hp["buffer_size"]), self.ob_shape, np.float32,
+                                          ac_shape=(self.nb_actions,), ac_dtype=np.float32)
+        self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
+        self.param_noise_distance = float("nan")  # the last adaptation's measurement
+        self._zeros: np.ndarray | None = None
+        if self.comm is not None:  # every worker starts from rank 0's weights
+            sync_variables(self.synced_variables, self.comm)
+        for src, dst in self.target_pairs():
+            dst.assign(src)
+        self._refresh_obs_stats()
+
+    # -- what a file holds ---------------------------------------------------------------------
+    def variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        groups: dict[str, Sequence[tf.Variable]] = {
+            "actor": self.actor.weights, "target_actor": self.target_actor.weights,
+            "actor_optimizer": self.actor_optimizer.variables,
+            "critic_optimizer": self.critic_optimizer.variables,
+            "state": [*self.returns.variables, self.updates]}
+        for i, (c, t) in enumerate(zip(self.critics, self.target_critics)):
+            groups[f"critic{i}"], groups[f"target_critic{i}"] = c.weights, t.weights
+        return groups
+
+    def extra_arrays(self) -> dict[str, np.ndarray]:
+        if self.obs_rms is None:
+            return {}
+        return {f"obs_rms/{k}": v for k, v in self.obs_rms.state_dict().items()}
+
+    def load_extra_arrays(self, arrays: dict[str, np.ndarray], source: str) -> None:
+        if self.obs_rms is not None:
+            self.obs_rms.load_state_dict({k.split("/", 1)[1]: v for k, v in arrays.items()})
+
+    def parameter_arrays(self) -> dict[str, np.ndarray]:
+        arrays = super().parameter_arrays()
+        if self.param_noise is not None:
+            arrays[PARAM_NOISE_KEY] = np.array(self.param_noise.current_stddev)
+        return arrays
+
+    def load_parameter_arrays(self, arrays: dict[str, np.ndarray], source: str = "") -> None:
+        super().load_parameter_arrays(arrays, source)
+        # Optional: a file saved with another noise_type has no scale (this run's is kept).
+        if self.param_noise is not None and PARAM_NOISE_KEY in arrays:
+            self.param_noise.current_stddev = float(arrays[PARAM_NOISE_KEY])
+
+    def after_load(self) -> None:
+        self._refresh_obs_stats()
+        self.grad_steps = int(self.updates.numpy())
+
+    # -- observation statistics ---------------------------------------------------------------
+    def _refresh_obs_stats(self) -> None:
+        if self.obs_rms is None:
+            self.obs_mean = np.zeros(self.ob_shape, np.float32)
+            self.obs_std = np.ones(self.ob_shape, np.float32)
+        else:
+            self.obs_mean = self.obs_rms.mean.astype(np.float32)
+            self.obs_std = np.sqrt(np.maximum(self.obs_rms.var, MIN_VAR)).astype(np.float32)
+
+    def update_obs_stats(self, obs: np.ndarray) -> None:
+        """Merge a batch of observations (pooled over MPI workers) into the statistics."""
+        if self.obs_rms is not None:
+            self.obs_rms.update(obs)
+            self._refresh_obs_stats()
+
+    # -- acting --------------------------------------------------------------------------------
+    def to_env(self, actions: np.ndarray) -> np.ndarray:
+        """[-1, 1] actions in the env's bounds and dtype."""
+        return scale_actions(actions, self.low, self.high).astype(self.action_space.dtype)
+
+    def act(self, obs: np.ndarray, explore: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Actions in [-1, 1] (with exploration noise when ``explore``) and the actor's Q."""
+        clean, noisy, q = self.act_fn(np.asarray(obs, np.float32), self.obs_mean,
+                                      self.obs_std)
+        return self.explore(clean.numpy(), noisy.numpy(), explore), q.numpy()
+
+    def explore(self, clean: np.ndarray, noisy: np.ndarray, explore: bool) -> np.ndarray:
+        """The action taken: the perturbed actor's plus each env's action noise, clipped. A
+        batch of another size than num_envs reuses the envs' noise rows cyclically."""
+        if not explore:
+            return clean
+        actions = noisy
+        if self.action_noise is not None:
+            noise = self.action_noise()
+            if len(noise) != len(actions):
+                noise = noise[np.arange(len(actions)) % len(noise)]
+            actions = actions + noise
+        return np.clip(actions, -1.0, 1.0)
+
+    def random_actions(self) -> np.ndarray:
+        """Uniform [-1, 1] actions for every env (the warm-up before learning_starts)."""
+        return self.loop_rng.uniform(-1.0, 1.0, (self.num_envs, self.nb_actions))
+
+    def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
+             deterministic: bool = False
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, None]:
+        """(actions in the env's bounds, Q, state, None); ``deterministic=False`` adds the
+        exploration noise. ``state``/``mask`` pass through (the nets are feed-forward)."""
+        actions, q = self.act(obs, explore=not deterministic)
+        return self.to_env(actions), q, state, None
+
+    def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
+                             ) -> tuple[np.ndarray, ...]:
+        """The policy is deterministic: (its action, a zero std)."""
+        actions = self.step(obs, deterministic=True)[0]
+        return actions, np.zeros_like(actions)
+
+    # -- exploration ---------------------------------------------------------------------------
+    def reset_exploration(self, envs: np.ndarray | None = None) -> None:
+        """Episodes of ``envs`` (None: all) start: their noise processes restart, and the
+        actor perturbation (one for all envs) is drawn anew."""
+        if self.action_noise is not None:
+            self.action_noise.reset(envs)
+        if self.param_noise is not None:
+            self.perturb_fn(np.float32(self.param_noise.current_stddev), self._seed_pair())
+
+    def end_episodes(self, done: np.ndarray) -> None:
+        """After an env step: restart the exploration of the envs whose episode ended."""
+        if done.any():
+            self.reset_exploration(np.flatnonzero(done))
+
+    def adapt_param_noise(self) -> float:
+        """Measure the action distance of a fresh perturbation on a minibatch of stored
+        observations (averaged over MPI workers) and adapt the noise scale on it."""
+        assert self.param_noise is not None
+        buffer = self.replay_buffer
+        obs = buffer.get(buffer.sample_indices(self.batch_size, self.loop_rng)).obs
+        distance = float(self.distance_fn(obs, self.obs_mean, self.obs_std,
+                                          np.float32(self.param_noise.current_stddev),
+                                          self._seed_pair()))
+        distance = float(allreduce_mean(np.array([distance]), self.comm)[0])
+        self.param_noise.adapt(distance)
+        self.param_noise_distance = distance
+        return distance
+
+    def _seed_pair(self) -> np.ndarray:
+        return self.learner_rng.integers(0, 2**31 - 1, size=2, dtype=np.int64)
+
+    # -- training ------------------------------------------------------------------------------
+    def smoothing_noise(self) -> np.ndarray:
+        """``[gradient_steps, batch_size, nb_actions]`` target-policy noise (zeros when off)."""
+        shape = (self.gradient_steps, self.batch_size, self.nb_actions)
+        if self.target_noise <= 0:
+            if self._zeros is None:
+                self._zeros = np.zeros(shape, np.float32)
+            return self._zeros
+        return (self.target_noise * self.learner_rng.standard_normal(shape)).astype(np.float32)
+
+    def train_and_act(self, obs: np.ndarray, actor_lr: float, critic_lr: float
+                      ) -> tuple[dict[str, float], np.ndarray]:
+        """``gradient_steps`` gradient steps on minibatches from the buffer, then the exploring
+        actions (in [-1, 1]) for ``obs`` from the updated actor: one compiled call. The
+        statistics leave out actor_loss when the policy delay skipped every actor step."""
+        batch = sample_minibatches(self.replay_buffer, self.loop_rng, self.gradient_steps,
+                                   self.batch_size)
+        stats, clean, noisy, _ = self.train_fn(
+            *batch, self.smoothing_noise(), np.asarray(obs, np.float32), self.obs_mean,
+            self.obs_std, np.float32(actor_lr), np.float32(critic_lr))
+        self.grad_steps += self.gradient_steps
+        values = dict(zip(STAT_NAMES, stats.numpy().tolist()))
+        if values.pop("actor_steps") == 0:
+            del values["actor_loss"]
+        return values, self.explore(clean.numpy(), noisy.numpy(), True)
+
+    # -- resuming ------------------------------------------------------------------------------
+    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The replay buffer, the generators, the noise processes and the perturbed actor
+        (drawn at an episode's start, not derivable from the weights)."""
+        meta, arrays = super().resume_state()
+        meta["replay"], replay_arrays = object_state(self.replay_buffer, "replay")
+        arrays.update(replay_arrays)
+        meta["rngs"] = {name: generator_state(rng) for name, rng in self._generators().items()}
+        if self.action_noise is not None:
+            meta["action_noise"], noise_arrays = self.action_noise.state("resume/action_noise")
+            arrays.update(noise_arrays)
+        if self.perturbed_actor is not None:
+            arrays.update(variables_to_arrays(self.perturbed_actor.weights,
+                                              "resume/perturbed_actor"))
+        return meta, arrays
+
+    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        super().restore_resume_state(meta, arrays)
+        try:
+            restore_object_state(self.replay_buffer, meta["replay"], arrays, "replay")
+            for name, rng in self._generators().items():
+                set_generator_state(rng, meta["rngs"][name])
+            if self.action_noise is not None:
+                self.action_noise.set_state(meta["action_noise"], arrays, "resume/action_noise")
+        except (KeyError, TypeError) as exc:
+            raise RLBaseError(f"the checkpoint lacks DDPG's resume state ({exc}): it was "
+                              "written by another algorithm or other noise settings") from exc
+        if self.perturbed_actor is not None:
+            assign_from_arrays(self.perturbed_actor.weights, arrays, "resume/perturbed_actor",
+                               "the checkpoint")
+
+    def _generators(self) -> dict[str, np.random.Generator]:
+        return {"noise": self.noise_rng, "learner": self.learner_rng, "loop": self.loop_rng}
+
+
+def check_hyperparameters(hp: dict[str, Any]) -> None:
+    """learn()'s DDPG arguments, checked before anything is built."""
+    require_positive(buffer_size=hp["buffer_size"], policy_delay=hp["policy_delay"],
+                     param_noise_adaption_interval=hp["param_noise_adaption_interval"])
+    TrainSchedule(hp["train_freq"], hp["gradient_steps"], hp["learning_starts"],
+                  hp["batch_size"])  # checks the cadence
+    check_soft_update_rate(hp["tau"])
+    if not (hp["target_noise"] >= 0 and hp["target_noise_clip"] >= 0):
+        raise RLBaseError(f"need target_noise >= 0 and target_noise_clip >= 0, got "
+                          f"target_noise={hp['target_noise']!r}, "
+                          f"target_noise_clip={hp['target_noise_clip']!r}")
+    norm = hp["max_grad_norm"]
+    if norm is not None and not norm > 0:
+        raise RLBaseError(f"max_grad_norm must be positive or None, got {norm!r}")
+
+
+def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
+                network: Any, network_kwargs: dict[str, Any],
+                hyperparameters: dict[str, Any]) -> Model:
+    """DDPG's model for these spaces and ``num_envs`` envs (learn(), rlbase.DDPG and
+    rlbase.TD3 call this).
+
+    network_kwargs: the registry network's arguments (``layer_sizes=(400, 300)`` for
+        'mlp'; 'mlp' here defaults to relu).
+    hyperparameters: learn()'s arguments. Under MPI the model averages gradients over the
+        workers.
+    """
+    check_continuous_action_space(action_space, ALGORITHM)
+    check_box_observation_space(observation_space, ALGORITHM)
+    check_hyperparameters(hyperparameters)
+    comm = get_comm()
+    comm = comm if comm is not None and comm.Get_size() > 1 else None
+    # TF's own thread pools, not one thread: each training call works on whole minibatches
+    # (400x300 nets at batch 256: 279-340 steps/s against 231 on one thread). MPI workers
+    # already share the cores, one thread each.
+    configure_threads(small_model=comm is not None)
+    kwargs = dict(network_kwargs)
+    if network == "mlp":
+        kwargs.setdefault("activation", "relu")
+    return Model(observation_space, action_space, num_envs, network, kwargs,
+                 hyperparameters, comm)

@@ -1,0 +1,411 @@
+"""DQN's model: online and target Q-networks, Adam, the replay buffer, and the compiled calls.
+
+``train`` runs ``gradient_steps`` updates in one compiled call (a ``tf.while_loop`` over
+minibatches sampled beforehand in numpy), because crossing into TF costs more than a small
+network's update. The target network is fixed during the call, so its Q-values for every
+minibatch come from one batched forward pass before the loop. Acting goes through the numpy
+mirror for MLP Q-networks, else through one compiled call per vectorized step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+from rlbase.common import logger
+from rlbase.common.checkpoint import (
+    generator_state,
+    object_state,
+    restore_object_state,
+    set_generator_state,
+)
+from rlbase.common.errors import RLBaseError
+from rlbase.common.learning import require_positive
+from rlbase.common.numpy_actor import use_numpy_actor
+from rlbase.common.policies import is_image_space, xla_is_faster
+from rlbase.common.replay_buffer import PrioritizedReplayBuffer
+from rlbase.common.tf_model import TFModel
+from rlbase.common.tf_util import (
+    Adam,
+    CompiledFunction,
+    clip_by_global_norm,
+    compile_fn,
+    configure_threads,
+    spec_like,
+)
+from rlbase.common.vec_env import VecEnv
+from rlbase.dqn.best_model import BestModelRule
+from rlbase.dqn.models import QNetwork, check_action_space, network_builder_kwargs
+from rlbase.dqn.numpy_q import NumpyQ
+from rlbase.dqn.param_noise import PerturbedQ, kl_threshold
+from rlbase.dqn.replay import Buffer, FrameLayout, frame_layout, make_replay_buffer
+
+STAT_NAMES = ("loss", "grad_norm", "q_mean", "td_abs_mean")
+# Updates from which XLA's ~2 s compile is repaid.
+XLA_MIN_UPDATES = 2000
+
+
+def huber(x: tf.Tensor, delta: float = 1.0) -> tf.Tensor:
+    """Quadratic within ``delta`` of zero, linear outside (the gradient never exceeds delta)."""
+    ax = tf.abs(x)
+    return tf.where(ax < delta, 0.5 * tf.square(x), delta * (ax - 0.5 * delta))
+
+
+class Model(TFModel):
+    """Online and target :class:`QNetwork`, the optimizer, the replay buffer, acting and the
+    compiled update.
+
+    make_net: builds a fresh QNetwork for the env's spaces (called for every copy).
+    num_envs: envs per vectorized step (the frame-stack buffer's row width).
+    network_kwargs: the network builder's arguments.
+    hyperparameters: learn()'s arguments (gamma, double_q, max_grad_norm, gradient_steps,
+        batch_size, buffer_size, prioritized_replay, param_noise, seed, ...).
+    jit_compile: compile the update with XLA.
+    """
+
+    algorithm = "dqn"
+    architecture = ("hiddens", "dueling", "layer_norm")
+
+    def __init__(self, make_net: Callable[[], QNetwork], num_envs: int,
+                 network_kwargs: dict[str, Any], hyperparameters: dict[str, Any],
+                 jit_compile: bool = False):
+        q = make_net()
+        super().__init__(q.ob_space, q.ac_space, q.network_name, network_kwargs,
+                         hyperparameters, num_envs)
+        hp = self.hyperparameters
+        self.q = q
+        self.target = make_net()
+        self.target.trainable = False  # changed by copies only, never by a gradient step
+        self.gamma, self.double_q = float(hp["gamma"]), bool(hp["double_q"])
+        self.max_grad_norm: float | None = hp["max_grad_norm"]
+        self.gradient_steps, self.batch_size = int(hp["gradient_steps"]), int(hp["batch_size"])
+        self.epsilon = 0.0  # the exploration rate step(deterministic=False) acts with
+        self.updates = 0    # gradient steps taken
+        self.rng = np.random.default_rng(hp.get("seed"))
+        self.optimizer = Adam(learning_rate=5e-4, epsilon=1e-8)
+        self.optimizer.build(self.q.trainable_variables)
+        self.jit_compile = jit_compile
+        self._act_jit = xla_is_faster(self.observation_space)
+        self.mirror = NumpyQ.create(q) if use_numpy_actor() else None
+        self.param_noise = PerturbedQ(q, make_net, self.mirror is not None, self._act_jit) \
+            if hp["param_noise"] else None
+        self.frame_layout: FrameLayout | None = None
+        self.replay_buffer: Buffer = self._new_buffer()
+        # The best-model rule of the train() running on this model: its state goes into that
+        # run's checkpoints (None outside train(), or when the rule is off).
+        self.best_model: BestModelRule | None = None
+        self._target_stale = True
+        self.update_target()
+
+    # -- the replay buffer ----------------------------------------------------------------------
+    def _new_buffer(self) -> Buffer:
+        hp = self.hyperparameters
+        return make_replay_buffer(self.observation_space, self.num_envs, hp["buffer_size"],
+                                  bool(hp["prioritized_replay"]),
+                                  hp["prioritized_replay_alpha"], self.frame_layout)
+
+    def attach_env(self, env: VecEnv) -> None:
+        """Also lay the replay buffer out for ``env``: behind a VecFrameStack each frame is
+        stored once (see rlbase.dqn.replay)."""
+        super().attach_env(env)
+        layout = frame_layout(env)
+        if layout == self.frame_layout:
+            return
+        if len(self.replay_buffer):
+            logger.log(f"dqn: the env stacks frames differently; the replay buffer's "
+                       f"{len(self.replay_buffer)} transitions are dropped")
+        self.frame_layout = layout
+        self.replay_buffer = self._new_buffer()
+
+    @property
+    def prioritized(self) -> bool:
+        return isinstance(self.replay_buffer, PrioritizedReplayBuffer)
+
+    # -- acting ---------------------------------------------------------------------------------
+    def _obs_spec(self, batch: int | None, *lead: int) -> tf.TensorSpec:
+        ob = self.observation_space
+        return spec_like([*lead, batch, *ob.shape], ob.dtype)
+
+    @cached_property
+    def q_fn(self) -> CompiledFunction:
+        return compile_fn(self.q, [self._obs_spec(None)], self._act_jit)
+
+    def q_values(self, obs: np.ndarray, perturbed: bool = False) -> np.ndarray:
+        """``[B, num_actions]`` Q-values of the online (or the perturbed) network."""
+        if perturbed:
+            assert self.param_noise is not None
+            return self.param_noise.q_values(obs)
+        if self.mirror is not None:
+            return self.mirror.q_values(obs)
+        return self.q_fn(obs).numpy()
+
+    def act(self, obs: np.ndarray, epsilon: float, perturbed: bool = False
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Epsilon-greedy action indices (0..n-1) and the Q-value of the greedy action."""
+        q = self.q_values(obs, perturbed)
+        greedy = q.argmax(axis=1)
+        qmax = q[np.arange(len(q)), greedy]
+        if epsilon > 0:
+            explore = self.rng.random(len(q)) < epsilon
+            if explore.any():
+                greedy = np.where(explore, self.rng.integers(0, q.shape[1], len(q)), greedy)
+        return greedy, qmax
+
+    def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
+             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, Any, None]:
+        """(actions, Q-value of the greedy action, state, None) for a batch of observations:
+        the greedy action, or epsilon-greedy with ``model.epsilon`` unless deterministic."""
+        actions, qmax = self.act(np.asarray(obs), 0.0 if deterministic else self.epsilon)
+        return actions + int(self.action_space.start), qmax, state, None
+
+    def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
+                             ) -> tuple[np.ndarray, ...]:
+        """The epsilon-greedy distribution ``step`` samples from."""
+        q = self.q_values(np.asarray(obs))
+        n, eps = q.shape[1], float(self.epsilon)
+        greedy = np.eye(n)[q.argmax(axis=1)]
+        return (eps / n + (1.0 - eps) * greedy,)
+
+    # -- training -------------------------------------------------------------------------------
+    @cached_property
+    def train_fn(self) -> CompiledFunction:
+        g, b = self.gradient_steps, self.batch_size
+        vec = spec_like([g, b], np.float32)
+        return compile_fn(self._train_graph, [
+            self._obs_spec(b, g), spec_like([g, b], np.int32), vec, self._obs_spec(b, g), vec,
+            vec, spec_like([], np.float32)], self.jit_compile)
+
+    def _next_values(self, next_q_target: tf.Tensor, next_q_online: tf.Tensor | None
+                     ) -> tf.Tensor:
+        if next_q_online is None:
+            return tf.reduce_max(next_q_target, axis=-1)
+        best = tf.argmax(next_q_online, axis=-1, output_type=tf.int32)
+        return tf.gather(next_q_target, best, batch_dims=1)
+
+    def _train_graph(self, obs, actions, rewards, next_obs, dones, weights, lr):
+        g, b = self.gradient_steps, self.batch_size
+        self.optimizer.learning_rate.assign(lr)
+        flat_next = tf.reshape(next_obs, [g * b, *next_obs.shape[2:]])
+        next_q_target = tf.reshape(self.target(flat_next), [g, b, -1])
+        targets = None
+        if not self.double_q:  # the target is fixed during the call: all targets at once
+            targets = rewards + self.gamma * (1.0 - dones) * self._next_values(next_q_target,
+                                                                                None)
+        variables = self.q.trainable_variables
+
+        def body(i, td_errors, stats):
+            with tf.GradientTape() as tape:
+                if targets is None:
+                    # One forward pass over obs and next_obs together (one bigger matmul).
+                    both = self.q(tf.concat([obs[i], next_obs[i]], axis=0))
+                    q_all, next_online = both[:b], tf.stop_gradient(both[b:])
+                    target = rewards[i] + self.gamma * (1.0 - dones[i]) * \
+                        self._next_values(next_q_target[i], next_online)
+                else:
+                    q_all, target = self.q(obs[i]), targets[i]
+                q_taken = tf.gather(q_all, actions[i], batch_dims=1)
+                td = q_taken - tf.stop_gradient(target)
+                loss = tf.reduce_mean(weights[i] * huber(td))
+            grads, norm = clip_by_global_norm(tape.gradient(loss, variables),
+                                              self.max_grad_norm)
+            self.optimizer.apply_gradients(zip(grads, variables))
+            step_stats = tf.stack([loss, norm, tf.reduce_mean(q_taken),
+                                   tf.reduce_mean(tf.abs(td))])
+            return i + 1, td_errors.write(i, td), stats + step_stats
+
+        _, td_errors, stats = tf.while_loop(
+            lambda i, *_: i < g, body,
+            (tf.constant(0), tf.TensorArray(tf.float32, size=g), tf.zeros(len(STAT_NAMES))))
+        # The new weights come back with the call, for the numpy mirror.
+        weights_out = [tf.identity(v) for v in self.mirror.variables] if self.mirror else []
+        return (td_errors.stack(), stats / g, *weights_out)
+
+    def train(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+              next_obs: np.ndarray, dones: np.ndarray, weights: np.ndarray, lr: float
+              ) -> tuple[np.ndarray, dict[str, float]]:
+        """``gradient_steps`` updates on ``[gradient_steps, batch_size, ...]`` minibatches;
+        returns the TD errors ``[gradient_steps, batch_size]`` and mean statistics."""
+        td_errors, stats, *values = self.train_fn(obs, actions, rewards, next_obs, dones,
+                                                  weights, np.float32(lr))
+        if self.mirror is not None:
+            self.mirror.sync([v.numpy() for v in values])
+        self._target_stale = True
+        self.updates += self.gradient_steps
+        return td_errors.numpy(), dict(zip(STAT_NAMES, stats.numpy().tolist()))
+
+    def replay_update(self, lr: float, beta: float, priority_eps: float) -> dict[str, float]:
+        """One training call on minibatches drawn from the replay buffer (importance-weighted
+        with exponent ``beta`` and re-prioritized by |TD error| + ``priority_eps`` when the
+        replay is prioritized)."""
+        buffer, g, b = self.replay_buffer, self.gradient_steps, self.batch_size
+        idx = buffer.sample_indices(g * b, self.rng)
+        batch = buffer.get(idx)
+        prioritized = isinstance(buffer, PrioritizedReplayBuffer)
+        weights = buffer.weights(idx, beta) if prioritized else np.ones(g * b, np.float32)
+
+        def stacked(x: np.ndarray) -> np.ndarray:
+            return x.reshape(g, b, *x.shape[1:])
+
+        td_errors, stats = self.train(stacked(batch.obs), stacked(batch.actions),
+                                      stacked(batch.rewards), stacked(batch.next_obs),
+                                      stacked(batch.dones), stacked(weights), lr)
+        # A non-finite loss stops training in the loop, naming it; no priority is kept.
+        if prioritized and np.isfinite(td_errors).all():
+            buffer.update_priorities(idx, np.abs(td_errors).ravel() + priority_eps)
+        return stats
+
+    @cached_property
+    def _copy_target_fn(self) -> CompiledFunction:
+        def copy():
+            for src, dst in zip(self.q.weights, self.target.weights):
+                dst.assign(src)
+            return tf.constant(0)
+        return compile_fn(copy, [])
+
+    def update_target(self) -> None:
+        """Copy the online weights into the target network (skipped when they are equal)."""
+        if self._target_stale:
+            self._copy_target_fn()
+            self._target_stale = False
+
+    # -- parameter noise ------------------------------------------------------------------------
+    def _noise_seed(self) -> np.ndarray:
+        return self.rng.integers(0, 2**31 - 1, size=2, dtype=np.int64)
+
+    def perturb(self, scale: float) -> None:
+        """Draw a new perturbation of the online weights into the acting copy."""
+        assert self.param_noise is not None
+        self.param_noise.perturb(scale, self._noise_seed())
+
+    def perturbation_distance(self, obs: np.ndarray, scale: float) -> float:
+        """Mean KL between the softmax of Q and of Q under a fresh perturbation of ``scale``."""
+        assert self.param_noise is not None
+        return self.param_noise.distance(obs, scale, self._noise_seed())
+
+    def adapt_param_noise(self, epsilon: float) -> None:
+        """Move the noise scale towards the KL that epsilon-greedy with ``epsilon`` would
+        cause, measured on a replay minibatch."""
+        assert self.param_noise is not None
+        buffer, adaptation = self.replay_buffer, self.param_noise.adaptation
+        sample = buffer.get(buffer.sample_indices(self.batch_size, self.rng)).obs
+        distance = self.perturbation_distance(sample, adaptation.scale)
+        adaptation.adapt(distance, kl_threshold(epsilon, int(self.action_space.n)))
+
+    # -- the declared interface -----------------------------------------------------------------
+    def variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
+        # The group names of rlbase 0.1's files, which still load.
+        return {"q": self.q.weights, "target": self.target.weights,
+                "optimizer": self.optimizer.variables}
+
+    def after_load(self) -> None:
+        if self.mirror is not None:
+            self.mirror.sync()
+        self._target_stale = False  # the file's own target network is kept
+
+    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The replay buffer, the generator, epsilon, the update count, the noise scale and
+        the running best-model rule."""
+        meta, arrays = super().resume_state()
+        replay_meta, replay_arrays = object_state(self.replay_buffer, "replay")
+        arrays.update(replay_arrays)
+        noise = self.param_noise
+        meta.update(replay=replay_meta, rng=generator_state(self.rng), epsilon=self.epsilon,
+                    updates=self.updates,
+                    noise_scale=None if noise is None else noise.adaptation.scale)
+        if self.best_model is not None:
+            best_meta, best_arrays = self.best_model.state()
+            meta["best_model"] = best_meta
+            arrays.update(best_arrays)
+        return meta, arrays
+
+    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        super().restore_resume_state(meta, arrays)
+        try:
+            replay_meta, rng, epsilon, updates = (meta["replay"], meta["rng"], meta["epsilon"],
+                                                  meta["updates"])
+        except KeyError as exc:
+            raise RLBaseError(f"the checkpoint lacks DQN's {exc.args[0]}: it was written by "
+                              "another algorithm or rlbase version") from None
+        restore_object_state(self.replay_buffer, replay_meta, arrays, "replay")
+        set_generator_state(self.rng, rng)
+        self.epsilon, self.updates = float(epsilon), int(updates)
+        if self.param_noise is not None and meta.get("noise_scale") is not None:
+            self.param_noise.adaptation.scale = float(meta["noise_scale"])
+        if self.best_model is not None and isinstance(meta.get("best_model"), dict):
+            self.best_model.set_state(meta["best_model"], arrays)
+
+    def pretrain_parts(self) -> tuple[list[Any], Any, Any]:
+        """Behaviour cloning with the Q-values as logits: the greedy action becomes the
+        expert's."""
+        start = int(self.action_space.start)
+
+        def loss(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+            labels = tf.cast(actions, tf.int32) - start
+            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels, self.q(obs)))
+
+        def after() -> None:
+            if self.mirror is not None:
+                self.mirror.sync()
+            self._target_stale = True  # the fitted weights become the target's too
+            self.update_target()
+
+        return self.q.trainable_variables, loss, after
+
+
+def check_hyperparameters(hp: dict[str, Any]) -> None:
+    """Clear errors for DQN's settings, before anything is built."""
+    require_positive(buffer_size=hp["buffer_size"], train_freq=hp["train_freq"],
+                     gradient_steps=hp["gradient_steps"], batch_size=hp["batch_size"],
+                     target_network_update_freq=hp["target_network_update_freq"],
+                     param_noise_adaption_interval=hp["param_noise_adaption_interval"])
+    for name in ("best_model_interval", "prioritized_replay_beta_iters"):
+        if hp.get(name) is not None:
+            require_positive(**{name: hp[name]})
+    fraction, final, initial = (hp["exploration_fraction"], hp["exploration_final_eps"],
+                                hp["exploration_initial_eps"])
+    if not 0.0 < fraction <= 1.0 or not 0.0 <= final <= 1.0 or not 0.0 <= initial <= 1.0:
+        raise RLBaseError(f"need 0 < exploration_fraction <= 1 and exploration_initial_eps, "
+                          f"exploration_final_eps in [0, 1], got {fraction!r}, {initial!r}, "
+                          f"{final!r}")
+    starts = hp["learning_starts"]
+    if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 0:
+        raise RLBaseError(f"learning_starts must be an integer >= 0, got {starts!r}")
+
+
+def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
+                network: Any, network_kwargs: dict[str, Any],
+                hyperparameters: dict[str, Any]) -> Model:
+    """DQN's model for these spaces and ``num_envs`` envs (learn() and rlbase.DQN call this).
+
+    network: a registered feed-forward network name or a builder callable (the torso).
+    network_kwargs: the network builder's arguments; ``layer_norm`` there also normalizes the
+        heads (Baselines' deepq), and entries rlbase 0.1 saved beside them (hiddens, dueling)
+        are set aside.
+    hyperparameters: learn()'s arguments (jit_compile None: XLA for runs of at least 2000
+        updates, except convnets on a CPU).
+    """
+    hp = dict(hyperparameters)
+    check_action_space(action_space)
+    check_hyperparameters(hp)
+    configure_threads(small_model=not is_image_space(observation_space))
+    kwargs, layer_norm = network_builder_kwargs(network, network_kwargs,
+                                                bool(hp.get("layer_norm")))
+    hp["layer_norm"] = layer_norm
+
+    def make_net() -> QNetwork:
+        return QNetwork(observation_space, action_space, network, hp["hiddens"], hp["dueling"],
+                        layer_norm, kwargs)
+
+    jit = hp.get("jit_compile")
+    if jit is None:
+        total = hp.get("total_timesteps") or 0
+        updates = max(0, total - hp["learning_starts"]) // hp["train_freq"] * \
+            hp["gradient_steps"]
+        jit = updates >= XLA_MIN_UPDATES and xla_is_faster(observation_space)
+    return Model(make_net, num_envs, kwargs, hp, jit_compile=bool(jit))

@@ -1,0 +1,61 @@
+"""DQN's replay buffer: which storage fits the env, and the checks that make it safe."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import gymnasium as gym
+import numpy as np
+
+from rlbase.common.errors import RLBaseError
+from rlbase.common.replay_buffer import (
+    FrameStackReplayBuffer,
+    PrioritizedReplayBuffer,
+    ReplayBuffer,
+)
+from rlbase.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize
+
+Buffer = ReplayBuffer | FrameStackReplayBuffer | PrioritizedReplayBuffer
+
+
+class FrameLayout(NamedTuple):
+    """How a VecFrameStack stacks observations: frames per observation and the stack axis."""
+
+    nstack: int
+    axis: int
+
+
+def frame_layout(env: VecEnv) -> FrameLayout | None:
+    """The layout of the env's VecFrameStack (None: no frame stacking).
+
+    A VecNormalize above the VecFrameStack normalizes whole stacks with statistics that move:
+    stacks rebuilt from stored frames would differ from the observations the agent saw, so
+    that chain is refused (normalizing below the stack, per frame, is fine).
+    """
+    normalized_above = False
+    venv: VecEnv | None = env
+    while venv is not None:
+        if isinstance(venv, VecNormalize) and venv.stats.ob:
+            normalized_above = True
+        if isinstance(venv, VecFrameStack):
+            if normalized_above:
+                raise RLBaseError("dqn cannot store frames once behind a VecNormalize that "
+                                  "sits above the VecFrameStack (rebuilt stacks would differ "
+                                  "from what the agent saw): put VecNormalize below it")
+            return FrameLayout(venv.nstack, -1 if venv.channels_order == "last" else 0)
+        venv = venv.venv if isinstance(venv, VecEnvWrapper) else None
+    return None
+
+
+def make_replay_buffer(observation_space: gym.Space, num_envs: int, size: int,
+                       prioritized: bool, alpha: float, layout: FrameLayout | None) -> Buffer:
+    """A buffer storing each frame once behind a VecFrameStack (``layout``), both
+    observations of each transition otherwise; prioritized on top when asked."""
+    shape, dtype = observation_space.shape, observation_space.dtype
+    storage: ReplayBuffer | FrameStackReplayBuffer
+    if layout is not None:
+        storage = FrameStackReplayBuffer(size, num_envs, shape, dtype, layout.nstack,
+                                         layout.axis, ac_dtype=np.int32)
+    else:
+        storage = ReplayBuffer(size, shape, dtype, ac_dtype=np.int32)
+    return PrioritizedReplayBuffer(storage, alpha) if prioritized else storage

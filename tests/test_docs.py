@@ -1,0 +1,57 @@
+"""The docs say what the code does: generated tables match, hand-written claims are checked."""
+
+import os
+import re
+
+import pytest
+
+from rlbase import registry
+from rlbase.common.docstrings import current_block, documented_parameters, generated_block
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ALGORITHMS = registry.available_algorithms()
+
+
+def read(*parts: str) -> str:
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("alg", ALGORITHMS)
+def test_parameter_table_is_the_docstring(alg):
+    assert current_block(alg) == generated_block(alg), (
+        f"rlbase/docs/algorithms/{alg}.md differs from learn()'s docstring: run "
+        "python -m rlbase.common.docstrings")
+
+
+@pytest.mark.parametrize("alg", ALGORITHMS)
+def test_every_parameter_has_a_meaning(alg):
+    missing = [p.name for p in documented_parameters(registry.get_algorithm(alg).learn)
+               if not p.meaning]
+    assert missing == []
+
+
+def test_a2c_rmsprop_epsilon_placement_agrees_everywhere():
+    from rlbase.a2c.model import Model
+
+    # The code: epsilon outside the square root unless tf1_rmsprop (checked numerically in
+    # tests/test_tf_util.py); the docs must say the same wherever they describe A2C's.
+    assert "epsilon is added outside the square root" in (Model.__doc__ or "")
+    for path in (("README.md",), ("rlbase", "docs", "algorithms", "a2c.md"),
+                 ("rlbase", "docs", "migration.md")):
+        text = read(*path)
+        for sentence in re.split(r"(?<=[.;])\s", text):
+            if "A2C" in sentence and "epsilon" in sentence and "square root" in sentence:
+                assert "outside" in sentence, (path, sentence)
+
+
+def test_resume_is_documented_for_every_algorithm():
+    names = {a.upper() if a not in ("qlearning",) else "Q-learning" for a in ALGORITHMS}
+    for path in (("README.md",), ("rlbase", "docs", "cli.md")):
+        text = read(*path)
+        for sentence in re.split(r"(?<=[.;])\s", text):
+            if "--resume" in sentence or "resum" in sentence:
+                listed = {n for n in names if re.search(rf"\b{re.escape(n)}\b", sentence)}
+                # A sentence about resuming either names no algorithm (it is about all of
+                # them) or names every one.
+                assert not listed or listed == names, (path, sentence)
