@@ -263,6 +263,8 @@ def main(argv: list[str] | None = None) -> Any:
     rank = mpi_rank()
     formats = log_formats(args) if rank == 0 else []
     logger.configure(args.log_path, formats)
+    if args.log_path and rank == 0:
+        write_run_metadata(args.log_path, alg, args.env, args.seed, num_env)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)
     alg_kwargs.update(eval_args(args, env_kwargs))
     if env_kwargs:
@@ -304,6 +306,19 @@ def main(argv: list[str] | None = None) -> Any:
     return model
 
 
+def write_run_metadata(log_path: str, alg: str, env_id: str, seed: int | None,
+                       num_env: int) -> None:
+    """metadata.json in the log folder: what plots name their panels and curves by."""
+    import json
+
+    import rlbase
+
+    os.makedirs(log_path, exist_ok=True)
+    with open(os.path.join(log_path, "metadata.json"), "w", encoding="utf-8") as f:
+        json.dump({"algorithm": alg, "env_id": env_id, "seed": seed, "num_env": num_env,
+                   "rlbase": rlbase.__version__}, f)
+
+
 def log_formats(args: Any) -> list[str]:
     """--log_format, else $RLBASE_LOG_FORMAT, else stdout (+ log and csv with --log_path)."""
     from rlbase.common.logger import FORMAT_ENV
@@ -326,7 +341,9 @@ def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
     from rlbase.common.media import save_plots, save_videos
 
     if args.save_plots:
-        print(f"Saved learning curves to {save_plots(args.log_path)}", flush=True)
+        seed = "" if args.seed is None else f", seed {args.seed}"
+        title = f"{args.alg} on {args.env}{seed}"
+        print(f"Saved learning curves to {save_plots(args.log_path, title=title)}", flush=True)
     if args.save_videos:
         folder = os.path.join(args.log_path or ".", "videos")
         for path in save_videos(model, args.env, args.save_videos, folder, seed=args.seed,

@@ -324,15 +324,23 @@ def progress_xy_fn(
     return xy_fn
 
 
+def _run_name(result: Result) -> str:
+    """The folder name without a trailing seed number (``ppo-3`` and ``ppo_4`` are ``ppo``)."""
+    name = os.path.basename(os.path.normpath(result.dirname))
+    return re.sub(r"[-_]?(seed)?[-_]?\d+$", "", name) or name
+
+
 def default_split_fn(result: Result) -> str:
-    """Every result in one panel."""
-    return ""
+    """One panel per env when the runs say which (the CLI's metadata.json), else one panel per
+    run name, Baselines' default (the folder name without its seed number)."""
+    env = result.metadata.get("env_id")
+    return str(env) if env else _run_name(result)
 
 
 def default_group_fn(result: Result) -> str:
-    """The folder name without a trailing seed number (``ppo-3`` and ``ppo_4`` are ``ppo``)."""
-    name = os.path.basename(os.path.normpath(result.dirname))
-    return re.sub(r"[-_]\d+$", "", name) or name
+    """One colour per algorithm when the runs say which (metadata.json), else per run name."""
+    alg = result.metadata.get("algorithm")
+    return str(alg) if alg else _run_name(result)
 
 
 def _grid_shape(n: int, tiling: str) -> tuple[int, int]:
@@ -374,7 +382,7 @@ def plot_results(
     xy_fn: Callable[[Result], tuple[Any, Any]] = default_xy_fn,
     split_fn: Callable[[Result], str] | None = default_split_fn,
     group_fn: Callable[[Result], str] | None = default_group_fn,
-    average_group: bool = False,
+    average_group: bool | None = None,
     shaded_std: bool = True,
     shaded_err: bool = True,
     figsize: tuple[float, float] | None = None,
@@ -385,6 +393,7 @@ def plot_results(
     xlabel: str | None = None,
     ylabel: str | None = None,
     use_pyplot: bool = True,
+    title: str | None = None,
 ):
     """Plot learning curves: one panel per split, one colour per group.
 
@@ -392,7 +401,8 @@ def plot_results(
     :param xy_fn: ``result -> (x, y)``; default timesteps vs smoothed episode return.
     :param split_fn: ``result -> panel name``; ``None`` puts everything in one panel.
     :param group_fn: ``result -> group name`` (one colour and legend entry per group).
-    :param average_group: draw each group's mean instead of each run.
+    :param average_group: draw each group's mean over its runs (seeds) with shaded spread
+        instead of each run; None: when some group has more than one run.
     :param shaded_std: with averaging, shade mean +- standard deviation.
     :param shaded_err: with averaging, shade mean +- standard error (darker).
     :param figsize: the figure size in inches; default 6 x 4 per panel.
@@ -400,10 +410,11 @@ def plot_results(
     :param resample: if > 0, resample each curve to this many points with an EMA.
     :param smooth_step: the EMA's averaging length in grid intervals when resampling.
     :param tiling: ``vertical``, ``horizontal`` or ``symmetric`` panel layout.
-    :param xlabel: the x axis label.
-    :param ylabel: the y axis label.
+    :param xlabel: the x axis label (default: env steps, with the default xy_fn).
+    :param ylabel: the y axis label (default: episode return, with the default xy_fn).
     :param use_pyplot: make the figure through pyplot (shows in notebooks and ``plt.show``);
         ``False`` builds a bare figure that never touches a display.
+    :param title: the figure's title.
     :return: ``(figure, 2-D array of axes)``.
     """
     if not allresults:
@@ -415,6 +426,12 @@ def plot_results(
         panels[split_fn(result)].append(result)
     groups = sorted({group_fn(r) for r in allresults})
     color_of = {g: COLORS[i % len(COLORS)] for i, g in enumerate(groups)}
+    if average_group is None:
+        average_group = any(len([r for r in rs if group_fn(r) == g]) > 1
+                            for rs in panels.values() for g in groups)
+    if xy_fn is default_xy_fn:
+        xlabel = xlabel or "env steps"
+        ylabel = ylabel or "episode return (smoothed)"
 
     nrows, ncols = _grid_shape(len(panels), tiling)
     figsize = figsize or (6 * ncols, 4 * nrows)
@@ -436,7 +453,9 @@ def plot_results(
             if len(x):
                 by_group[group_fn(result)].append((x, y))
         for group in sorted(by_group):
-            _draw_group(ax, by_group[group], color_of[group], group, average_group,
+            runs = len(by_group[group])
+            label = f"{group} ({runs} run{'s' if runs > 1 else ''})" if group else ""
+            _draw_group(ax, by_group[group], color_of[group], label, average_group,
                         shaded_std, shaded_err, resample, smooth_step)
         if split:
             ax.set_title(split)
@@ -451,6 +470,8 @@ def plot_results(
     for row in axarr:
         if ylabel:
             row[0].set_ylabel(ylabel)
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig, axarr
 

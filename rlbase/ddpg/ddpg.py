@@ -2,177 +2,193 @@
 
 from __future__ import annotations
 
-import math
 import sys
 import traceback
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-import gymnasium as gym
 import numpy as np
 
-from rlbase.common.checkpoint import Checkpointer
-from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.misc_util import set_global_seeds
-from rlbase.common.mpi_util import get_comm, mpi_rank
-from rlbase.common.tf_util import configure_threads
+from rlbase.common.learning import Alias, start_learning, warn_deprecated
+from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
+from rlbase.common.mpi_util import check_synced, mpi_rank
+from rlbase.common.off_policy import TrainSchedule, step_and_store
 from rlbase.common.vec_env import VecEnv
-from rlbase.ddpg.agent import ALGORITHM, DDPGModel
-from rlbase.ddpg.ddpg_learner import Learner
-from rlbase.ddpg.loop import SHARED_KEYS, TrainingLoop
-from rlbase.ddpg.models import Actor, Critic, check_action_space, make_torso
-from rlbase.ddpg.noise import parse_noise_type
+from rlbase.ddpg.model import ALGORITHM, Model, build_model
 
-__all__ = ["SHARED_KEYS", "learn"]
-
-
-def _check(**values: Any) -> None:
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise RLBaseError(f"{name} must be a positive integer, got {value!r}")
+LOSSES = ("critic_loss", "actor_loss")
+# Baselines' spellings: each cycle it took nb_rollout_steps vectorized steps, then
+# nb_train_steps gradient steps, which is SB3's train_freq / gradient_steps.
+ALIASES = {"nb_rollout_steps": Alias("train_freq"), "nb_train_steps": Alias("gradient_steps"),
+           "clip_norm": Alias("max_grad_norm")}
+# Baselines' defaults of the spellings that only set the length of a run.
+BASELINES_EPOCHS = {"nb_epochs": 500, "nb_epoch_cycles": 20, "nb_rollout_steps": 100}
+# Under MPI the workers' weights are compared every this many vectorized steps.
+SYNC_CHECK_INTERVAL = 2000
 
 
-def learn(network: str | Callable, env: VecEnv | Any, seed: int | None = None,
-          total_timesteps: int | None = None, nb_epochs: int | None = None,
-          nb_epoch_cycles: int = 20, nb_rollout_steps: int = 100, reward_scale: float = 1.0,
-          render: bool = False, render_eval: bool = False,
-          noise_type: str = "adaptive-param_0.2", normalize_returns: bool = False,
-          normalize_observations: bool = True, critic_l2_reg: float = 1e-2,
-          actor_lr: float = 1e-4, critic_lr: float = 1e-3, popart: bool = False,
-          gamma: float = 0.99, clip_norm: float | None = None, nb_train_steps: int = 50,
-          nb_eval_steps: int = 100, batch_size: int = 64, tau: float = 0.01,
-          eval_env: VecEnv | Any | None = None, param_noise_adaption_interval: int = 50,
-          buffer_size: int = int(1e6), learning_starts: int = 0, twin_q: bool = False,
+def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | None = None,
+          seed: int | None = None, buffer_size: int = int(1e6), learning_starts: int = 0,
+          batch_size: int = 64, tau: float = 0.01, gamma: float = 0.99, train_freq: int = 1,
+          gradient_steps: int = 1, actor_lr: float = 1e-4, critic_lr: float = 1e-3,
+          max_grad_norm: float | None = None, critic_l2_reg: float = 1e-2,
+          noise_type: str = "adaptive-param_0.2", param_noise_adaption_interval: int = 50,
+          normalize_observations: bool = True, normalize_returns: bool = False,
+          popart: bool = False, reward_scale: float = 1.0, twin_q: bool = False,
           policy_delay: int = 1, target_noise: float = 0.0, target_noise_clip: float = 0.5,
-          load_path: str | None = None, layer_sizes: Sequence[int] | None = None,
-          jit_compile: bool | None = None,
-          callback: Callable[[DDPGModel, dict[str, Any]], bool | None] | None = None,
-          checkpoint_interval: int = 0, checkpoint_path: str | None = None,
-          resume: bool = False, **network_kwargs: Any) -> DDPGModel:
-    """Train a deterministic actor and its critic(s) with DDPG; return the DDPGModel.
+          render: bool = False, jit_compile: bool | None = None, log_interval: int = 4,
+          eval_env: VecEnv | Any | None = None, eval_freq: int = 0, eval_episodes: int = 5,
+          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
+          load_path: str | None = None, checkpoint_interval: int = 0,
+          checkpoint_path: str | None = None, resume: bool = False,
+          **network_kwargs: Any) -> Model:
+    """Train a deterministic actor and its critic(s) with DDPG (TD3 with twin_q, policy_delay
+    and target_noise) and return the :class:`~rlbase.ddpg.model.Model`.
 
-    network: a feed-forward network name ('mlp', ...) or builder for actor and critic.
+    network: a feed-forward registry network name ('mlp', ...) or builder, the torso of the
+        actor and of every critic.
     env: a VecEnv with a Box action space (a gymnasium env or an env id is wrapped).
-    seed: seed of python, numpy, TensorFlow, the envs and the noise (offset per MPI rank).
-    total_timesteps: env steps this worker takes, summed over its envs (exclusive with
-        nb_epochs).
-    nb_epochs: epochs of nb_epoch_cycles cycles (None with no total_timesteps: 500).
-    nb_epoch_cycles: cycles per epoch; statistics are logged once per epoch.
-    nb_rollout_steps: vectorized env steps per cycle.
-    reward_scale: rewards are multiplied by this before they are stored.
-    render / render_eval: render the training / evaluation env at every step.
-    noise_type: 'none', 'adaptive-param_S', 'normal_S', 'ou_S' or a comma-separated mix.
-    normalize_returns: the critic learns normalized returns (running statistics).
-    normalize_observations: running mean/std observation normalization, clipped to [-5, 5].
-    critic_l2_reg: L2 penalty on the critics' hidden kernels.
-    actor_lr / critic_lr: Adam learning rates.
-    popart: return normalization that rescales the critics' output layers (PopArt).
-    gamma: discount factor.
-    clip_norm: clip the actor's and the critic's gradient global norm (None: no clipping).
-    nb_train_steps: gradient steps per cycle, spread evenly over its rollout steps.
-    nb_eval_steps: eval env steps per cycle (deterministic actions).
-    batch_size: transitions per gradient step.
-    tau: soft target update rate: target <- (1 - tau) target + tau online.
-    eval_env: an env to evaluate in every cycle (None: no evaluation).
-    param_noise_adaption_interval: adapt the parameter-noise scale every this many gradient
-        steps.
+    total_timesteps: env steps to train for, summed over envs (None: 1e6, or Baselines'
+        nb_epochs * nb_epoch_cycles * nb_rollout_steps * num_envs when nb_epochs is given).
+    seed: seed of python, numpy, TensorFlow, the envs, the noise and the replay sampling
+        (each MPI worker its own streams).
     buffer_size: transitions the replay buffer keeps.
     learning_starts: env steps with uniformly random actions, and no training, at the start.
+    batch_size: transitions per gradient step.
+    tau: soft target update rate: target <- (1 - tau) target + tau online.
+    gamma: discount factor (1: a time-limit truncation ends the return; see
+        rlbase.common.transitions).
+    train_freq: vectorized env steps between training phases (Baselines' nb_rollout_steps).
+    gradient_steps: gradient steps per training phase, run in one compiled call with the next
+        step's acting (Baselines' nb_train_steps; 0: no training).
+    actor_lr: the actor's Adam learning rate (SB3's learning_rate sets both rates).
+    critic_lr: the critics' Adam learning rate.
+    max_grad_norm: clip the actor's and the critics' gradient global norm (None: no
+        clipping; Baselines' clip_norm).
+    critic_l2_reg: L2 penalty on the critics' hidden kernels.
+    noise_type: 'none', 'adaptive-param_S', 'normal_S', 'ou_S' or a comma-separated mix;
+        every env has its own action-noise process.
+    param_noise_adaption_interval: adapt the parameter-noise scale every this many gradient
+        steps.
+    normalize_observations: running mean/std observation normalization, clipped to [-5, 5].
+    normalize_returns: the critics learn normalized returns (running statistics).
+    popart: return normalization that rescales the critics' output layers (PopArt).
+    reward_scale: rewards are multiplied by this before they are stored.
     twin_q: TD3's two critics, trained on the smaller of their target values.
     policy_delay: update the actor and the targets every this many critic steps (TD3: 2).
     target_noise: stddev of Gaussian noise on the target action (TD3: 0.2; 0: none).
     target_noise_clip: that noise is clipped to [-target_noise_clip, target_noise_clip].
-    load_path: start from this saved model (weights, optimizers, statistics).
-    layer_sizes: hidden widths of actor and critic for network 'mlp' (e.g. (400, 300));
-        None: num_layers layers of num_hidden units.
+    render: render the training env at every step.
     jit_compile: compile the training call with XLA (None: on, except under MPI).
-    callback: called after every cycle as ``callback(model, info)``; False stops training.
-    checkpoint_interval: every this many env steps write a resumable checkpoint (networks,
-        targets, optimizers, statistics, noise state, replay buffer, loop position, RNG
-        states) to checkpoint_path as checkpoint_<steps>.zip (0: never; not under MPI).
-    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints). Ctrl-C writes a
-        checkpoint there too when either checkpoint option is given.
-    resume: continue from the newest of those checkpoints (total_timesteps counts the whole
-        run, including the steps done before the checkpoint); run it with the same settings.
-    **network_kwargs: passed to the network builder (num_layers, num_hidden, activation,
-        layer_norm; 'mlp' here defaults to relu).
+    log_interval: log every this many finished episodes.
+    eval_env: an env (or env id, seeded with seed + 1000) to evaluate the deterministic
+        policy on.
+    eval_freq: evaluate every this many env steps (0: at every log row when eval_env is
+        given); logged as eval/mean_reward, the best model written to
+        <log dir>/best_model.zip.
+    eval_episodes: episodes per evaluation.
+    callback: called after every vectorized env step as ``callback(model, info)``; returning
+        False stops.
+    load_path: continue from this saved model (its network and architecture are used).
+    checkpoint_interval: write a resumable checkpoint (the model, replay buffer, noise
+        processes, perturbed actor, generators) every this many env steps (0: never; not
+        under MPI).
+    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
+    resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
+        the whole run, including the steps done before the checkpoint).
+    **network_kwargs: passed to the network builder ('mlp': layer_sizes, num_layers,
+        num_hidden, activation (relu here), layer_norm). Baselines' nb_epochs,
+        nb_epoch_cycles, nb_rollout_steps, nb_train_steps, clip_norm, nb_eval_steps and
+        render_eval are accepted with a DeprecationWarning.
     """
-    hyperparameters = {k: v for k, v in locals().items()
-                       if k not in ("env", "eval_env", "callback", "network_kwargs",
-                                    "load_path", "resume")}
-    if total_timesteps is not None and nb_epochs is not None:
+    epoch_steps = _baselines_run_length(network_kwargs, total_timesteps)
+    model, env, options = start_learning(
+        ALGORITHM, build_model, {k: v for k, v in locals().items() if k != "epoch_steps"},
+        ALIASES, architecture=Model.architecture)
+    if epoch_steps is not None:
+        total_timesteps = epoch_steps * env.num_envs
+    return train(model, env, int(1e6) if total_timesteps is None else total_timesteps, options)
+
+
+def _baselines_run_length(network_kwargs: dict[str, Any], total_timesteps: int | None
+                          ) -> int | None:
+    """Pop Baselines' run-length spellings; with nb_epochs, the vectorized steps they ask for
+    (nb_epochs * nb_epoch_cycles * nb_rollout_steps). Evaluation spellings are dropped."""
+    for old, new in (("nb_eval_steps", "eval_episodes"), ("render_eval", "eval_env")):
+        if old in network_kwargs:
+            network_kwargs.pop(old)
+            warn_deprecated(ALGORITHM, old, new, "ignored: evaluation plays whole episodes "
+                            "on eval_env every eval_freq steps")
+    cycles = network_kwargs.pop("nb_epoch_cycles", None)
+    epochs = network_kwargs.pop("nb_epochs", None)
+    if cycles is not None:
+        warn_deprecated(ALGORITHM, "nb_epoch_cycles", "total_timesteps")
+    if epochs is None:
+        return None
+    warn_deprecated(ALGORITHM, "nb_epochs", "total_timesteps")
+    if total_timesteps is not None:
         raise RLBaseError(f"give total_timesteps or nb_epochs, not both (got "
-                          f"{total_timesteps!r} and {nb_epochs!r})")
-    _check(nb_epoch_cycles=nb_epoch_cycles, nb_rollout_steps=nb_rollout_steps,
-           batch_size=batch_size, buffer_size=buffer_size, policy_delay=policy_delay,
-           param_noise_adaption_interval=param_noise_adaption_interval,
-           **({"total_timesteps": total_timesteps} if total_timesteps is not None else {}),
-           **({"nb_epochs": nb_epochs} if nb_epochs is not None else {}))
-    if isinstance(nb_train_steps, bool) or not isinstance(nb_train_steps, int) or \
-            nb_train_steps < 0:
-        raise RLBaseError(f"nb_train_steps must be an integer >= 0, got {nb_train_steps!r}")
-    if not 0.0 < tau <= 1.0 or target_noise < 0 or target_noise_clip < 0 or learning_starts < 0:
-        raise RLBaseError(f"need 0 < tau <= 1, target_noise >= 0, target_noise_clip >= 0 and "
-                          f"learning_starts >= 0, got tau={tau!r}, target_noise={target_noise!r},"
-                          f" target_noise_clip={target_noise_clip!r}, "
-                          f"learning_starts={learning_starts!r}")
-    comm = get_comm()
-    comm = comm if comm is not None and comm.Get_size() > 1 else None
-    rank = mpi_rank()
-    if comm is not None and (checkpoint_interval or resume):
+                          f"{total_timesteps!r} and {epochs!r})")
+    rollout = network_kwargs.get("nb_rollout_steps", BASELINES_EPOCHS["nb_rollout_steps"])
+    cycles = BASELINES_EPOCHS["nb_epoch_cycles"] if cycles is None else cycles
+    for name, value in (("nb_epochs", epochs), ("nb_epoch_cycles", cycles),
+                        ("nb_rollout_steps", rollout)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise RLBaseError(f"{name} must be a positive integer, got {value!r}")
+    return int(epochs) * int(cycles) * int(rollout)
+
+
+def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
+    """Run DDPG's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
+    up to that many in all). Under MPI every worker runs it on its own env and buffer."""
+    hp = model.hyperparameters
+    comm = model.comm
+    if comm is not None and (options.checkpoint_interval or options.resume):
         # Each worker has its own buffer and generators: one file cannot resume them all.
         raise RLBaseError(f"ddpg: checkpoint_interval and resume are not supported under MPI "
-                          f"(got checkpoint_interval={checkpoint_interval!r}, "
-                          f"resume={resume!r}); run with one process")
-    checkpointer = Checkpointer(ALGORITHM, checkpoint_path, checkpoint_interval,
-                                writer=comm is None)
-    set_global_seeds(seed)
-    env = as_vec_env(env, seed)
-    check_action_space(env.action_space)
-    if not isinstance(env.observation_space, gym.spaces.Box):
-        raise RLBaseError(f"ddpg needs a Box observation space, got {env.observation_space}")
-    # TF's own thread pools, not one thread: each env step's call trains on a whole minibatch
-    # (400x300 nets at batch 256: 279-340 steps/s against 231 on one thread). MPI workers
-    # already share the cores, one thread each.
-    configure_threads(small_model=comm is not None)
-    ob_space, ac_space = env.observation_space, env.action_space
-    nb_actions = int(ac_space.shape[0])
-    rank_seed = None if seed is None else int(seed) + 1000 * rank
-    action_noise, param_noise = parse_noise_type(noise_type, nb_actions,
-                                                 np.random.default_rng(rank_seed))
-    network_kwargs = dict(network_kwargs)
-    if network == "mlp":
-        network_kwargs.setdefault("activation", "relu")
-
-    def make_actor() -> Actor:
-        return Actor(ob_space.shape, nb_actions, make_torso(network, layer_sizes,
-                                                              network_kwargs))
-
-    def make_critic() -> Critic:
-        return Critic(ob_space.shape, nb_actions, make_torso(network, layer_sizes,
-                                                               network_kwargs))
-
-    max_steps = max(1, math.ceil(nb_train_steps / nb_rollout_steps))
-    learner = Learner(make_actor, make_critic, ob_space.shape, nb_actions, gamma, tau, twin_q,
-                      policy_delay, target_noise, target_noise_clip, normalize_returns, popart,
-                      critic_l2_reg, actor_lr, critic_lr, clip_norm, batch_size, max_steps,
-                      param_noise is not None, comm,
-                      True if jit_compile is None else jit_compile, rank_seed)
-    model = DDPGModel(learner, ob_space, ac_space, normalize_observations, action_noise,
-                      param_noise, network if isinstance(network, str) else repr(network),
-                      {**network_kwargs, "layer_sizes": layer_sizes}, hyperparameters, comm)
-    if load_path is not None:
-        model.load(load_path)
-    if total_timesteps is None:
-        total_timesteps = (nb_epochs or 500) * nb_epoch_cycles * nb_rollout_steps * env.num_envs
-    eval_env = as_vec_env(eval_env) if eval_env is not None else None
+                          f"(got checkpoint_interval={options.checkpoint_interval!r}, "
+                          f"resume={options.resume!r}); run with one process")
+    schedule = TrainSchedule(int(hp["train_freq"]), model.gradient_steps,
+                             int(hp["learning_starts"]), model.batch_size)
+    actor_lr, critic_lr = float(hp["actor_lr"]), float(hp["critic_lr"])
+    reward_scale, render = float(hp["reward_scale"]), bool(hp["render"])
+    adapt_every = int(hp["param_noise_adaption_interval"])
+    obs = env.reset()
+    # Before the loop: with resume it replaces these fresh draws by the checkpoint's.
+    model.reset_exploration()
+    loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
+                        loss_names=LOSSES, writer=mpi_rank() == 0, seed=hp.get("seed"))
+    stats: dict[str, float] = {"learning_rate": actor_lr, "critic_learning_rate": critic_lr}
     try:
-        loop = TrainingLoop(model, env, eval_env, total_timesteps, nb_epoch_cycles,
-                            nb_rollout_steps, nb_train_steps, nb_eval_steps, batch_size,
-                            buffer_size, reward_scale, learning_starts,
-                            param_noise_adaption_interval, render, render_eval, comm,
-                            rank_seed, callback, checkpointer)
-        loop.run(checkpointer.restore(model) if resume else None)
+        while loop.running():
+            if schedule.warming_up(model.num_timesteps):
+                actions = model.random_actions()
+            elif schedule.trains(loop.iterations, len(model.replay_buffer)):
+                # The latest value of each statistic is reported (actor_loss only comes
+                # from calls that made an actor step).
+                step_stats, actions = model.train_and_act(obs, actor_lr, critic_lr)
+                stats.update(step_stats)
+                if model.param_noise is not None and \
+                        crossings(model.grad_steps, model.gradient_steps, adapt_every):
+                    model.adapt_param_noise()
+            else:
+                actions, _ = model.act(obs, explore=True)
+            new_obs, _, done, _ = step_and_store(env, model.replay_buffer, loop.episodes, obs,
+                                                 actions, model.to_env(actions), model.gamma,
+                                                 reward_scale)
+            if render:
+                env.render()
+            model.update_obs_stats(obs)
+            model.end_episodes(done)
+            obs = new_obs
+            stats["n_updates"] = model.grad_steps
+            if model.param_noise is not None:
+                stats["param_noise_stddev"] = model.param_noise.current_stddev
+                stats["param_noise_distance"] = model.param_noise_distance
+            if comm is not None and (loop.iterations + 1) % SYNC_CHECK_INTERVAL == 0:
+                check_synced(model.synced_variables, comm)
+            if loop.end_iteration(env.num_envs, stats):
+                break
     except BaseException:
         if comm is not None:  # the other workers wait in a collective: stop the whole job
             traceback.print_exc()

@@ -7,8 +7,8 @@ def atari() -> dict:
     return dict(network="conv_only", lr=1e-4, buffer_size=10000, exploration_fraction=0.1,
                 exploration_final_eps=0.01, train_freq=4, learning_starts=10000,
                 target_network_update_freq=1000, gamma=0.99, prioritized_replay=True,
-                prioritized_replay_alpha=0.6, checkpoint_freq=10000, checkpoint_path=None,
-                dueling=True, num_env=1)
+                prioritized_replay_alpha=0.6, best_model_interval=10000, dueling=True,
+                num_env=1)
 
 
 def classic_control() -> dict:
@@ -18,6 +18,18 @@ def classic_control() -> dict:
                 batch_size=64, buffer_size=100000, learning_starts=1000, gamma=0.99,
                 target_network_update_freq=10, train_freq=256, gradient_steps=128,
                 exploration_fraction=0.16, exploration_final_eps=0.04, num_env=1)
+
+
+def box2d() -> dict:
+    # rl-baselines3-zoo's LunarLander-v3 DQN settings (hyperparams/dqn.yml): net_arch
+    # [256, 256] as the whole Q-network (SB3's default ReLU), lr 6.3e-4, batch 128, buffer
+    # 50000, learning_starts 0, gamma 0.99, target_update_interval 250, train_freq 4,
+    # exploration_fraction 0.12, exploration_final_eps 0.1. The zoo's gradient_steps=-1 means
+    # as many updates as env steps since the last training, here train_freq = 4.
+    return dict(network="mlp", layer_sizes=[256, 256], activation="relu", hiddens=[],
+                lr=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0, gamma=0.99,
+                target_network_update_freq=250, train_freq=4, gradient_steps=4,
+                exploration_fraction=0.12, exploration_final_eps=0.1, num_env=1)
 
 
 def toy_text() -> dict:
