@@ -23,15 +23,14 @@ def callback(model, info):
 
 
 env = make_vec_env("Pendulum-v1", num_env=1, seed=0)
-model = learn("mlp", env, seed=0, total_timesteps=300, nb_epoch_cycles=2, nb_rollout_steps=50,
-              nb_train_steps=50, batch_size=32, learning_starts=64, layer_sizes=(16, 16),
+model = learn("mlp", env, seed=0, total_timesteps=300, train_freq=1, gradient_steps=1,
+              batch_size=32, learning_starts=64, layer_sizes=(16, 16),
               noise_type="adaptive-param_0.2,normal_0.1", normalize_observations=True,
               normalize_returns=True, popart=True, twin_q=True, policy_delay=2,
               target_noise=0.2, param_noise_adaption_interval=10, callback=callback)
-learner = model.learner
-weights = np.concatenate([v.numpy().ravel() for v in learner.synced_variables]
-                         + [v.numpy().ravel() for v in learner.target_actor.weights]
-                         + [learner.ret_mean.numpy().ravel(), learner.ret_var.numpy().ravel()])
+weights = np.concatenate([v.numpy().ravel() for v in model.synced_variables]
+                         + [v.numpy().ravel() for v in model.target_actor.weights]
+                         + [v.numpy().ravel() for v in model.returns.variables])
 prefix = f"{out_dir}/rank{mpi_rank()}_of_{mpi_size()}"
 np.save(f"{prefix}_weights.npy", weights)
 np.save(f"{prefix}_obs_rms.npy", np.concatenate([model.obs_rms.mean, model.obs_rms.var]))

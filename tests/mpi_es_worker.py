@@ -17,28 +17,19 @@ from rlbase.es.es import learn
 
 def train(out_dir: str) -> None:
     env = make_vec_env("CartPole-v1", num_env=2, seed=0)
-    totals = []
+    infos = []
     model = learn("mlp", env, total_timesteps=3000, seed=0, popsize=8, num_hidden=16,
                   center_episodes=2, log_interval=2,
-                  callback=lambda m, info: totals.append(info["num_timesteps"]))
+                  callback=lambda m, info: infos.append(dict(info)))
     monitor = find_wrapper(env, VecMonitor)
     assert isinstance(monitor, VecMonitor)
-    # The episodes are those of learn()'s loop: every rank logs all ranks' episodes.
     np.savez(f"{out_dir}/rank{mpi_rank()}_of_{mpi_size()}.npz", theta=model.theta,
              obs_mean=model.obs_rms.mean, obs_var=model.obs_rms.var,
-             num_timesteps=model.num_timesteps, steps=np.diff([0, *totals]),
+             num_timesteps=model.num_timesteps,
+             steps=np.diff([0, *(info["num_timesteps"] for info in infos)]),
              center=model.center_timesteps, monitored=len(monitor.episode_returns),
-             episode_returns=np.array(model_returns(model, monitor)))
-
-
-def model_returns(model, monitor: VecMonitor) -> list[float]:
-    # The mean over ranks of what each monitored: equal on both ranks only if exchanged.
-    from mpi4py import MPI
-
-    local = np.array([np.sum(monitor.episode_returns), len(monitor.episode_returns)])
-    total = np.zeros_like(local)
-    MPI.COMM_WORLD.Allreduce(local, total)
-    return [float(total[0]), float(total[1])]
+             episodes=infos[-1]["episodes"],
+             episode_returns=[ep["r"] for ep in infos[-1]["ep_infos"]])
 
 
 def resume(out_dir: str, folder: str) -> None:

@@ -1,6 +1,8 @@
-"""ACER: Retrace and trust-region math, exact losses, the sequence buffer, learning on identity
-envs, saving and loading, tracing, bad input and the CLI."""
+"""ACER: Retrace and trust-region math, exact losses, truncation bootstraps recomputed at every
+update, the optimizer, the sequence buffer, learning on identity envs, tracing, bad input and
+the CLI. (Model files and checkpoints: test_acer_checkpoints.py.)"""
 
+import inspect
 import os
 import subprocess
 import sys
@@ -19,7 +21,7 @@ from rlbase.common import identity_env as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor
+from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 
 QUIET = dict(log_interval=10**9)
 
@@ -76,34 +78,56 @@ def test_trust_region_adjustment():
     np.testing.assert_allclose(d[:, 0] * k[:, 1], d[:, 1] * k[:, 0], atol=1e-4)
 
 
-def constant_model(trust_region=True, nsteps=2, **kwargs):
+def constant_model(nenvs=1, nsteps=2, q_slope=0.0, **kwargs):
+    """Identity torso on a 1-d observation s: uniform pi and Q(s) = (1 + q_slope s,
+    3 + q_slope s), so V(s) = 2 + q_slope s."""
     ob, ac = gym.spaces.Box(-1.0, 1.0, (1,), np.float32), gym.spaces.Discrete(2)
     policy, average = (AcerPolicy(ob, ac, identity_network) for _ in range(2))
-    model = Model(policy, average, 1, nsteps, gamma=0.5, trust_region=trust_region, **kwargs)
-    # Uniform pi, Q = (1, 3) everywhere, so V = 2.
+    model = Model(policy, average, nenvs, nsteps, **{"gamma": 0.5, "buffer_size": 10, **kwargs})
     policy.pd_head.dense.set_weights([np.zeros((1, 2), np.float32), np.zeros(2, np.float32)])
-    policy.q_head.set_weights([np.zeros((1, 2), np.float32), np.array([1, 3], np.float32)])
+    set_q(model, q_slope)
     return model
 
 
-def batch(nsteps=2, mus=None):
-    obs = np.linspace(-0.5, 0.5, nsteps + 1, dtype=np.float32).reshape(-1, 1)
-    mus = np.full((nsteps, 2), 0.5, np.float32) if mus is None else mus
-    return (obs, np.array([0, 1] * (nsteps // 2), np.int64), np.ones((1, nsteps), np.float32),
-            np.zeros((1, nsteps), np.float32), mus, np.zeros(nsteps + 1, np.float32),
-            np.zeros((1, 0), np.float32))
+def set_q(model, slope, bias=(1.0, 3.0)):
+    model.policy.q_head.set_weights([np.full((1, 2), slope, np.float32),
+                                     np.array(bias, np.float32)])
+    model.calls.sync()
+
+
+def sequences(nsteps=2, mus=None, truncated_at=None, final=0.8):
+    """One env: observations linspace(-0.5, 0.5), actions 0, 1, ..., rewards 1; with
+    ``truncated_at`` a time limit ends the episode at that step, in final observation
+    ``final``."""
+    obs = np.linspace(-0.5, 0.5, nsteps + 1, dtype=np.float32).reshape(1, -1, 1)
+    mus = np.full((1, nsteps, 2), 0.5, np.float32) if mus is None else mus.reshape(1, -1, 2)
+    dones, truncated = np.zeros((1, nsteps), np.float32), np.zeros((1, nsteps), np.float32)
+    starts = np.zeros((1, nsteps + 1), np.float32)
+    final_obs = np.zeros((0, 1), np.float32)
+    if truncated_at is not None:
+        dones[0, truncated_at] = truncated[0, truncated_at] = starts[0, truncated_at + 1] = 1
+        final_obs = np.array([[final]], np.float32)
+    return Sequences(obs, np.array([[0, 1] * (nsteps // 2)], np.int64),
+                     np.ones((1, nsteps), np.float32), dones, mus, starts,
+                     np.zeros((1, 0), np.float32), truncated, final_obs,
+                     np.zeros((len(final_obs), 0), np.float32))
+
+
+def stats_of(model, seq):
+    return {k: v.numpy() for k, v in model.gradients(*model.batch(seq))[1].items()}
 
 
 def test_losses_by_hand():
     model = constant_model()
-    s = {k: v.numpy() for k, v in model.gradients(*batch())[1].items()}
+    s = stats_of(model, sequences())
     # Retrace (gamma 0.5, rho 1): Qret_1 = 1 + 0.5 * 2 = 2; Qret_0 = 1 + 0.5 * (2 - 3 + 2)
-    # = 1.5. Q_i = (1, 3). loss_q = mean(0.5 * (0.5^2, 1^2)) = 0.3125.
-    assert s["loss_q"] == pytest.approx(0.3125, rel=1e-5)
-    # Advantages Qret - V = (-0.5, 0); loss_f = -mean(log(0.5) * adv) = log(0.5) / 4.
-    assert s["loss_f"] == pytest.approx(np.log(0.5) / 4, rel=1e-4)
-    assert s["loss_bc"] == 0.0  # rho = 1 < c: nothing truncated
-    assert s["entropy"] == pytest.approx(np.log(2), rel=1e-4)
+    # = 1.5. Q_i = (1, 3). value_loss = mean(0.5 * (0.5^2, 1^2)) = 0.3125.
+    assert s["value_loss"] == pytest.approx(0.3125, rel=1e-5)
+    # Advantages Qret - V = (-0.5, 0); the truncated-weight loss = -mean(log(0.5) * adv).
+    assert s["truncated_policy_loss"] == pytest.approx(np.log(0.5) / 4, rel=1e-4)
+    assert s["bias_correction_loss"] == 0.0  # rho = 1 < c: nothing truncated
+    assert s["policy_loss"] == pytest.approx(np.log(0.5) / 4, rel=1e-4)
+    assert s["entropy_loss"] == pytest.approx(-np.log(2), rel=1e-4)  # SB3's sign
     assert s["explained_variance"] == pytest.approx(1 - 0.5625 / 0.0625, rel=1e-4)
     assert s["loss"] == pytest.approx(np.log(0.5) / 4 + 0.5 * 0.3125 - 0.01 * np.log(2),
                                       rel=1e-4)
@@ -112,12 +136,72 @@ def test_losses_by_hand():
     # relu(1 - c / rho_a) f_a over the step, only action 1 (rho 50) counts:
     # log(0.5) * (3 - 2) * 0.8 * 0.5.
     mus = np.array([[0.9, 0.1], [0.9, 0.01]], np.float32)
-    s = {k: v.numpy() for k, v in model.gradients(*batch(mus=mus))[1].items()}
+    s = stats_of(model, sequences(mus=mus))
     rho1 = 0.5 / (0.01 + 1e-6)
     bc_row1 = np.log(0.5) * 1.0 * (1 - 10 / rho1) * 0.5
     rho0 = 0.5 / (0.1 + 1e-6)  # step 0, action 1: rho 5 < c, no correction
     assert rho0 < 10
-    assert s["loss_bc"] == pytest.approx(-bc_row1 / 2, rel=1e-4)
+    assert s["bias_correction_loss"] == pytest.approx(-bc_row1 / 2, rel=1e-4)
+
+
+def test_replayed_truncation_bootstraps_from_the_current_weights():
+    # A time limit ends the episode at step 0, in the final observation 0.8 (the sequence
+    # goes on from the reset observation 0). Collected while V(s) = 2: the bootstrap was
+    # 0.5 * 2 = 1, so Qret_0 = 2, Q_0 = 1; Qret_1 = 1 + 0.5 V(0.5) = 2, Q_1 = 3:
+    # value_loss = 0.5 * mean(1^2, 1^2) = 0.5.
+    model = constant_model(replay_ratio=1)
+    seq = sequences(truncated_at=0)
+    assert stats_of(model, seq)["value_loss"] == pytest.approx(0.5, rel=1e-6)
+    buffer = model.replay_buffer
+    buffer.configure(DummyVecEnv([lambda: ie.EndsAtThree(True)]))
+    buffer.put(seq)
+    # Training moved the weights: now V(s) = 2 + s. Replayed, the truncation bootstraps
+    # from V(0.8) = 2.8: Qret_0 = 1 + 0.5 * 2.8 = 2.4, Q_0 = Q(-0.5, 0) = 0.5;
+    # Qret_1 = 1 + 0.5 * V(0.5) = 2.25, Q_1 = 3. value_loss = 0.25 * (1.9^2 + 0.75^2)
+    # = 1.043125 (a bootstrap kept from collection would give 0.703125).
+    set_q(model, 1.0)
+    replayed = buffer.get(np.random.default_rng(0))
+    np.testing.assert_array_equal(replayed.final_obs, np.float32([[0.8]]))
+    assert stats_of(model, replayed)["value_loss"] == pytest.approx(1.043125, rel=1e-6)
+    # The same number from the compiled training call (its statistics precede its step).
+    assert model.train(replayed, 0.0)["value_loss"] == pytest.approx(1.043125, rel=1e-6)
+
+
+def test_gamma_one_truncation_does_not_bootstrap():
+    # gamma = 1: the truncated step's target is its reward alone (Qret_0 = 1 = Q_0), and
+    # Qret_1 = 1 + V(0.5) = 3 = Q_1: no error. Bootstrapping would give Qret_0 = 1 + 2.
+    model = constant_model(gamma=1.0)
+    s = stats_of(model, sequences(truncated_at=0))
+    assert s["value_loss"] == 0.0
+    boot = model.truncation_bootstrap(*model.batch(sequences(truncated_at=0))[7:])
+    np.testing.assert_array_equal(boot.numpy(), [[0.0, 0.0]])
+    assert constant_model(gamma=0.5).truncation_bootstrap(
+        *model.batch(sequences(truncated_at=0))[7:]).numpy().tolist() == [[1.0, 0.0]]
+
+
+def test_rmsprop_is_tf1s():
+    # The documented optimizer: the mean square starts at 1 and epsilon is inside the root,
+    # so one step moves w by lr * g / sqrt(0.99 + 0.01 g^2 + eps) (eps 0.1 makes the
+    # placement of epsilon visible; a mean square from 0 would step by about 10 * lr).
+    model = constant_model(max_grad_norm=None, rprop_epsilon=0.1, rprop_alpha=0.99)
+    seq = sequences(mus=np.array([[0.9, 0.1], [0.2, 0.8]], np.float32))
+    variables = model.policy.trainable_variables
+    before = [v.numpy().copy() for v in variables]
+    grads = [g.numpy() for g in model.gradients(*model.batch(seq))[0]]
+    model.train(seq, 0.01)
+    for v, b, g in zip(variables, before, grads):
+        expected = b - 0.01 * g / np.sqrt(0.99 + 0.01 * g**2 + 0.1)
+        np.testing.assert_allclose(v.numpy(), expected, rtol=1e-5, atol=1e-7)
+    assert any(np.abs(g).max() > 0.1 for g in grads)
+    # ...and what learn()'s docstring (the parameter table's source) and the page say.
+    doc = inspect.getdoc(learn) or ""
+    assert "rprop_epsilon: RMSProp epsilon, added inside the square root" in doc
+    assert "rprop_alpha: RMSProp decay of the mean square, which starts at 1" in doc
+    page = os.path.join(os.path.dirname(__file__), "..", "rlbase", "docs", "algorithms",
+                        "acer.md")
+    with open(page, encoding="utf-8") as f:
+        assert "the mean square starts at 1 and `rprop_epsilon` is added inside the square " \
+            "root" in f.read()
 
 
 @pytest.mark.parametrize("trust_region", [False, True])
@@ -132,26 +216,41 @@ def test_gradient_through_the_probabilities_is_the_loss_gradient(trust_region):
     for v in average.trainable_variables:  # a different average policy
         v.assign(v + tf.random.normal(v.shape, stddev=0.1))
     seq = Runner(env, model, 4).run()
-    args = (seq.obs.reshape(10), seq.actions.reshape(8), seq.rewards, seq.dones,
-            seq.mus.reshape(8, 3), seq.starts.reshape(10), seq.state)
     with tf.GradientTape() as tape:
-        grads, stats = model.gradients(*args)
+        grads, stats = model.gradients(*model.batch(seq))
     direct = tape.gradient(stats["loss"], policy.trainable_variables)
     for a, b in zip(grads, direct):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6)
 
 
 def test_trust_region_shrinks_the_step_towards_the_average():
-    obs, *rest = batch()
     strict = constant_model(delta=1e-3)
     loose = constant_model(trust_region=False)
     for model in (strict, loose):  # an average policy that prefers action 0
         model.average.pd_head.dense.set_weights([np.zeros((1, 2), np.float32),
                                                  np.array([1.0, -1.0], np.float32)])
-    g_strict = strict.gradients(obs, *rest)[1]
-    g_loose = loose.gradients(obs, *rest)[1]
+    g_strict, g_loose = stats_of(strict, sequences()), stats_of(loose, sequences())
     assert g_strict["avg_norm_adj"] > 0 and g_loose["avg_norm_adj"] == 0
-    assert g_strict["norm_grads_policy"] < g_loose["norm_grads_policy"]
+    assert g_strict["policy_grad_norm"] < g_loose["policy_grad_norm"]
+
+
+def test_runner_records_truncations_and_the_model_bootstraps_them():
+    env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
+    model = constant_model(nenvs=2, nsteps=4, gamma=0.9)
+    set_q(model, 1.0, bias=(0.0, 0.0))  # Q(s, .) = (s, s) so V(s) = s
+    seq = Runner(env, model, nsteps=4).run()
+    # Rewards stay as the env gave them; env 1 was cut at step 2 in state 0.3 (its final
+    # observation, not the reset one); env 0 terminated there.
+    np.testing.assert_array_equal(seq.rewards, np.ones((2, 4)))
+    np.testing.assert_array_equal(seq.dones, [[0, 0, 1, 0], [0, 0, 1, 0]])
+    np.testing.assert_array_equal(seq.truncated, [[0, 0, 0, 0], [0, 0, 1, 0]])
+    np.testing.assert_allclose(seq.final_obs, [[0.3]], atol=1e-7)
+    np.testing.assert_array_equal(seq.starts, [[1, 0, 0, 1, 0]] * 2)
+    np.testing.assert_allclose(seq.obs[:, :, 0], [[0, .1, .2, 0, .1]] * 2, atol=1e-7)
+    np.testing.assert_allclose(seq.mus, 0.5)
+    # The training call adds gamma * V(0.3) = 0.27 there, and only there.
+    boot = model.truncation_bootstrap(*model.batch(seq)[7:]).numpy()
+    np.testing.assert_allclose(boot, [[0, 0, 0, 0], [0, 0, 0.27, 0]], rtol=1e-6)
 
 
 # -- the buffer ----------------------------------------------------------------------------
@@ -184,30 +283,39 @@ class CountingImages(gym.Env):
 
 
 class RandomModel:
-    """Acts uniformly with random behaviour probabilities; V = 0 (for truncations)."""
+    """Acts uniformly with random behaviour probabilities; its state counts steps."""
 
     def __init__(self, seed=0):
         self.rng = np.random.default_rng(seed)
 
-    def initial_state(self, n):
+    def initial_states(self, n):
         return np.zeros((n, 1), np.float32)
 
-    def act(self, obs, state, mask):
+    def act_with_probabilities(self, obs, state, mask):
         n = len(obs)
         mus = self.rng.dirichlet(np.ones(3), size=n).astype(np.float32)
         return self.rng.integers(0, 3, n), mus, state + 1
 
-    def value(self, obs, state, mask):
-        return np.zeros(len(obs), np.float32)
+
+def finals_of(seq, env):
+    rows = np.nonzero(seq.truncated)[0] == env
+    return seq.final_obs[rows], seq.final_state[rows]
+
+
+def buffer_for(env, nsteps, size, state_size=1):
+    buffer = Buffer(env.observation_space, env.action_space, env.num_envs, nsteps, size,
+                    state_size)
+    buffer.configure(env)
+    return buffer
 
 
 @pytest.mark.parametrize("nstack", [1, 3])
 def test_buffer_returns_whole_aligned_sequences(nstack):
     makers = [lambda: CountingImages(0, 3), lambda: CountingImages(1, 5, truncate=True),
-              lambda: CountingImages(2, 2)]
+              lambda: CountingImages(2, 2, truncate=True)]
     env = VecFrameStack(DummyVecEnv(makers), nstack) if nstack > 1 else DummyVecEnv(makers)
     runner = Runner(env, RandomModel(), nsteps=4)
-    buffer = Buffer(env, nsteps=4, size=4 * 5, state_size=1)  # keeps the last 5 rollouts
+    buffer = buffer_for(env, nsteps=4, size=4 * 5)  # keeps the last 5 rollouts
     assert buffer.frames.dtype == np.uint8 and buffer.frames.shape[-1] == 1
     put = []
     for _ in range(8):
@@ -217,35 +325,60 @@ def test_buffer_returns_whole_aligned_sequences(nstack):
     assert buffer.num_in_buffer == 5 and buffer.has_atleast(20) and not buffer.has_atleast(24)
     kept = put[3:]
     assert any(s.dones.any() and (s.starts[:, 1:] == 1).any() for s in kept)
+    assert len(buffer.final_frames) == sum(int(s.truncated.sum()) for s in kept)
     rng = np.random.default_rng(0)
     seen = set()
     for _ in range(30):
         got = buffer.get(rng)
-        assert got.obs.dtype == np.uint8
+        assert got.obs.dtype == got.final_obs.dtype == np.uint8
         for e in range(3):
             matches = [i for i, s in enumerate(kept) if np.array_equal(s.obs[e], got.obs[e])
                        and np.array_equal(s.actions[e], got.actions[e])
                        and np.array_equal(s.rewards[e], got.rewards[e])
                        and np.array_equal(s.dones[e], got.dones[e])
+                       and np.array_equal(s.truncated[e], got.truncated[e])
                        and np.array_equal(s.mus[e], got.mus[e])
                        and np.array_equal(s.starts[e], got.starts[e])
-                       and np.array_equal(s.state[e], got.state[e])]
+                       and np.array_equal(s.state[e], got.state[e])
+                       and all(np.array_equal(a, b) for a, b in zip(finals_of(s, e),
+                                                                    finals_of(got, e)))]
             assert len(matches) == 1, f"env {e}: no stored sequence matches"
             seen.add((e, matches[0]))
     assert len(seen) >= 12  # sampling reaches most of the stored sequences
 
 
 def test_buffer_rebuilds_stacks_across_episode_starts():
-    env = VecFrameStack(DummyVecEnv([lambda: CountingImages(0, 2)]), 3)
+    env = VecFrameStack(DummyVecEnv([lambda: CountingImages(0, 2, truncate=True)]), 3)
     seq = Runner(env, RandomModel(), nsteps=5).run()
-    buffer = Buffer(env, nsteps=5, size=5)
+    buffer = buffer_for(env, nsteps=5, size=5)
     buffer.put(seq)
     # Episode of 2 steps: obs 0 starts, obs 2 and 4 start again, their older frames are 0.
     np.testing.assert_array_equal(seq.starts[0], [1, 0, 1, 0, 1, 0])
     np.testing.assert_array_equal(seq.obs[0, :, 0, 0], [[0, 0, 0], [0, 0, 1], [0, 0, 2],
                                                         [0, 2, 3], [0, 0, 4], [0, 4, 5]])
+    # The time limit cut the episodes at steps 1 and 3: their own last stacks.
+    np.testing.assert_array_equal(seq.final_obs[:, 0, 0], [[0, 1, 2], [2, 3, 4]])
     got = buffer.get(np.random.default_rng(0))
     np.testing.assert_array_equal(got.obs, seq.obs)
+    np.testing.assert_array_equal(got.final_obs, seq.final_obs)
+
+
+def test_normalizing_stacked_frames_is_refused_and_per_frame_works():
+    makers = [lambda: CountingImages(0, 3, truncate=True)]
+    above = VecNormalize(VecFrameStack(DummyVecEnv(makers), 2))
+    with pytest.raises(RLBaseError, match="VecNormalize above the VecFrameStack") as err:
+        learn("mlp", above, total_timesteps=0, nsteps=4, buffer_size=8, replay_start=4,
+              **QUIET)
+    assert "\n" not in str(err.value) and "normalize each frame" in str(err.value)
+    # Normalized frames stacked afterwards rebuild exactly.
+    env = VecFrameStack(VecNormalize(DummyVecEnv(makers)), 2)
+    seq = Runner(env, RandomModel(), nsteps=4).run()
+    buffer = buffer_for(env, nsteps=4, size=4)
+    assert buffer.nstack == 2
+    buffer.put(seq)
+    got = buffer.get(np.random.default_rng(0))
+    np.testing.assert_array_equal(got.obs, seq.obs)
+    np.testing.assert_array_equal(got.final_obs, seq.final_obs)
 
 
 # -- learning ------------------------------------------------------------------------------
@@ -263,12 +396,14 @@ def test_identity_learning(replay_ratio):
 
 
 class ObsSpaceEnv(gym.Env):
-    """Observations from ``space``; action 1 earns 1. Episodes of 10 steps."""
+    """Observations from ``space``; action 1 earns 1. Episodes of ``length`` steps, cut by a
+    time limit when ``truncate``."""
 
     action_space = gym.spaces.Discrete(2)
 
-    def __init__(self, space):
+    def __init__(self, space, length=10, truncate=False):
         self.observation_space = space
+        self.length, self.truncate = length, truncate
         self.t = 0
 
     def reset(self, *, seed=None, options=None):
@@ -279,7 +414,9 @@ class ObsSpaceEnv(gym.Env):
 
     def step(self, action):
         self.t += 1
-        return self.observation_space.sample(), float(action == 1), self.t == 10, False, {}
+        ends = self.t == self.length
+        return self.observation_space.sample(), float(action == 1), \
+            ends and not self.truncate, ends and self.truncate, {}
 
 
 @pytest.mark.parametrize("space,network,kwargs", [
@@ -291,59 +428,46 @@ class ObsSpaceEnv(gym.Env):
 ], ids=["box", "multidiscrete", "multibinary-lstm", "image-framestack"])
 def test_every_variable_trains_without_retracing(space, network, kwargs, monkeypatch):
     monkeypatch.setenv("RLBASE_NUMPY_ACT", "0")  # also trace the TF act path
-    env = VecMonitor(DummyVecEnv([lambda: ObsSpaceEnv(space)] * 2))
+    # Env 0 ends by termination every 10 steps, env 1 by a time limit every 2: batches
+    # hold 0 to 3 truncations (the bootstrap inputs change size, the call does not retrace).
+    env = VecMonitor(DummyVecEnv([lambda: ObsSpaceEnv(space),
+                                  lambda: ObsSpaceEnv(space, 2, truncate=True)]))
     if space.dtype == np.uint8:
         env = VecFrameStack(env, 2)
+    seen = []
     model = learn(network, env, seed=0, total_timesteps=5 * 2 * 3, nsteps=5, replay_ratio=2,
-                  replay_start=5, buffer_size=50, **kwargs, **QUIET)
-    variables = model.policy.trainable_variables
+                  replay_start=5, buffer_size=50, lr=1e-2,
+                  callback=lambda m, info: seen.append(info), **kwargs, **QUIET)
+    assert sum(info["replay_updates"] for info in seen) > 0
+    assert {"policy_loss", "value_loss", "entropy_loss", "learning_rate",
+            "bias_correction_loss", "avg_norm_k"} <= set(seen[0])
+    variables = model.trainable_variables()  # the policy's and the average's
+    assert len(variables) > len(model.policy.trainable_variables)
     before = [v.numpy().copy() for v in variables]
-    average = [v.numpy().copy() for v in model.average.trainable_variables]
-    runner = Runner(env, model, 5)
-    for _ in range(3):  # fresh and replayed batches go through the same compiled call
-        model.train(runner.run(), 1e-3)
+    model.train(Runner(env, model, 5).run(), 1e-2)  # one update
     unchanged = [v.path for v, b in zip(variables, before) if np.array_equal(v.numpy(), b)]
-    assert not unchanged, f"variables that never train: {unchanged}"
-    assert all(not np.array_equal(v.numpy(), a)
-               for v, a in zip(model.average.trainable_variables, average))
+    assert not unchanged, f"variables one update does not change: {unchanged}"
+    for _ in range(3):  # replayed batches go through the same compiled call
+        model.train(model.replay_buffer.get(model.replay_rng), 1e-2)
     assert model._train.function.experimental_get_tracing_count() == 1
     assert model._act.function.experimental_get_tracing_count() == 1
 
 
-def test_numpy_act_probabilities_match_the_policy():
+def test_act_with_probabilities_and_step():
     env = vec(lambda: ie.DiscreteIdentityEnv(4), n=2)
     model = learn("mlp", env, seed=0, total_timesteps=200, nsteps=5, replay_start=20,
                   buffer_size=100, **QUIET)
     assert model.calls.actor is not None
-    obs = np.arange(4)
-    _, mus, _ = model.act(obs, model.initial_state(4), np.zeros(4, np.float32))
-    logits = model.policy.forward(obs, model.initial_state(4), np.zeros(4, np.float32))[0]
+    obs, state, mask = np.arange(4), model.initial_states(4), np.zeros(4, np.float32)
+    actions, mus, _ = model.act_with_probabilities(obs, state, mask)
+    logits = model.policy.forward(obs, state, mask)[0]
     np.testing.assert_allclose(mus, tf.nn.softmax(logits).numpy(), rtol=1e-5, atol=1e-6)
-
-
-def test_save_load_round_trip(tmp_path):
-    env = make_vec_env("CartPole-v1", num_env=2, seed=0)
-    model = learn("mlp", env, seed=0, total_timesteps=200, nsteps=10, replay_start=20,
-                  buffer_size=100, **QUIET)
-    path = str(tmp_path / "acer.zip")
-    model.save(path)
-    fresh = learn("mlp", env, seed=5, total_timesteps=0, nsteps=10, **QUIET)
-    obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
-    assert not np.allclose(fresh.value(obs), model.value(obs))
-    fresh.load(path)
-    np.testing.assert_array_equal(fresh.step(obs, deterministic=True)[0],
-                                  model.step(obs, deterministic=True)[0])
-    np.testing.assert_allclose(fresh.value(obs), model.value(obs))
-    for a, b in zip(fresh.average.trainable_variables + fresh.optimizer.variables,
-                    model.average.trainable_variables + model.optimizer.variables):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
-    assert fresh.num_timesteps == model.num_timesteps == 200
-    resumed = learn("mlp", env, seed=1, total_timesteps=100, nsteps=10, load_path=path,
-                    **QUIET)
-    assert resumed.num_timesteps == 300
-    with pytest.raises(RLBaseError, match="observation space"):
-        learn("mlp", make_vec_env("Acrobot-v1", num_env=2, seed=0), total_timesteps=10,
-              nsteps=10, load_path=path, **QUIET)
+    assert actions.shape == (4,)
+    # step() is every actor-critic's: (actions, values, state, neglogp).
+    actions, values, _, neglogp = model.step(obs, deterministic=True)
+    np.testing.assert_array_equal(actions, np.argmax(mus, axis=1))
+    np.testing.assert_allclose(neglogp, -np.log(mus.max(axis=1)), rtol=1e-4)
+    np.testing.assert_allclose(values, model.value(obs), rtol=1e-6)
 
 
 def test_bad_input():
@@ -356,9 +480,12 @@ def test_bad_input():
         learn("mlp", cartpole, total_timesteps=10, lrschedule="sideways")
     with pytest.raises(RLBaseError, match="replay_ratio"):
         learn("mlp", cartpole, total_timesteps=10, replay_ratio=-1)
+    with pytest.raises(RLBaseError, match="buffer_size=5 holds no sequence of nsteps=20"):
+        learn("mlp", cartpole, total_timesteps=10, buffer_size=5, replay_start=5)
     # On-policy ACER needs no buffer, so its size is not checked.
-    learn("mlp", cartpole, total_timesteps=10, nsteps=5, replay_ratio=0, buffer_size=1,
-          replay_start=2000, **QUIET)
+    model = learn("mlp", cartpole, total_timesteps=10, nsteps=5, replay_ratio=0,
+                  buffer_size=1, replay_start=2000, **QUIET)
+    assert model.replay_buffer is None and model.num_timesteps == 10
 
 
 @pytest.mark.slow  # three subprocesses that each start TensorFlow
@@ -370,7 +497,8 @@ def test_cli_trains_saves_loads_and_plays(tmp_path):
                            "--replay_start=100"], capture_output=True, text=True, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "train/loss_bc" in proc.stdout and "train/avg_norm_k_dot_g" in proc.stdout
+    assert "train/bias_correction_loss" in proc.stdout and "train/value_loss" in proc.stdout
+    assert "train/replay_updates" in proc.stdout and "rollout/ep_rew_mean" in proc.stdout
     proc = subprocess.run([*cmd, "--num_timesteps=1", f"--load_path={path}", "--play",
                            "--play_episodes=1"], capture_output=True, text=True, env=env,
                           timeout=300)
@@ -381,35 +509,15 @@ def test_cli_trains_saves_loads_and_plays(tmp_path):
     assert proc.returncode == 2 and "Discrete action space" in proc.stderr
 
 
-def test_runner_bootstraps_on_truncation_only():
-    env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
-    model = constant_model(nsteps=4)
-    model.nenvs = 2
-    # Q(s, .) = (s, s) so V(s) = s.
-    model.policy.q_head.set_weights([np.ones((1, 2), np.float32), np.zeros(2, np.float32)])
-    model.calls.sync()
-    seq = Runner(env, model, nsteps=4, gamma=0.9).run()
-    # Env 1 is cut at step 3 in state 0.3: its reward becomes 1 + 0.9 * V(0.3), from the
-    # final observation, not the reset one. Env 0 terminated: no bootstrap.
-    np.testing.assert_allclose(seq.rewards, [[1, 1, 1, 1], [1, 1, 1 + 0.9 * 0.3, 1]],
-                               rtol=1e-6)
-    np.testing.assert_array_equal(seq.dones, [[0, 0, 1, 0], [0, 0, 1, 0]])
-    np.testing.assert_array_equal(seq.starts, [[1, 0, 0, 1, 0]] * 2)
-    np.testing.assert_allclose(seq.obs[:, :, 0], [[0, .1, .2, 0, .1]] * 2, atol=1e-7)
-    np.testing.assert_allclose(seq.mus, 0.5)
-
-
 @pytest.mark.slow  # XLA compiles the update: ~10 s
 def test_jit_and_graph_updates_agree():
     stats = []
     for jit in (False, True):
-        model = constant_model(jit_compile=jit)
+        model = constant_model(jit_compile=jit, q_slope=0.5)
         keras.utils.set_random_seed(0)
         for v in model.policy.trainable_variables:
             v.assign(tf.random.normal(v.shape, stddev=0.5))
-        seq = Sequences(*(a.reshape(1, *a.shape) if i in (0, 1, 4, 5) else a
-                          for i, a in enumerate(batch())))
-        stats.append([model.train(seq, 1e-2) for _ in range(3)])
+        stats.append([model.train(sequences(truncated_at=t), 1e-2) for t in (None, 0, 1)])
     for a, b in zip(*stats):
-        for key in ("loss", "loss_q", "loss_policy", "entropy", "avg_norm_adj"):
+        for key in ("loss", "value_loss", "policy_loss", "entropy_loss", "avg_norm_adj"):
             assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6)

@@ -1,6 +1,7 @@
-"""ACER's resumable checkpoints: exact restore of model, averaged policy, optimizer, replay
-buffer, counters and generators; Ctrl-C (a stop request); non-finite losses; and SIGKILL then
-``--resume`` through the CLI."""
+"""ACER's model files and resumable checkpoints: save/load round trips by every path, exact
+restore of model, averaged policy, optimizer, replay buffer, counters and generators; exact
+continuation; Ctrl-C (a stop request); non-finite losses; and SIGKILL then ``--resume``
+through the CLI."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ import pytest
 from fault_envs import FaultyEnv
 from process_util import ENV, ROOT, kill_after_checkpoints
 
+from rlbase import registry
 from rlbase.acer.acer import learn
 from rlbase.common.checkpoint import list_checkpoints
+from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
+from rlbase.common.identity_env import EndsAtThree
 from rlbase.common.serialization import load_file
 from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
@@ -26,6 +30,7 @@ SMALL = dict(network="mlp", nsteps=5, buffer_size=50, replay_start=10, replay_ra
 
 
 def venv(mode: str = "ok", at: int = 3):
+    # Episodes are cut by a time limit every 20 steps: replayed truncations are exercised.
     return VecMonitor(DummyVecEnv([lambda: FaultyEnv(0, mode, 1, at),
                                    lambda: FaultyEnv(1, mode, 1, at)]))
 
@@ -40,6 +45,55 @@ def assert_all_equal(a: list[np.ndarray], b: list[np.ndarray]) -> None:
         np.testing.assert_array_equal(x, y)
 
 
+# ---- model files ---------------------------------------------------------------------------
+
+
+def test_save_load_round_trip_by_every_path(tmp_path):
+    env = make_vec_env("CartPole-v1", num_env=2, seed=0)
+    model = learn("mlp", env, seed=0, total_timesteps=200, nsteps=10, replay_start=20,
+                  buffer_size=100, value_network="copy", **{"log_interval": 10**9})
+    path = str(tmp_path / "acer.zip")
+    model.save(path)
+    # The group names of files written before the one contract, so those still load.
+    assert {k.split("/")[0] for k in model.parameter_arrays()} == \
+        {"policy", "optimizer", "average"}
+    assert load_file(path)[0]["network_kwargs"] == {"value_network": "copy"}
+    obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
+    state, mask = model.initial_states(64), np.zeros(64, np.float32)
+
+    def assert_acts_like(other):
+        np.testing.assert_array_equal(other.step(obs, deterministic=True)[0],
+                                      model.step(obs, deterministic=True)[0])
+        np.testing.assert_allclose(other.value(obs), model.value(obs), rtol=1e-6)
+        np.testing.assert_allclose(other.act_with_probabilities(obs, state, mask)[1],
+                                   model.act_with_probabilities(obs, state, mask)[1],
+                                   rtol=1e-6)
+        assert_all_equal(arrays_of(other.average.trainable_variables + other.optimizer.variables),
+                         arrays_of(model.average.trainable_variables + model.optimizer.variables))
+        assert other.num_timesteps == model.num_timesteps == 200
+
+    # By file, into a model built with other weights.
+    fresh = learn("mlp", env, seed=5, total_timesteps=0, nsteps=10, value_network="copy",
+                  log_interval=10**9)
+    assert not np.allclose(fresh.value(obs), model.value(obs))
+    fresh.load(path)
+    assert_acts_like(fresh)
+    # Rebuilt from the file alone (its network, value_network included, and settings).
+    assert_acts_like(registry.load(path))
+    # learn() with total_timesteps=0 loads and trains nothing.
+    loaded = learn("mlp", env, seed=1, total_timesteps=0, load_path=path, log_interval=10**9)
+    assert_acts_like(loaded)
+    resumed = learn("mlp", env, seed=1, total_timesteps=100, load_path=path,
+                    log_interval=10**9)
+    assert resumed.num_timesteps == 300
+    with pytest.raises(RLBaseError, match="observation space"):
+        learn("mlp", make_vec_env("Acrobot-v1", num_env=2, seed=0), total_timesteps=10,
+              load_path=path, log_interval=10**9)
+
+
+# ---- checkpoints ---------------------------------------------------------------------------
+
+
 def test_resume_restores_everything_bit_for_bit(tmp_path):
     """Resuming with nothing left to train hands back exactly the state that was saved (the
     last checkpoint falls on the last update): a run seeded differently gets it all back."""
@@ -50,6 +104,7 @@ def test_resume_restores_everything_bit_for_bit(tmp_path):
     np_state, py_state = np.random.get_state()[1].copy(), random.getstate()
     buf = model.replay_buffer
     assert buf.num_in_buffer == buf.slots == 10 and buf.next_idx == 0  # it wrapped around
+    assert buf.final_frames  # truncated steps' final observations are kept
 
     again = learn(env=venv(), seed=99, total_timesteps=200, checkpoint_path=folder,
                   resume=True, **SMALL)
@@ -67,12 +122,43 @@ def test_resume_restores_everything_bit_for_bit(tmp_path):
     assert model.calls.actor.rng.bit_generator.state == \
         again.calls.actor.rng.bit_generator.state
     new = again.replay_buffer
-    for name in ("frames", "actions", "rewards", "dones", "mus", "starts", "states"):
+    for name in ("frames", "actions", "rewards", "dones", "truncated", "mus", "starts",
+                 "states"):
         np.testing.assert_array_equal(getattr(buf, name), getattr(new, name))
+    for name in ("final_frames", "final_states"):
+        old, restored = getattr(buf, name), getattr(new, name)
+        assert sorted(old) == sorted(restored)
+        assert_all_equal([old[k] for k in sorted(old)], [restored[k] for k in sorted(old)])
     assert (new.next_idx, new.num_in_buffer) == (buf.next_idx, buf.num_in_buffer)
     # The numpy act path was refreshed from the restored weights.
     obs = np.zeros((2, 2), np.float32)
     np.testing.assert_array_equal(model.calls.actor.params(obs), again.calls.actor.params(obs))
+
+
+def exact_venv():
+    # Deterministic observations; every episode lasts 3 steps (one cut by a time limit), so a
+    # checkpoint after whole 3-step rollouts falls between episodes and the env's reset on
+    # resuming changes nothing.
+    return VecMonitor(DummyVecEnv([lambda: EndsAtThree(False), lambda: EndsAtThree(True)]))
+
+
+def test_resume_continues_exactly(tmp_path):
+    exact = dict(network="mlp", nsteps=3, buffer_size=30, replay_start=6, replay_ratio=2,
+                 log_interval=10**9, jit_compile=False, lr=1e-2)
+    straight = learn(env=exact_venv(), seed=0, total_timesteps=60, **exact)
+    folder = str(tmp_path)
+    # The same run, stopped after its checkpoint at 30 steps (as a kill would).
+    learn(env=exact_venv(), seed=0, total_timesteps=60, checkpoint_interval=30,
+          checkpoint_path=folder, callback=lambda m, info: m.num_timesteps < 30, **exact)
+    assert [s for s, _ in list_checkpoints(folder)] == [30]
+    resumed = learn(env=exact_venv(), seed=7, total_timesteps=60, checkpoint_path=folder,
+                    resume=True, **exact)
+    assert resumed.num_timesteps == straight.num_timesteps == 60
+    assert_all_equal(arrays_of(straight.policy.weights + straight.average.trainable_variables
+                               + straight.optimizer.variables),
+                     arrays_of(resumed.policy.weights + resumed.average.trainable_variables
+                               + resumed.optimizer.variables))
+    assert straight.replay_rng.bit_generator.state == resumed.replay_rng.bit_generator.state
 
 
 def test_resume_continues_the_count_and_the_schedule(tmp_path):
@@ -82,12 +168,16 @@ def test_resume_continues_the_count_and_the_schedule(tmp_path):
     seen = []
     model = learn(env=venv(), seed=0, total_timesteps=150, checkpoint_interval=50,
                   checkpoint_path=folder, resume=True,
-                  callback=lambda m, info: seen.append((info["update"], m.num_timesteps)),
+                  callback=lambda m, info: seen.append((info["iteration"], m.num_timesteps,
+                                                        info["learning_rate"])),
                   **SMALL)
-    assert seen == [(u, 10 * u) for u in range(11, 16)]  # updates 11..15, not 1..5
+    assert [s[:2] for s in seen] == [(u, 10 * u) for u in range(11, 16)]  # not 1..5
+    # The linear schedule over the whole run: 7e-4 * (1 - steps before the update / 150).
+    np.testing.assert_allclose([s[2] for s in seen],
+                               [7e-4 * (1 - 10 * (u - 1) / 150) for u in range(11, 16)])
     assert model.num_timesteps == 150
     meta = load_file(list_checkpoints(folder)[-1][1])[0]
-    assert meta["resume"]["loop"]["update"] == 15 and meta["num_timesteps"] == 150
+    assert meta["resume"]["loop"]["iterations"] == 15 and meta["num_timesteps"] == 150
 
 
 def test_resume_with_an_empty_folder_starts_from_scratch(tmp_path):
@@ -112,7 +202,7 @@ def test_stop_request_checkpoints_and_returns(tmp_path):
     """Ctrl-C sets the stop request: the loop ends after the update, writes a checkpoint when
     checkpoints are active and returns the model."""
     def stop_at_3(model, info):
-        if info["update"] == 3:
+        if info["iteration"] == 3:
             request_stop()
 
     try:
@@ -124,21 +214,22 @@ def test_stop_request_checkpoints_and_returns(tmp_path):
     assert [s for s, _ in list_checkpoints(str(tmp_path))] == [30]
     # Without a checkpoint folder or interval, a stop writes nothing.
     model = learn(env=venv(), seed=0, total_timesteps=10**6, **SMALL,
-                  callback=lambda m, info: info["update"] < 2)
+                  callback=lambda m, info: info["iteration"] < 2)
     assert model.num_timesteps == 20
 
 
 def test_non_finite_loss_names_the_loss_and_update_and_the_checkpoint_stays_usable(tmp_path):
     folder = str(tmp_path)
     # Env 1's reward is 1e30 from its step 58 on (update 12): its squared Q error overflows.
-    with pytest.raises(NonFiniteError,
-                       match=r"acer: loss_q became (inf|nan) in the on-policy update 12$"):
+    with pytest.raises(NonFiniteError, match=r"acer: value_loss became (inf|nan) in the "
+                                             r"on-policy update of iteration 12 \(120 "
+                                             r"timesteps\)$"):
         learn(env=venv("huge_reward", 58), seed=0, total_timesteps=1000,
               checkpoint_interval=20, checkpoint_path=folder, **SMALL)
     steps, latest = list_checkpoints(folder)[-1]
     assert steps == 100  # update 12 wrote nothing: its weights are already poisoned
     meta, arrays, _ = load_file(latest)
-    assert meta["resume"]["loop"]["update"] == 10
+    assert meta["resume"]["loop"]["iterations"] == 10
     assert all(np.isfinite(a).all() for k, a in arrays.items()
                if k.startswith(("policy/", "average/")))
 
@@ -163,7 +254,8 @@ def test_sigkill_then_cli_resume_continues_from_the_last_checkpoint(tmp_path):
     steps, latest = kill_after_checkpoints(first, ckpt, tmp_path / "first.txt", 180)
     before = load_file(latest)[0]["resume"]["loop"]
     assert steps >= 2 * interval and steps % interval == 0
-    assert before["update"] == steps // 10 and before["replay"]["num_in_buffer"] == steps // 10
+    assert before["iterations"] == steps // 10
+    assert before["model"]["replay"]["num_in_buffer"] == steps // 10
 
     total, saved = steps + 2 * interval, tmp_path / "final.zip"
     proc = subprocess.run(cli(f"--num_timesteps={total}", "--seed=1",
@@ -180,4 +272,5 @@ def test_sigkill_then_cli_resume_continues_from_the_last_checkpoint(tmp_path):
     assert logged and logged[0] > steps and logged[-1] == total
     final = load_file(list_checkpoints(str(ckpt))[-1][1])[0]["resume"]["loop"]
     # The replay buffer came back: it holds the rollouts from before the kill too.
-    assert final["update"] == total // 10 and final["replay"]["num_in_buffer"] == total // 10
+    assert final["iterations"] == total // 10
+    assert final["model"]["replay"]["num_in_buffer"] == total // 10

@@ -1,41 +1,58 @@
 """DQN: exact targets and losses, clipping, truncation, the numpy mirror, tracing, learning,
-parameter noise, saving, and the command line."""
+parameter noise, the best-model rule, saving and loading, and the command line."""
 
 import os
 import subprocess
 import sys
+import warnings
 
 import gymnasium as gym
 import keras
 import numpy as np
 import pytest
 
+from rlbase import registry
 from rlbase.common import identity_env as ie
+from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.replay_buffer import FrameStackReplayBuffer
-from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor
-from rlbase.dqn.best_model import BestModel
-from rlbase.dqn.dqn import learn
-from rlbase.dqn.learner import Model
-from rlbase.dqn.models import QNetwork
+from rlbase.common.loop import LoopOptions
+from rlbase.common.model_io import save_model
+from rlbase.common.models import network_kwarg_names
+from rlbase.common.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
+from rlbase.common.serialization import load_file
+from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
+from rlbase.dqn import defaults
+from rlbase.dqn.best_model import BestModelRule
+from rlbase.dqn.dqn import learn, train
+from rlbase.dqn.model import Model, build_model
 from rlbase.dqn.numpy_q import NumpyQ
 from rlbase.dqn.param_noise import AdaptiveParamNoise, kl_threshold
 
-QUIET = dict(print_freq=None, checkpoint_freq=None)
+QUIET = dict(log_interval=10**9, best_model_interval=None)
 BOX2 = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
+DEFAULTS = registry.get_algorithm("dqn").learn_defaults()
 
 
 def identity_network():
     return keras.layers.Identity()
 
 
+def make_model(ob_space, network="mlp", ac_space=None, net_kwargs=None, num_envs=1,
+               **hyperparameters):
+    """A model built as learn() builds it, without an env (3 actions unless given)."""
+    ac_space = ac_space or gym.spaces.Discrete(3)
+    return build_model(ob_space, ac_space, num_envs, network, dict(net_kwargs or {}),
+                       {**DEFAULTS, "jit_compile": False, **hyperparameters})
+
+
 def linear_model(double_q, gamma=0.9, clip=None, batch=2, steps=1, jit=False):
     """Q(s) = s @ W + b: no torso, no hidden layers, one linear head."""
-    make = lambda: QNetwork(BOX2, gym.spaces.Discrete(3), identity_network, hiddens=[],  # noqa
-                            dueling=False)
-    return Model(make, gamma, double_q, clip, steps, batch, jit_compile=jit)
+    return make_model(BOX2, identity_network, hiddens=[], dueling=False, double_q=double_q,
+                      gamma=gamma, max_grad_norm=clip, batch_size=batch, gradient_steps=steps,
+                      jit_compile=jit)
 
 
 def set_linear(net, kernel, bias):
@@ -84,18 +101,21 @@ def test_gradients_really_clipped(clip):
     assert step == pytest.approx(stats["grad_norm"] if clip is None else clip, rel=1e-4)
 
 
-def test_truncation_bootstraps_and_termination_does_not():
+@pytest.mark.parametrize("gamma", [0.9, 1.0])
+def test_truncation_bootstraps_unless_gamma_is_one_and_termination_never(gamma):
     env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
-    model = learn(env, identity_network, seed=0, total_timesteps=8, learning_starts=10**6,
-                  batch_size=2, hiddens=[], dueling=False, gamma=0.9, **QUIET)
+    model = learn(identity_network, env, seed=0, total_timesteps=8, learning_starts=10**6,
+                  batch_size=2, hiddens=[], dueling=False, gamma=gamma, **QUIET)
     buffer = model.replay_buffer
     step3 = buffer.get(np.array([4, 5]))  # the third vector step: both episodes end there
     np.testing.assert_allclose(step3.obs[:, 0], [0.2, 0.2])
     # The truncated env stores its true final observation 0.3, not the reset one (0).
     np.testing.assert_allclose(step3.next_obs[:, 0], [0.3, 0.3], rtol=1e-6)
-    np.testing.assert_array_equal(step3.dones, [1.0, 0.0])
+    # With gamma = 1 a truncation ends the return like a termination (a finite sum).
+    np.testing.assert_array_equal(step3.dones, [1.0, 1.0 if gamma == 1.0 else 0.0])
     np.testing.assert_allclose(buffer.get(np.array([6, 7])).obs[:, 0], [0.0, 0.0])
-    # Q(s) = (s, 2s): target = 1 (terminated) and 1 + 0.9 * max(0.3, 0.6) (truncated).
+    # Q(s) = (s, 2s): target = 1 (terminated) and 1 + 0.9 * max(0.3, 0.6) (truncated, gamma
+    # 0.9) or 1 (truncated, gamma 1).
     model.q.advantage.out.kernel.assign([[1.0, 2.0]])
     model.q.advantage.out.bias.assign([0.0, 0.0])
     model._target_stale = True
@@ -103,14 +123,15 @@ def test_truncation_bootstraps_and_termination_does_not():
     actions = np.zeros((1, 2), np.int32)  # Q(0.2, action 0) = 0.2
     td, _ = model.train(step3.obs[None], actions, step3.rewards[None], step3.next_obs[None],
                         step3.dones[None], np.ones((1, 2), np.float32), lr=0.0)
-    np.testing.assert_allclose(td[0], [0.2 - 1.0, 0.2 - (1 + 0.9 * 0.6)], rtol=1e-5)
+    truncated_target = 1.0 if gamma == 1.0 else 1 + 0.9 * 0.6
+    np.testing.assert_allclose(td[0], [0.2 - 1.0, 0.2 - truncated_target], rtol=1e-5)
 
 
 NET_CASES = {
     "box_dueling_tanh": (BOX2, dict(hiddens=[16], dueling=True), {}),
     "discrete_relu_layernorm": (gym.spaces.Discrete(5), dict(hiddens=[8, 8], dueling=False,
                                                              layer_norm=True),
-                                dict(activation="relu", layer_norm=True, num_layers=1)),
+                                dict(activation="relu", num_layers=1)),
     "multidiscrete_no_hiddens": (gym.spaces.MultiDiscrete([2, 3]),
                                  dict(hiddens=[], dueling=True), dict(num_hidden=8)),
 }
@@ -119,9 +140,11 @@ NET_CASES = {
 @pytest.mark.parametrize("case", sorted(NET_CASES))
 def test_numpy_mirror_matches_tf_and_every_variable_trains(case):
     ob_space, head_kwargs, net_kwargs = NET_CASES[case]
-    make = lambda: QNetwork(ob_space, gym.spaces.Discrete(4), "mlp",  # noqa: E731
-                            network_kwargs=net_kwargs, **head_kwargs)
-    model = Model(make, 0.99, True, 10.0, 2, 8, param_noise=True, seed=0)
+    model = make_model(ob_space, "mlp", gym.spaces.Discrete(4), net_kwargs, gradient_steps=2,
+                       batch_size=8, param_noise=True, seed=0, **head_kwargs)
+    # layer_norm (learn()'s) normalizes the heads and, through its builder, the mlp too.
+    assert model.network_kwargs == {**net_kwargs, **({"layer_norm": True}
+                                                     if head_kwargs.get("layer_norm") else {})}
     rng = np.random.default_rng(0)
     for v in model.q.trainable_variables:
         v.assign(rng.normal(0, 0.5, v.shape).astype(np.float32))
@@ -132,20 +155,23 @@ def test_numpy_mirror_matches_tf_and_every_variable_trains(case):
                                atol=1e-4)
     # The perturbed copy: numpy and TF agree, only non-normalization weights moved.
     model.perturb(0.5)
-    np.testing.assert_allclose(model.q_values(obs, perturbed=True),
-                               model.perturbed(obs).numpy(), rtol=1e-4, atol=1e-4)
+    perturbed = model.param_noise.net
+    np.testing.assert_allclose(model.q_values(obs, perturbed=True), perturbed(obs).numpy(),
+                               rtol=1e-4, atol=1e-4)
     noisy = {id(v) for v in model.q.perturbable_variables()}
-    for src, dst in zip(model.q.trainable_variables, model.perturbed.trainable_variables):
+    for src, dst in zip(model.q.trainable_variables, perturbed.trainable_variables):
         assert np.array_equal(src.numpy(), dst.numpy()) == (id(src) not in noisy)
-    # One training call moves every trainable variable and refreshes the mirror.
-    before = [v.numpy().copy() for v in model.q.trainable_variables]
+    # One training call moves every trainable variable and refreshes the mirror; the target
+    # network is not trainable (it changes by copies only).
+    variables = model.trainable_variables()
+    assert len(variables) == len(model.q.trainable_variables) > 0
+    before = [v.numpy().copy() for v in variables]
     idx = rng.integers(0, 16, size=16)
     stack = lambda x: x.reshape(2, 8, *x.shape[1:])  # noqa: E731
     model.train(stack(obs[idx]), rng.integers(0, 4, (2, 8)).astype(np.int32),
                 rng.normal(size=(2, 8)).astype(np.float32), stack(obs[idx[::-1]]),
                 np.zeros((2, 8), np.float32), np.ones((2, 8), np.float32), 1e-3)
-    unchanged = [v.path for v, b in zip(model.q.trainable_variables, before)
-                 if np.array_equal(v.numpy(), b)]
+    unchanged = [v.path for v, b in zip(variables, before) if np.array_equal(v.numpy(), b)]
     assert not unchanged, f"variables that never train: {unchanged}"
     np.testing.assert_allclose(model.q_values(obs), model.q(obs).numpy(), rtol=1e-4,
                                atol=1e-4)
@@ -154,16 +180,16 @@ def test_numpy_mirror_matches_tf_and_every_variable_trains(case):
 @pytest.mark.parametrize("numpy_act", ["1", "0"])
 def test_param_noise_distance_and_adaptation(numpy_act, monkeypatch):
     monkeypatch.setenv("RLBASE_NUMPY_ACT", numpy_act)
-    model = Model(lambda: QNetwork(BOX2, gym.spaces.Discrete(3), "mlp", hiddens=[8]),
-                  0.99, True, 10.0, 1, 4, param_noise=True, seed=0)
+    model = make_model(BOX2, hiddens=[8], gradient_steps=1, batch_size=4, param_noise=True,
+                       seed=0)
     obs = np.random.default_rng(0).normal(size=(32, 2)).astype(np.float32)
     assert model.perturbation_distance(obs, 0.0) == pytest.approx(0.0, abs=1e-6)
     small, large = (model.perturbation_distance(obs, s) for s in (0.01, 1.0))
     assert 0 < small < large
     model.perturb(0.3)
     np.testing.assert_allclose(model.q_values(obs, perturbed=True),
-                               model.perturbed(obs).numpy(), rtol=1e-5, atol=1e-6)
-    assert (model.perturbed_mirror is None) == (numpy_act == "0")
+                               model.param_noise.net(obs).numpy(), rtol=1e-5, atol=1e-6)
+    assert (model.param_noise.mirror is None) == (numpy_act == "0")
     assert kl_threshold(0.1, 2) == pytest.approx(-np.log(0.95))
     noise = AdaptiveParamNoise(0.01, 1.01)
     assert noise.adapt(0.0, 0.1) == pytest.approx(0.0101)
@@ -190,13 +216,15 @@ IDENTITY = dict(total_timesteps=1500, learning_starts=200, train_freq=4, gradien
     dict(prioritized_replay=True),
     dict(param_noise=True, exploration_fraction=0.5, total_timesteps=2500),
 ], ids=["plain", "prioritized_double_dueling", "param_noise"])
-def test_identity_learning(kwargs, tmp_path):
-    if kwargs.get("double_q") is False:  # also Baselines' keep-the-best checkpointing
-        kwargs = {**kwargs, "checkpoint_freq": 500, "checkpoint_path": str(tmp_path),
-                  "total_timesteps": 2500}  # Baselines keeps one only after 100 episodes
-    model = learn(vec_identity(), "mlp", seed=0, **{**IDENTITY, **kwargs})
-    if "checkpoint_path" in kwargs:
-        assert (tmp_path / "model.zip").is_file() and model.num_timesteps == 2500
+def test_identity_learning(kwargs):
+    best_scores = []
+    if kwargs.get("double_q") is False:  # also Baselines' keep-the-best rule
+        # Baselines keeps a model only after 100 episodes (here 10 steps each).
+        kwargs = {**kwargs, "best_model_interval": 500, "total_timesteps": 2500,
+                  "callback": lambda m, info: best_scores.append(m.best_model.best_score)}
+    model = learn("mlp", vec_identity(), seed=0, **{**IDENTITY, **kwargs})
+    if best_scores:
+        assert best_scores[-1] is not None and model.num_timesteps == 2500
     mean, _ = evaluate_policy(model, vec_identity(1, seed=100), n_eval_episodes=10)
     assert mean >= 0.9 * 20
     assert model.train_fn.function.experimental_get_tracing_count() == 1
@@ -204,72 +232,164 @@ def test_identity_learning(kwargs, tmp_path):
         assert model.replay_buffer.max_priority != 1.0  # priorities came from TD errors
 
 
-class ScriptedModel:
-    """Plays the identity env right (return 20) or wrong (return 0); its "weights" are a
-    version number, so tests can see which model was handed back."""
-
-    def __init__(self):
-        self.right, self.version, self.num_timesteps = False, 0, 0
-
-    def initial_state(self, n):
-        return np.zeros((n, 0), np.float32)
-
-    def step(self, obs, state=None, mask=None, deterministic=False):
-        obs = np.asarray(obs).astype(np.int64)
-        return (obs if self.right else (obs + 1) % 4), None, state, None
-
-    def get_weights(self):
-        return [np.array(self.version)]
-
-    def set_weights(self, weights):
-        self.version = int(weights[0])
-
-
-def test_best_model_scored_by_evaluation_keeps_the_newest_best():
-    best = BestModel(None, vec_identity(1, seed=3), eval_episodes=2)
-    model = ScriptedModel()
-    for version, right in enumerate([False, True, False, True, False], start=1):
-        model.version, model.right = version, right
-        best.consider(model, training_returns=[])
-    assert best.score == 20.0
-    model.num_timesteps = 123
-    best.restore(model)
-    assert model.version == 4 and model.num_timesteps == 123  # the newer of the two 20s
-
-
-def test_best_model_scored_by_training_returns_follows_baselines():
-    best = BestModel(None, None, eval_episodes=5)
-    assert not best.ready(100) and best.ready(101)
-    model = ScriptedModel()
-    for version, returns in enumerate([[1.0, 2.0], [5.0], [5.0], [3.0]], start=1):
-        model.version = version
-        best.consider(model, returns)
-    best.restore(model)
-    assert best.score == 5.0 and model.version == 2  # strictly better only, as in Baselines
-
-
 def test_learn_with_an_eval_env_returns_a_solving_model():
-    model = learn(vec_identity(), "mlp", seed=0, **{**IDENTITY, "checkpoint_freq": 300},
+    model = learn("mlp", vec_identity(), seed=0, **{**IDENTITY, "best_model_interval": 300},
                   eval_env=vec_identity(1, seed=7), eval_episodes=2, double_q=False,
                   dueling=False)
     mean, _ = evaluate_policy(model, vec_identity(1, seed=100), n_eval_episodes=10)
     assert mean >= 0.9 * 20 and model.num_timesteps == IDENTITY["total_timesteps"]
 
 
+class ScriptedModel:
+    """Plays the identity env right (return 20) or wrong (return 0); its only "parameter" is
+    a version number, so tests can see which model was handed back."""
+
+    def __init__(self):
+        self.right, self.version, self.num_timesteps = False, 0, 0
+
+    def initial_states(self, n):
+        return np.zeros((n, 0), np.float32)
+
+    def normalized_like_training(self, venv):
+        return venv
+
+    def step(self, obs, state=None, mask=None, deterministic=False):
+        obs = np.asarray(obs).astype(np.int64)
+        return (obs if self.right else (obs + 1) % 4), None, state, None
+
+    def get_parameters(self):
+        return {"version": np.array(self.version)}
+
+    def set_parameters(self, params):
+        self.version = int(params["version"])
+
+
+def test_best_model_scored_by_evaluation_keeps_the_newest_best():
+    rule = BestModelRule(10, 0, vec_identity(1, seed=3), eval_episodes=2)
+    model, episodes = ScriptedModel(), EpisodeStats()
+    for version, right in enumerate([False, True, False, True, False], start=1):
+        model.version, model.right = version, right
+        rule.after_step(model, 10 * version, 1, episodes)
+    assert rule.best_score == 20.0
+    model.num_timesteps = 123
+    rule.finish(model, 50, episodes)  # the last model was scored at t = 50 already
+    assert model.version == 4 and model.num_timesteps == 123  # the newer of the two 20s
+
+
+def test_best_model_rule_lets_the_final_model_compete_with_an_eval_env():
+    rule = BestModelRule(10, 0, vec_identity(1, seed=3), eval_episodes=2)
+    model, episodes = ScriptedModel(), EpisodeStats()
+    model.version, model.right = 1, False
+    rule.after_step(model, 10, 1, episodes)
+    model.version, model.right = 2, True
+    rule.after_step(model, 15, 1, episodes)  # no multiple of 10 crossed: not scored
+    assert rule.best_score == 0.0
+    rule.finish(model, 15, episodes)
+    assert rule.best_score == 20.0 and model.version == 2
+
+
+def test_best_model_scored_by_training_returns_follows_baselines():
+    rule = BestModelRule(10, 0)
+    model, episodes = ScriptedModel(), EpisodeStats()
+    for _ in range(100):
+        episodes.add(1.0, 10)
+    rule.score(model, episodes)
+    assert rule.best_score is None  # Baselines waits for more than 100 episodes
+    # Each return replaces a 1.0 in the window of 100: means 2, 4, 4 (a tie), 3.
+    for version, ret in enumerate([101.0, 201.0, 1.0, -99.0], start=1):
+        model.version = version
+        episodes.add(ret, 10)
+        rule.score(model, episodes)
+    meta, arrays = rule.state()
+    again = BestModelRule(10, 0)
+    again.set_state(meta, arrays)  # as a checkpoint restores it
+    assert again.best_score == rule.best_score == pytest.approx(4.0)
+    model.version = 9
+    again.finish(model, 100, episodes)
+    assert model.version == 2  # strictly better only, as in Baselines
+
+
+def test_checkpoints_keep_the_best_model_rule(tmp_path):
+    kwargs = dict(learning_starts=20, batch_size=8, train_freq=5, num_hidden=8, hiddens=[],
+                  best_model_interval=50, eval_env=vec_identity(1, seed=7), eval_episodes=1,
+                  log_interval=10**9, checkpoint_interval=100, checkpoint_path=str(tmp_path))
+    model = learn("mlp", vec_identity(1), seed=0, total_timesteps=300, **kwargs)
+    meta, arrays, _ = load_file(list_checkpoints(str(tmp_path))[-1][1])
+    best = meta["resume"]["loop"]["model"]["best_model"]
+    assert best["best_score"] is not None and best["scored_at"] == 300
+    assert any(name.startswith("loop/best_model/q/") for name in arrays)
+    # Resuming with nothing left to train hands back the same (best) model.
+    again = learn("mlp", vec_identity(1), seed=1, total_timesteps=300, resume=True, **kwargs)
+    for name, value in model.get_parameters().items():
+        np.testing.assert_array_equal(again.get_parameters()[name], value, err_msg=name)
+
+
+class LivesGame(gym.Env):
+    """A game of 3 lives of 2 steps: a lost life ends the learner's episode (terminated) and
+    pays the clipped reward 1 a step; at game over ``info["episode"]`` holds the game's
+    unclipped score, 10 a step (as rlbase.common.atari_wrappers.GameScore puts it)."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self.lives, self.t = 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.lives == 0:  # a game over starts a new game; a lost life goes on
+            self.lives, self.steps = 3, 0
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        self.steps += 1
+        info = {}
+        if self.t == 2:
+            self.lives -= 1
+            if self.lives == 0:
+                info["episode"] = {"r": 10.0 * self.steps, "l": self.steps}
+        return np.full(1, self.t / 2, np.float32), 1.0, self.t == 2, False, info
+
+
+def test_statistics_and_best_model_count_whole_games():
+    env = VecMonitor(DummyVecEnv([LivesGame]), games_only=True)
+    seen = []
+
+    def record(m, info):
+        seen.append((info["episodes"], [ep["r"] for ep in info["ep_infos"]],
+                     m.best_model.best_score))
+
+    learn("mlp", env, seed=0, total_timesteps=1300, learning_starts=0, train_freq=100,
+          batch_size=8, num_hidden=8, hiddens=[], best_model_interval=100, log_interval=10**9,
+          callback=record)
+    episodes, returns, best = seen[-1]
+    assert episodes == 1300 // 6  # games, not the 650 lives
+    assert set(returns) == {60.0}  # the unclipped game score, never a life's 2
+    assert best == 60.0  # scored once more than 100 games had ended
+    assert seen[605][2] is None  # 100 games end at step 600: not yet more than 100
+
+
 def test_epsilon_schedule_and_callback_stop():
     seen = []
 
     def record(model, info):
-        seen.append((info["num_timesteps"], info["exploration"]))
+        seen.append((info["num_timesteps"], info["rollout/exploration_rate"]))
         return info["num_timesteps"] < 80
 
-    model = learn(vec_identity(1), "mlp", seed=0, total_timesteps=100, learning_starts=10**6,
+    model = learn("mlp", vec_identity(1), seed=0, total_timesteps=100, learning_starts=10**6,
                   exploration_fraction=0.5, exploration_final_eps=0.1, callback=record,
                   **QUIET)
     steps, eps = np.array(seen).T
     assert steps[-1] == 80 == model.num_timesteps  # False from the callback stopped training
     np.testing.assert_allclose(eps, 1.0 - 0.9 * np.minimum((steps - 1) / 50, 1.0))
     assert model.epsilon == pytest.approx(0.1)
+    seen.clear()
+    learn("mlp", vec_identity(1), total_timesteps=20, learning_starts=10**6, callback=record,
+          exploration_initial_eps=0.5, exploration_fraction=0.5, exploration_final_eps=0.0,
+          **QUIET)
+    np.testing.assert_allclose([e for _, e in seen][:3], [0.5, 0.45, 0.4])
 
 
 def test_tf_act_path_and_xla_update_agree_without_retracing(monkeypatch):
@@ -291,6 +411,20 @@ def test_tf_act_path_and_xla_update_agree_without_retracing(monkeypatch):
         assert model.q_fn.function.experimental_get_tracing_count() == 1
         assert model.train_fn.function.experimental_get_tracing_count() == 1
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("numpy_act", ["1", "0"])
+def test_trace_counts_stay_flat_over_learn_calls(numpy_act, monkeypatch):
+    monkeypatch.setenv("RLBASE_NUMPY_ACT", numpy_act)
+    env = make_vec_env("CartPole-v1", num_env=2, seed=0)
+    model = learn("mlp", env, seed=0, total_timesteps=0, learning_starts=20, batch_size=8,
+                  train_freq=10, gradient_steps=2, num_hidden=8, hiddens=[], **QUIET)
+    for calls in range(1, 4):
+        train(model, env, 100, LoopOptions(log_interval=10**9))
+        assert model.num_timesteps == 100 * calls and model.updates == 16 * calls
+        assert model.train_fn.function.experimental_get_tracing_count() == 1
+        if numpy_act == "0":
+            assert model.q_fn.function.experimental_get_tracing_count() == 1
 
 
 @pytest.mark.parametrize("jit", [False, True])
@@ -315,20 +449,34 @@ def test_one_call_of_many_steps_equals_many_calls(jit):
 
 def test_frame_stacked_env_uses_the_frame_buffer():
     env = VecFrameStack(make_vec_env("CartPole-v1", num_env=2, seed=0), 3)
-    model = learn(env, "mlp", seed=0, total_timesteps=300, learning_starts=100, train_freq=50,
+    model = learn("mlp", env, seed=0, total_timesteps=300, learning_starts=100, train_freq=50,
                   gradient_steps=2, batch_size=16, num_hidden=16, hiddens=[], **QUIET)
     assert isinstance(model.replay_buffer, FrameStackReplayBuffer)
     assert model.replay_buffer.frames.shape[2:] == (4,)  # one CartPole frame per slot
+    # Normalizing each frame below the stack is fine; whole stacks above it are refused.
+    below = VecFrameStack(VecNormalize(make_vec_env("CartPole-v1", num_env=2, seed=0)), 3)
+    model = learn("mlp", below, total_timesteps=10, num_hidden=8, **QUIET)
+    assert isinstance(model.replay_buffer, FrameStackReplayBuffer)
+    above = VecNormalize(VecFrameStack(make_vec_env("CartPole-v1", num_env=2, seed=0), 3))
+    with pytest.raises(RLBaseError, match="VecNormalize that sits above the VecFrameStack") \
+            as info:
+        learn("mlp", above, total_timesteps=10, num_hidden=8, **QUIET)
+    assert "\n" not in str(info.value)
+    # The buffer is created with the model; the env it is attached to lays it out.
+    assert isinstance(make_model(BOX2).replay_buffer, ReplayBuffer)
+
+
+SAVE_KWARGS = dict(total_timesteps=400, learning_starts=100, train_freq=20, gradient_steps=4,
+                   batch_size=16, num_hidden=16, hiddens=[8], **QUIET)
 
 
 def test_save_load_round_trip_and_resume(tmp_path):
-    kwargs = dict(total_timesteps=400, learning_starts=100, train_freq=20, gradient_steps=4,
-                  batch_size=16, num_hidden=16, hiddens=[8], **QUIET)
-    model = learn(make_vec_env("CartPole-v1", seed=0), "mlp", seed=0, **kwargs)
+    kwargs = SAVE_KWARGS
+    model = learn("mlp", make_vec_env("CartPole-v1", seed=0), seed=0, **kwargs)
     path = str(tmp_path / "dqn.zip")
     model.save(path)
     obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
-    fresh = learn(make_vec_env("CartPole-v1", seed=1), "mlp", seed=1,
+    fresh = learn("mlp", make_vec_env("CartPole-v1", seed=1), seed=1,
                   **{**kwargs, "total_timesteps": 1, "learning_starts": 10})
     assert not np.array_equal(fresh.step(obs, deterministic=True)[1],
                               model.step(obs, deterministic=True)[1])
@@ -340,21 +488,109 @@ def test_save_load_round_trip_and_resume(tmp_path):
     for a, b in zip(fresh.optimizer.variables + fresh.target.weights,
                     model.optimizer.variables + model.target.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
-    assert fresh.num_timesteps == 400
-    resumed = learn(make_vec_env("CartPole-v1", seed=2), "mlp", seed=2, load_path=path,
+    assert fresh.num_timesteps == 400 and fresh.epsilon == model.epsilon
+    resumed = learn("mlp", make_vec_env("CartPole-v1", seed=2), seed=2, load_path=path,
                     **{**kwargs, "total_timesteps": 50})
     assert resumed.num_timesteps == 450
     with pytest.raises(RLBaseError, match="observation space"):
-        learn(make_vec_env("Acrobot-v1", seed=0), "mlp", load_path=path, **kwargs)
+        learn("mlp", make_vec_env("Acrobot-v1", seed=0), load_path=path, **kwargs)
+
+
+def assert_same_model(loaded, model, obs):
+    assert isinstance(loaded, Model) and loaded.num_timesteps == model.num_timesteps
+    for name, value in model.get_parameters().items():
+        np.testing.assert_array_equal(loaded.get_parameters()[name], value, err_msg=name)
+    np.testing.assert_array_equal(loaded.step(obs, deterministic=True)[0],
+                                  model.step(obs, deterministic=True)[0])
+    np.testing.assert_allclose(loaded.action_probabilities(obs, None, None)[0],
+                               model.action_probabilities(obs, None, None)[0])
+
+
+def test_load_by_registry_and_without_training(tmp_path):
+    # layer_norm among the network's arguments normalizes the heads too; the file keeps the
+    # network builder's own arguments, the heads' settings among the hyperparameters.
+    model = learn("mlp", make_vec_env("CartPole-v1", seed=0), seed=0, layer_norm=True,
+                  **SAVE_KWARGS)
+    assert model.network_kwargs == {"num_hidden": 16, "layer_norm": True}
+    assert (model.hyperparameters["hiddens"], model.hyperparameters["layer_norm"]) == ([8], True)
+    path = str(tmp_path / "dqn.zip")
+    model.save(path)
+    obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
+    assert_same_model(registry.load(path), model, obs)
+    # total_timesteps=0 with load_path loads (with the file's network and heads) and trains
+    # nothing: no step is taken, nothing changes.
+    loaded = learn("mlp", make_vec_env("CartPole-v1", seed=5), total_timesteps=0,
+                   load_path=path, hiddens=[32], dueling=False)
+    assert_same_model(loaded, model, obs)
+    assert len(loaded.replay_buffer) == 0
+
+
+def test_files_of_the_previous_version_load(tmp_path):
+    # rlbase 0.1 saved the heads' settings among the network's arguments and no format entry.
+    env = make_vec_env("CartPole-v1", seed=0)
+    model = make_model(env.observation_space, "mlp", env.action_space, {"num_hidden": 16},
+                       hiddens=[8], layer_norm=True)
+    model.num_timesteps = 77
+    path = str(tmp_path / "old.zip")
+    old_hyperparameters = {k: v for k, v in model.hyperparameters.items() if k != "layer_norm"}
+    save_model(path, "dqn", model.variable_groups(), model.observation_space,
+               model.action_space, "mlp",
+               {"num_hidden": 16, "hiddens": [8], "dueling": True, "layer_norm": True},
+               {**old_hyperparameters, "print_freq": 100, "grad_norm_clipping": 10.0}, 77)
+    obs = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    loaded = registry.load(path)
+    assert_same_model(loaded, model, obs)
+    assert loaded.network_kwargs == {"num_hidden": 16, "layer_norm": True}
+    assert_same_model(learn("mlp", env, total_timesteps=0, load_path=path), model, obs)
+
+
+def test_deprecated_names_warn_once_each():
+    with pytest.warns(DeprecationWarning) as record:
+        model = learn("mlp", vec_identity(1), total_timesteps=10, print_freq=None,
+                      checkpoint_freq=None, grad_norm_clipping=5.0, num_hidden=8)
+    messages = sorted(str(w.message) for w in record if w.category is DeprecationWarning)
+    assert messages == ["dqn: 'checkpoint_freq' is deprecated, use 'best_model_interval'",
+                        "dqn: 'grad_norm_clipping' is deprecated, use 'max_grad_norm'",
+                        "dqn: 'print_freq' is deprecated, use 'log_interval'"]
+    hp = model.hyperparameters
+    assert (hp["best_model_interval"], hp["max_grad_norm"], hp["log_interval"]) == \
+        (None, 5.0, sys.maxsize)
+    assert model.max_grad_norm == 5.0 and "print_freq" not in model.network_kwargs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        learn("mlp", vec_identity(1), total_timesteps=10, num_hidden=8, **QUIET)
+
+
+def test_defaults_are_learn_arguments():
+    # Every env type's defaults name learn() parameters or network arguments; box2d's are
+    # rl-baselines3-zoo's LunarLander settings, and gamma defaults to 0.99 (Baselines' was 1).
+    learn_names = set(registry.get_algorithm("dqn").learn_parameters())
+    for env_type in ("atari", "classic_control", "box2d", "toy_text"):
+        settings = getattr(defaults, env_type)()
+        names = learn_names | set(network_kwarg_names(settings["network"])) | {"num_env",
+                                                                                "network"}
+        assert set(settings) <= names, (env_type, set(settings) - names)
+    box2d = defaults.box2d()
+    assert {k: box2d[k] for k in ("lr", "batch_size", "buffer_size", "learning_starts",
+                                  "target_network_update_freq", "train_freq",
+                                  "exploration_fraction", "exploration_final_eps",
+                                  "layer_sizes")} == dict(
+        lr=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0,
+        target_network_update_freq=250, train_freq=4, exploration_fraction=0.12,
+        exploration_final_eps=0.1, layer_sizes=[256, 256])
+    assert DEFAULTS["gamma"] == 0.99 and DEFAULTS["exploration_initial_eps"] == 1.0
 
 
 def test_bad_input_is_a_clear_error():
     with pytest.raises(RLBaseError, match=r"Discrete action space, got Box.*ddpg"):
-        learn(make_vec_env("Pendulum-v1", seed=0), "mlp", total_timesteps=10)
+        learn("mlp", make_vec_env("Pendulum-v1", seed=0), total_timesteps=10)
     with pytest.raises(RLBaseError, match="recurrent 'lstm'"):
-        learn(make_vec_env("CartPole-v1", seed=0), "lstm", total_timesteps=10)
+        learn("lstm", make_vec_env("CartPole-v1", seed=0), total_timesteps=10)
     with pytest.raises(RLBaseError, match="batch_size must be a positive integer"):
-        learn(make_vec_env("CartPole-v1", seed=0), "mlp", total_timesteps=10, batch_size=0)
+        learn("mlp", make_vec_env("CartPole-v1", seed=0), total_timesteps=10, batch_size=0)
+    with pytest.raises(RLBaseError, match="best_model_interval must be a positive integer"):
+        learn("mlp", make_vec_env("CartPole-v1", seed=0), total_timesteps=10,
+              best_model_interval=0)
 
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -395,7 +631,7 @@ def test_cartpole_at_the_peer_settings():
     network = kwargs.pop("network")
     means = []
     for seed in range(4):
-        model = learn(make_vec_env("CartPole-v1", seed=seed), network, seed=seed,
+        model = learn(network, make_vec_env("CartPole-v1", seed=seed), seed=seed,
                       total_timesteps=50_000, **kwargs)
         eval_env = make_vec_env("CartPole-v1", seed=123)
         means.append(evaluate_policy(model, eval_env, n_eval_episodes=10)[0])

@@ -337,6 +337,23 @@ def test_monitor_file_and_log_keys(tmp_path):
     assert float(last["train/learning_rate"]) == 0.01
 
 
+def test_eval_env_replaces_the_center_episodes(tmp_path):
+    import csv
+
+    from rlbase.common import logger
+
+    with logger.scoped_configure(dir=str(tmp_path), format_strs=["csv"]):
+        model = learn("mlp", make_vec_env("CartPole-v1", num_env=2, seed=0), 300, seed=0,
+                      popsize=4, num_hidden=8, log_interval=1, eval_env="CartPole-v1",
+                      eval_episodes=2)
+    assert model.center_timesteps == 0  # the shared evaluator scored the policy instead
+    with open(tmp_path / "progress.csv") as f:
+        log = list(csv.DictReader(f))
+    assert len(log) == model.generation and all(row["eval/mean_reward"] for row in log)
+    assert "time/center_timesteps" not in log[-1]
+    assert registry.load(str(tmp_path / "best_model.zip")).algorithm == "es"
+
+
 def test_save_load_round_trip(tmp_path):
     env = make_vec_env("CartPole-v1", num_env=2, seed=0)
     model = learn("mlp", env, 2000, seed=0, popsize=4, num_hidden=16, log_interval=10**9)
@@ -413,11 +430,14 @@ def test_mpi_ranks_stay_identical(tmp_path):
     # Each rank ran its own episodes on its own envs: only the exchanged returns keep the
     # parameters, observation statistics and logged episodes equal.
     for key in ("theta", "obs_mean", "obs_var", "num_timesteps", "steps", "center",
-                "episode_returns"):
+                "episodes", "episode_returns"):
         np.testing.assert_array_equal(rank0[key], rank1[key])
     assert int(rank0["num_timesteps"]) == rank0["steps"].sum() >= 3000
-    # Each rank's monitor holds its own perturbed episodes: 4 of the 8 per generation.
-    assert int(rank0["monitored"]) == int(rank1["monitored"]) == 4 * len(rank0["steps"])
+    # Each rank's monitor holds its own perturbed episodes (4 of the 8 per generation); the
+    # logged episodes are every rank's.
+    generations = len(rank0["steps"])
+    assert int(rank0["monitored"]) == int(rank1["monitored"]) == 4 * generations
+    assert int(rank0["episodes"]) == 8 * generations
 
 
 def test_cli_trains_and_saves(tmp_path):
@@ -564,9 +584,11 @@ def test_cli_sigkill_then_resume(tmp_path):
     meta = load_file(str(model_path))[0]
     # The count went on from the checkpoint; the generation that crosses total finishes.
     assert total <= meta["num_timesteps"] < total + 4 * 500
+    # The resumed run's own checkpoints continue the count and the generations (the last
+    # generation writes one only when it crosses a multiple of checkpoint_interval).
     final_meta = load_file(list_checkpoints(str(ckpt))[-1][1])[0]
     assert final_meta["resume"]["loop"]["iterations"] > generation
-    assert final_meta["num_timesteps"] == meta["num_timesteps"]
+    assert steps < final_meta["num_timesteps"] <= meta["num_timesteps"]
 
 
 @pytest.mark.slow  # mpiexec -n 2, four short runs: ~17 s here

@@ -3,17 +3,23 @@
 import os
 import subprocess
 import sys
+import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+from rlbase import registry
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loop import LoopOptions
+from rlbase.common.serialization import save_file, space_to_json
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
-from rlbase.qlearning.qlearning import Model, StateIndexer, learn
+from rlbase.qlearning.model import Model
+from rlbase.qlearning.qlearning import learn, train
+from rlbase.qlearning.states import StateIndexer
 
-QUIET = dict(print_freq=None)
+QUIET = dict(log_interval=10**9)
 
 
 class Chain(gym.Env):
@@ -43,7 +49,7 @@ def chain_env(n=1):
 
 def test_solves_the_chain_exactly():
     gamma = 0.9
-    model = learn(chain_env(), total_timesteps=3000, seed=0, lr=1.0, gamma=gamma, **QUIET)
+    model = learn(None, chain_env(), total_timesteps=3000, seed=0, lr=1.0, gamma=gamma, **QUIET)
     # A deterministic env and lr 1: each update copies r + gamma * max Q(s') exactly, so the
     # table reaches Q*: right from s is gamma^(3 - s); left reaches max(s - 1, 0), worth
     # gamma * gamma^(3 - max(s - 1, 0)). The goal state 4 is never updated (terminal).
@@ -79,6 +85,47 @@ def test_truncation_bootstraps_from_the_final_state():
     assert model.q_table[1, 1] == 5.0  # 0 + 0.5 * max Q(2) = 0.5 * 10
 
 
+class Corridor(gym.Env):
+    """States 0, 1, 2 in a row, one action that moves right, reward 0; cut after 2 steps (in
+    state 2) by a time limit, never terminated."""
+
+    observation_space = gym.spaces.Discrete(3)
+    action_space = gym.spaces.Discrete(1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.s = 0
+        return self.s, {}
+
+    def step(self, action):
+        self.s += 1
+        return self.s, 0.0, False, self.s == 2, {}
+
+
+@pytest.mark.parametrize("gamma,expected", [(0.5, 5.0), (1.0, 0.0)])
+def test_truncation_is_terminal_exactly_when_gamma_is_one(gamma, expected):
+    # Q(2) = 10 is never updated (an episode ends on reaching state 2). With lr 1 the update
+    # of Q(1) copies its target: 0 + gamma * Q(2) = 5 when a truncation bootstraps
+    # (gamma < 1), and 0 with gamma = 1, where the cut ends the return like a termination.
+    hp = {**registry.get_algorithm("qlearning").learn_defaults(), "lr": 1.0, "gamma": gamma}
+    model = registry.build_model("qlearning", Corridor.observation_space,
+                                 Corridor.action_space, 1, None, {}, hp)
+    model.q_table[2, 0] = 10.0
+    env = VecMonitor(DummyVecEnv([Corridor]))
+    train(model, env, 2, LoopOptions(log_interval=10**9))
+    np.testing.assert_array_equal(model.q_table[:, 0], [0.0, expected, 10.0])
+
+
+def test_tie_aware_probabilities_match_sampling():
+    model = Model(gym.spaces.Discrete(2), gym.spaces.Discrete(3), seed=0, epsilon=0.3)
+    model.q_table[:] = [[1.0, 1.0, 0.0], [0.0, 2.0, 1.0]]
+    probs = model.action_probabilities(np.array([0, 1]), None, None)[0]
+    np.testing.assert_allclose(probs, [[0.45, 0.45, 0.1], [0.1, 0.8, 0.1]])
+    sampled = model.step(np.zeros(20000, np.int64))[0]
+    np.testing.assert_allclose(np.bincount(sampled, minlength=3) / 20000, probs[0], atol=0.01)
+    assert (model.step(np.zeros(5, np.int64), deterministic=True)[0] == 0).all()
+
+
 def test_state_indexing():
     box = StateIndexer(gym.spaces.Box(np.array([-1.0, 0.0], np.float32),
                                       np.array([1.0, 10.0], np.float32)), 4)
@@ -96,21 +143,72 @@ def test_state_indexing():
 
 
 def test_mountain_car_grid_and_save_load(tmp_path):
-    model = learn("MountainCar-v0", total_timesteps=2000, seed=0, grid_size=10, **QUIET)
+    model = learn(None, "MountainCar-v0", total_timesteps=2000, seed=0, grid_size=10, **QUIET)
     assert model.q_table.shape == (100, 3) and np.abs(model.q_table).sum() > 0
     path = str(tmp_path / "q.zip")
     model.save(path)
-    fresh = learn("MountainCar-v0", total_timesteps=1, seed=1, grid_size=10, **QUIET)
+    fresh = learn("tabular", "MountainCar-v0", total_timesteps=1, seed=1, grid_size=10,
+                  **QUIET)
     fresh.load(path)
     np.testing.assert_array_equal(fresh.q_table, model.q_table)
-    assert fresh.num_timesteps == 2000
-    resumed = learn("MountainCar-v0", total_timesteps=100, grid_size=10, load_path=path,
-                    **QUIET)
+    assert fresh.num_timesteps == 2000 and fresh.epsilon == model.epsilon
+    resumed = learn(None, "MountainCar-v0", total_timesteps=100, grid_size=10,
+                    load_path=path, **QUIET)
     assert resumed.num_timesteps == 2100
+    # A file is loaded with its own grid, whatever grid_size learn() is given.
+    other_grid = learn(None, "MountainCar-v0", total_timesteps=0, grid_size=5, load_path=path)
+    np.testing.assert_array_equal(other_grid.q_table, model.q_table)
     with pytest.raises(RLBaseError, match="Q-table has shape"):
-        learn("MountainCar-v0", total_timesteps=1, grid_size=5, load_path=path, **QUIET)
+        Model(model.observation_space, model.action_space, grid_size=5).load(path)
     with pytest.raises(RLBaseError, match="observation space"):
-        learn("Acrobot-v1", total_timesteps=1, grid_size=2, load_path=path, **QUIET)
+        learn(None, "Acrobot-v1", total_timesteps=1, grid_size=2, load_path=path, **QUIET)
+
+
+def test_load_by_file_by_registry_and_without_training(tmp_path):
+    model = learn(None, chain_env(), total_timesteps=500, seed=0, **QUIET)
+    path = str(tmp_path / "q.zip")
+    model.save(path)
+    obs = np.arange(5)
+    for loaded in (registry.load(path),
+                   learn(None, chain_env(), total_timesteps=0, load_path=path)):
+        assert isinstance(loaded, Model) and loaded.num_timesteps == 500
+        np.testing.assert_array_equal(loaded.q_table, model.q_table)
+        np.testing.assert_array_equal(loaded.step(obs, deterministic=True)[0],
+                                      model.step(obs, deterministic=True)[0])
+        np.testing.assert_allclose(loaded.action_probabilities(obs, None, None)[0],
+                                   model.action_probabilities(obs, None, None)[0])
+
+
+def test_files_of_the_previous_version_load(tmp_path):
+    # rlbase 0.1 wrote the table as "q_table" with its own metadata (no network, no format).
+    table = np.arange(15, dtype=np.float64).reshape(5, 3)
+    path = str(tmp_path / "old.zip")
+    space = gym.spaces.Box(np.array([-1.0], np.float32), np.array([1.0], np.float32))
+    save_file(path, {"algorithm": "qlearning", "observation_space": space_to_json(space),
+                     "action_space": space_to_json(gym.spaces.Discrete(3)), "grid_size": 5,
+                     "hyperparameters": {"lr": 0.5, "lrschedule": "linear", "gamma": 0.9,
+                                         "epsilon": 1.0, "epsilon_decay": None,
+                                         "epsilon_min": 0.01, "grid_size": 5,
+                                         "total_timesteps": 1000, "seed": 0},
+                     "num_timesteps": 1000}, {"q_table": table})
+    loaded = registry.load(path)
+    np.testing.assert_array_equal(loaded.q_table, table)
+    assert loaded.num_timesteps == 1000 and loaded.hyperparameters["gamma"] == 0.9
+    np.testing.assert_array_equal(loaded.step(np.array([[-0.9], [0.9]]), deterministic=True)[0],
+                                  [2, 2])
+
+
+def test_network_arguments_and_deprecated_names():
+    with pytest.raises(RLBaseError, match="qlearning has no network.*num_hidden"):
+        learn("mlp", chain_env(), total_timesteps=10, num_hidden=8)
+    with pytest.warns(DeprecationWarning, match="'print_freq' is deprecated, use "
+                                                "'log_interval'") as record:
+        model = learn("mlp", chain_env(), total_timesteps=10, print_freq=None)
+    assert len(record) == 1 and "\n" not in str(record[0].message)
+    assert model.network == "tabular" and model.hyperparameters["log_interval"] == sys.maxsize
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        learn(None, chain_env(), total_timesteps=10, log_interval=5)
 
 
 @pytest.mark.slow
@@ -119,9 +217,9 @@ def test_taxi_and_frozen_lake(seed):
     # Measured with these settings (the toy_text defaults): Taxi-v4 evaluates at 7.7-8.1 and
     # FrozenLake-v1 learns the optimal policy (0.74 success within its 100-step limit).
     kwargs = dict(total_timesteps=100_000, seed=seed, lr=0.5, lrschedule="linear", **QUIET)
-    taxi = learn("Taxi-v4", **kwargs)
+    taxi = learn(None, "Taxi-v4", **kwargs)
     assert evaluate_policy(taxi, fresh_env("Taxi-v4", seed), 100)[0] >= 7.0
-    lake = learn("FrozenLake-v1", **kwargs)
+    lake = learn(None, "FrozenLake-v1", **kwargs)
     assert evaluate_policy(lake, fresh_env("FrozenLake-v1", seed), 1000)[0] >= 0.68
 
 
@@ -168,8 +266,8 @@ def test_checkpoint_resume_restores_table_exploration_and_rngs(tmp_path):
 
     def run(steps, seed, resume):
         env = make_vec_env("FrozenLake-v1", num_env=2, seed=seed)
-        model = learn(env, total_timesteps=steps, seed=seed, print_freq=None,
-                      checkpoint_interval=500, checkpoint_path=str(tmp_path), resume=resume)
+        model = learn(None, env, total_timesteps=steps, seed=seed, checkpoint_interval=500,
+                      checkpoint_path=str(tmp_path), resume=resume, **QUIET)
         env.close()
         return model
 

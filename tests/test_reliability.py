@@ -20,9 +20,14 @@ from process_util import ENV, ROOT, kill_after_checkpoints
 
 from rlbase.common.checkpoint import Checkpointer, list_checkpoints
 from rlbase.common.errors import NonFiniteError, RLBaseError
-from rlbase.common.vec_env import VecCheckFinite
 from rlbase.common.serialization import load_file, save_file
-from rlbase.common.vec_env import DummyVecEnv, EnvWorkerError, SubprocVecEnv, VecMonitor
+from rlbase.common.vec_env import (
+    DummyVecEnv,
+    EnvWorkerError,
+    SubprocVecEnv,
+    VecCheckFinite,
+    VecMonitor,
+)
 
 
 def cli(*args: str) -> list[str]:
@@ -48,7 +53,7 @@ def popen(args: list[str], out_path) -> subprocess.Popen:
 @pytest.mark.parametrize("alg,interval,extra", [
     ("a2c", 1000, ["--num_env=2"]),
     pytest.param("dqn", 1000, ["--num_env=1", "--buffer_size=5000", "--learning_starts=500",
-                               "--print_freq=5"], marks=pytest.mark.slow),
+                               "--log_interval=5"], marks=pytest.mark.slow),
 ])
 def test_sigkill_then_resume_continues_from_the_last_checkpoint(tmp_path, alg, interval, extra):
     ckpt_dir = tmp_path / "ckpt"
@@ -78,10 +83,11 @@ def test_sigkill_then_resume_continues_from_the_last_checkpoint(tmp_path, alg, i
     final = load_file(list_checkpoints(str(ckpt_dir))[-1][1])[0]["resume"]["loop"]
     if alg == "dqn":
         # The replay buffer came back: it holds steps from before the kill too.
-        assert final["replay"]["size"] == min(5000, total)
-        assert final["t"] == total and final["episodes"] > loop["episodes"]
+        assert final["model"]["replay"]["size"] == min(5000, total)
+        assert final["iterations"] == total  # one env: an iteration is an env step
+        assert final["episodes"]["count"] > loop["episodes"]["count"]
     else:
-        assert final["update"] == total // 10
+        assert final["iterations"] == total // 10
 
 
 def test_resume_restores_model_buffer_and_rngs_exactly(tmp_path):
@@ -92,7 +98,7 @@ def test_resume_restores_model_buffer_and_rngs_exactly(tmp_path):
     for name, learn, kwargs in (
             ("a2c", a2c_learn, dict(network="mlp", nsteps=5)),
             ("dqn", dqn_learn, dict(network="mlp", learning_starts=100, buffer_size=200,
-                                    print_freq=None, prioritized_replay=True, train_freq=4,
+                                    log_interval=10**9, prioritized_replay=True, train_freq=4,
                                     gradient_steps=2))):
         folder = str(tmp_path / name)
         env = VecMonitor(DummyVecEnv([lambda: FaultyEnv()]))
@@ -113,6 +119,7 @@ def test_resume_restores_model_buffer_and_rngs_exactly(tmp_path):
             np.testing.assert_array_equal(old.sum_tree.tree, new.sum_tree.tree)
             assert (old.storage.pos, old.max_priority) == (new.storage.pos, new.max_priority)
             assert model.rng.bit_generator.state == again.rng.bit_generator.state
+            assert (model.epsilon, model.updates) == (again.epsilon, again.updates)
         else:
             assert again.calls.actor.rng.bit_generator.state == \
                 model.calls.actor.rng.bit_generator.state
@@ -305,13 +312,14 @@ def test_non_finite_loss_stops_and_the_last_checkpoint_stays_usable(tmp_path):
     folder = str(tmp_path)
     env = DummyVecEnv([lambda: FaultyEnv(0, "huge_reward", 0, 400)])
     # Reward 1e30 from step 400 (update 80 of 5 steps): finite, but its squared error is not.
-    with pytest.raises(NonFiniteError, match=r"a2c: value_loss became (inf|nan) at update 80$"):
+    with pytest.raises(NonFiniteError, match=r"a2c: value_loss became (inf|nan) at iteration "
+                                             r"80 \(400 timesteps\)$"):
         learn("mlp", env, seed=0, nsteps=5, total_timesteps=5000, checkpoint_interval=100,
               checkpoint_path=folder)
     steps, latest = list_checkpoints(folder)[-1]
     assert steps == 300  # update 80 wrote nothing: its weights are already poisoned
     meta, arrays, _ = load_file(latest)
-    assert meta["resume"]["loop"]["update"] == 60
+    assert meta["resume"]["loop"]["iterations"] == 60
     assert all(np.isfinite(a).all() for k, a in arrays.items() if k.startswith("policy/"))
     model = learn("mlp", DummyVecEnv([lambda: FaultyEnv()]), seed=0, nsteps=5,
                   total_timesteps=5, load_path=latest)

@@ -148,3 +148,27 @@ def test_prioritized_frame_buffer_never_draws_unusable_slots():
     batch = buffer.get(positive)
     for k, i in enumerate(positive):
         np.testing.assert_array_equal(batch.obs[k], truth[int(i)])
+
+
+@pytest.mark.parametrize("gamma", [0.99, 1.0])
+def test_buffers_store_the_done_flags_the_target_cuts_on(gamma):
+    # DQN stores target_dones(terminated, truncated, gamma) as the done flag: a truncation
+    # counts as terminal exactly when gamma == 1; its true final observation is kept either
+    # way (frame buffer: the final frame, only where it is still bootstrapped).
+    from rlbase.common.transitions import target_dones
+
+    terminated, truncated = np.array([True, False, False]), np.array([False, True, False])
+    dones = target_dones(terminated, truncated, gamma)
+    obs = np.arange(3 * 2 * 3 * 2, dtype=np.int32).reshape(3, 2, 3, 2)
+    next_obs = obs + 1000
+    plain = ReplayBuffer(10, (2, 3, 2), np.int32)
+    frames = FrameStackReplayBuffer(30, 3, (2, 3, 2), np.int32, 2)
+    for buffer in (plain, frames):
+        buffer.add(obs, np.zeros(3), np.zeros(3), next_obs, dones, truncated)
+        buffer.add(obs, np.zeros(3), np.zeros(3), next_obs, dones, truncated)
+    expected = [1.0, 1.0 if gamma == 1.0 else 0.0, 0.0]
+    np.testing.assert_array_equal(plain.get(np.arange(3)).dones, expected)
+    batch = frames.get(np.arange(3))  # the first row: sampleable once the second is written
+    np.testing.assert_array_equal(batch.dones, expected)
+    if gamma < 1.0:  # the truncated env's next observation ends with its true final frame
+        np.testing.assert_array_equal(batch.next_obs[1][..., -1], next_obs[1][..., -1])

@@ -43,7 +43,7 @@ def frame_layout(env: VecEnv) -> tuple[int, int]:
                           "or use replay_ratio=0")
     if stack.observation_space != env.observation_space:
         return 1, 0  # a wrapper above the stack changes observations: keep them whole
-    ndim = len(env.observation_space.shape)
+    ndim = len(env.observation_space.shape or ())
     return stack.nstack, (ndim - 1 if stack.channels_order == "last" else 0)
 
 
@@ -65,7 +65,7 @@ class Buffer:
                               f"buffer_size >= nsteps")
         self.nenv, self.nsteps, self.slots = nenv, nsteps, size // nsteps
         self.nact = int(ac_space.n)
-        self.ob_shape = tuple(ob_space.shape)
+        self.ob_shape = tuple(ob_space.shape or ())
         self.ob_dtype = np.dtype(ob_space.dtype)
         self.ac_dtype = np.dtype(ac_space.dtype)
         self.state_size = state_size

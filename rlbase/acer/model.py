@@ -58,10 +58,12 @@ STAT_NAMES = ("loss", "value_loss", "entropy_loss", "policy_loss", "truncated_po
 XLA_MIN_UPDATES = 1000
 
 
-def check_action_space(space: gym.Space) -> None:
+def discrete_space(space: gym.Space) -> gym.spaces.Discrete:
+    """``space``, which must be Discrete (a clear error otherwise)."""
     if not isinstance(space, gym.spaces.Discrete):
         raise RLBaseError(f"ACER needs a Discrete action space, got {space}; for continuous "
                           "actions use ppo, a2c or ddpg")
+    return space
 
 
 class AcerPolicy(ActorCriticPolicy):
@@ -72,7 +74,7 @@ class AcerPolicy(ActorCriticPolicy):
     def __init__(self, ob_space: gym.Space, ac_space: gym.Space, network: Any = "mlp",
                  value_network: str | None = None,
                  network_kwargs: dict[str, Any] | None = None):
-        check_action_space(ac_space)
+        discrete_space(ac_space)
         super().__init__(ob_space, ac_space, network, value_network, estimate_q=True,
                          network_kwargs=network_kwargs)
 
@@ -82,7 +84,7 @@ class AcerPolicy(ActorCriticPolicy):
         latent, new_state = self._torso(self.torso, x, state, starts)
         qlatent = latent if self.value_torso is None else self.value_torso(x)
         logits = self.pd_head(latent)
-        q = self.q_head(qlatent)
+        q = self.q_head(qlatent)  # type: ignore[misc]  # built: estimate_q=True
         values = tf.reduce_sum(tf.nn.softmax(logits) * q, axis=-1)
         return logits, values, new_state, q
 
@@ -113,16 +115,16 @@ class Model(OnPolicyModel):
         self.q_coef, self.ent_coef, self.max_grad_norm = q_coef, ent_coef, max_grad_norm
         self.gamma, self.c, self.trust_region = gamma, c, trust_region
         self.alpha, self.delta = alpha, delta
-        self.nact = int(policy.ac_space.n)
-        self.ac_start = int(policy.ac_space.start)
+        ac_space = discrete_space(policy.ac_space)
+        self.nact, self.ac_start = int(ac_space.n), int(ac_space.start)
         for avg, var in zip(average.trainable_variables, policy.trainable_variables):
             avg.assign(var)  # the average starts where the policy does
         optimizer = RMSprop(7e-4, rprop_alpha, rprop_epsilon, initial_accumulator=1.0,
                             epsilon_inside_sqrt=True)
         super().__init__(policy, optimizer, nenvs, nsteps, network_kwargs or {},
                          hyperparameters or {}, jit_compile)
-        self.replay_buffer = Buffer(policy.ob_space, policy.ac_space, nenvs, nsteps,
-                                    buffer_size, policy.state_size) if replay_ratio > 0 else None
+        self.replay_buffer = Buffer(policy.ob_space, ac_space, nenvs, nsteps, buffer_size,
+                                    policy.state_size) if replay_ratio > 0 else None
         # Replay's Poisson counts and sampling; seeded from numpy's global generator.
         self.replay_rng = np.random.default_rng(np.random.randint(2**31 - 1))
 
@@ -167,8 +169,8 @@ class Model(OnPolicyModel):
         every action, next state)."""
         actor = self.calls.actor
         if actor is None:
-            actions, mus, state = self._act(obs, state, mask)
-            return actions.numpy(), mus.numpy(), state.numpy()
+            actions, mus, new_state = self._act(obs, state, mask)
+            return actions.numpy(), mus.numpy(), new_state.numpy()
         logits = actor.params(obs)
         logits = logits - logits.max(axis=-1, keepdims=True)
         probs = np.exp(logits)
@@ -180,8 +182,8 @@ class Model(OnPolicyModel):
     # -- training ---------------------------------------------------------------------------
     def _signature(self) -> list[tf.TensorSpec]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy
-        nenvs, nsteps = self.nenvs, self.nsteps
-        return [spec_like([nenvs * (nsteps + 1), *ob.shape], ob.dtype),   # obs
+        nenvs, nsteps, ob_shape = self.nenvs, self.nsteps, tuple(ob.shape or ())
+        return [spec_like([nenvs * (nsteps + 1), *ob_shape], ob.dtype),   # obs
                 spec_like([nenvs * nsteps], ac.dtype),                    # actions
                 spec_like([nenvs, nsteps], np.float32),                   # rewards
                 spec_like([nenvs, nsteps], np.float32),                   # dones
@@ -190,7 +192,7 @@ class Model(OnPolicyModel):
                 spec_like([nenvs, p.state_size], np.float32),             # state
                 # Truncated steps' final observations, recurrent states and step indices;
                 # their number varies (padded to whole multiples of nenvs: few shapes).
-                spec_like([None, *ob.shape], ob.dtype),                   # final_obs
+                spec_like([None, *ob_shape], ob.dtype),                   # final_obs
                 spec_like([None, p.state_size], np.float32),              # final_state
                 spec_like([None], np.int32),                              # final_index
                 spec_like([], np.float32)]                                # lr
@@ -347,7 +349,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
         of at least 1000 updates, except convnets on a CPU).
     """
     hp = hyperparameters
-    check_action_space(action_space)
+    discrete_space(action_space)
     check_hyperparameters(hp)
     configure_threads(small_model=not is_image_space(observation_space))
     kwargs = dict(network_kwargs)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from rlbase.common.episodes import EpisodeStats
+from rlbase.common.errors import RLBaseError
 from rlbase.common.runners import AbstractEnvRunner
 from rlbase.common.vec_env import VecEnv
 
@@ -42,12 +44,16 @@ class Runner(AbstractEnvRunner):
     def __init__(self, env: VecEnv, model: Any, nsteps: int,
                  episodes: EpisodeStats | None = None):
         super().__init__(env, model, nsteps, episodes=episodes)
-        self.nact = int(env.action_space.n)
+        space = env.action_space
+        if not isinstance(space, gym.spaces.Discrete):
+            raise RLBaseError(f"ACER needs a Discrete action space, got {space}")
+        self.nact = int(space.n)
 
     def run(self) -> Sequences:
         nenv, nsteps = self.nenv, self.nsteps
         ob_space, ac_space = self.env.observation_space, self.env.action_space
-        obs = np.empty((nenv, nsteps + 1, *ob_space.shape), dtype=ob_space.dtype)
+        ob_shape = tuple(ob_space.shape or ())
+        obs = np.empty((nenv, nsteps + 1, *ob_shape), dtype=ob_space.dtype)
         actions = np.empty((nenv, nsteps), dtype=ac_space.dtype)
         rewards = np.empty((nenv, nsteps), dtype=np.float32)
         dones = np.empty((nenv, nsteps), dtype=np.float32)
@@ -64,14 +70,14 @@ class Runner(AbstractEnvRunner):
             next_obs, rew, terminated, truncated, infos = self.env.step(acts)
             cut = np.asarray(truncated, bool) & ~np.asarray(terminated, bool)
             for i in np.flatnonzero(cut):
-                finals.append((i * nsteps + t, infos[i]["final_observation"], states[i]))
+                finals.append((int(i) * nsteps + t, infos[i]["final_observation"], states[i]))
             self.collect_episodes(infos)
             done = (terminated | truncated).astype(np.float32)
             rewards[:, t], dones[:, t], truncs[:, t] = rew, done, cut
             self.obs, self.states, self.episode_starts = next_obs, states, done
         obs[:, nsteps], starts[:, nsteps] = self.obs, self.episode_starts
         finals.sort(key=lambda f: f[0])  # env-major, as np.flatnonzero(truncs)
-        final_obs = np.zeros((len(finals), *ob_space.shape), dtype=ob_space.dtype)
+        final_obs = np.zeros((len(finals), *ob_shape), dtype=ob_space.dtype)
         final_state = np.zeros((len(finals), start_state.shape[1]), dtype=np.float32)
         for j, (_, ob, st) in enumerate(finals):
             final_obs[j], final_state[j] = ob, st

@@ -49,5 +49,6 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     # sigma 0.1, Adam 0.05, 8 episodes side by side. The peer runs from sb3_ars.py, not
     # sb3_bench.py: run it right after this one in the same shell command.
     ("es", "CartPole-v1"): dict(num_env=8, network="mlp", num_layers=0, popsize=8,
-                                noise_stdev=0.1, lr=0.05, paired_starts=False),
+                                noise_stdev=0.1, lr=0.05, paired_starts=False,
+                                center_episodes=0),
 }

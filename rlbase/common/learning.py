@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import gymnasium as gym
 
@@ -32,10 +32,13 @@ NOT_HYPERPARAMETERS = ("network", "env", "network_kwargs", "load_path", "callbac
                        "eval_env", "checkpoint_path")
 
 
-class BuildModel(Protocol):
+ModelT = TypeVar("ModelT", bound=BaseModel, covariant=True)
+
+
+class BuildModel(Protocol[ModelT]):
     def __call__(self, observation_space: gym.Space, action_space: gym.Space, num_envs: int,
                  network: Any, network_kwargs: dict[str, Any],
-                 hyperparameters: dict[str, Any]) -> BaseModel: ...
+                 hyperparameters: dict[str, Any]) -> ModelT: ...
 
 
 class Alias:
@@ -79,9 +82,9 @@ def saved_architecture(path: str, algorithm: str, architecture: tuple[str, ...]
     return metadata.get("network"), dict(metadata.get("network_kwargs") or {}), arch
 
 
-def start_learning(algorithm: str, build_model: BuildModel, arguments: dict[str, Any],
+def start_learning(algorithm: str, build_model: BuildModel[ModelT], arguments: dict[str, Any],
                    aliases: Mapping[str, Alias] | None = None, architecture: tuple[str, ...] = ()
-                   ) -> tuple[BaseModel, VecEnv, LoopOptions]:
+                   ) -> tuple[ModelT, VecEnv, LoopOptions]:
     """Everything before the loop, from learn()'s ``locals()``.
 
     With ``load_path`` the model is built with the saved network and architecture (so a model

@@ -107,16 +107,20 @@ class TrainingLoop:
         not, and the iteration).
     writer: False on MPI ranks other than 0 (they never write checkpoints).
     seed: seeds an evaluation env given as an id (with seed + 1000).
+    comm: an mpi4py communicator of workers that must stop together: when one rank's
+        callback or Ctrl-C stops it, every rank stops after the same iteration (a rank left
+        alone would wait for the others forever).
     """
 
     def __init__(self, model: BaseModel, env: VecEnv, total_timesteps: int,
                  options: LoopOptions, log_unit: str = "iterations",
                  loss_names: tuple[str, ...] = (), writer: bool = True,
-                 seed: int | None = None):
+                 seed: int | None = None, comm: Any = None):
         options.check()
         if log_unit not in ("iterations", "episodes"):
             raise ValueError(f"log_unit must be 'iterations' or 'episodes', got {log_unit!r}")
         self.model, self.env, self.options = model, env, options
+        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         self.log_unit, self.loss_names = log_unit, loss_names
         self.episodes = EpisodeStats()
         self.iterations = 0
@@ -176,8 +180,7 @@ class TrainingLoop:
             if value is not None and not math.isfinite(value):
                 raise NonFiniteError(f"{model.algorithm}: {name} became {value} at iteration "
                                      f"{self.iterations} ({model.num_timesteps} timesteps)")
-        last = model.num_timesteps >= self.target
-        log_due = self._log_due(last)
+        log_due = self._log_due(model.num_timesteps >= self.target)
         if self.evaluator is not None and (
                 crossings(model.num_timesteps, steps, self.options.eval_freq) or
                 (not self.options.eval_freq and log_due)):
@@ -192,6 +195,8 @@ class TrainingLoop:
                     "episodes": self.episodes.count, **stats}
             stop = callback(model, info) is False
         stop = stop or stop_requested()
+        if self.comm is not None:
+            stop = any(self.comm.allgather(bool(stop)))
         ckpt = self.checkpointer
         if ckpt.due(model.num_timesteps) or (stop and ckpt.active):
             path = self.save_checkpoint()
@@ -200,6 +205,17 @@ class TrainingLoop:
             logger.log(f"{model.algorithm}: stopped at {model.num_timesteps} timesteps on request")
         self.stopped = stop
         return stop
+
+    def log_due(self, steps: int) -> bool:
+        """Whether the iteration about to end, of ``steps`` env steps, will write a log row
+        (for work done only for logged rows, such as ES's unperturbed episodes)."""
+        last = self.model.num_timesteps + steps >= self.target
+        saved = self.iterations
+        self.iterations += 1
+        try:
+            return self._log_due(last)
+        finally:
+            self.iterations = saved
 
     def _log_due(self, last: bool) -> bool:
         interval = self.options.log_interval

@@ -77,8 +77,11 @@ class BestModelRule:
     # -- checkpoints ----------------------------------------------------------------------------
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta, arrays = self.keeper.state()
+        meta = {**meta, "scored_at": self.scored_at}
         return meta, {ARRAY_PREFIX + k[len("best/"):]: v for k, v in arrays.items()}
 
     def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.keeper.set_state(meta, {"best/" + k[len(ARRAY_PREFIX):]: v
                                      for k, v in arrays.items() if k.startswith(ARRAY_PREFIX)})
+        scored_at = meta.get("scored_at")
+        self.scored_at = None if scored_at is None else int(scored_at)

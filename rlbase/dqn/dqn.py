@@ -142,7 +142,7 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
     """The loop body: act, store, train, copy the target, score; one vector step at a time.
     ``t`` counts this run's env steps (with ``resume``, the whole run's)."""
     hp = model.hyperparameters
-    nenvs, span = env.num_envs, loop.target - loop.start
+    nenvs, span = env.num_envs, max(1, loop.target - loop.start)
     exploration = LinearSchedule(max(1, int(hp["exploration_fraction"] * span)),
                                  final_p=hp["exploration_final_eps"],
                                  initial_p=hp["exploration_initial_eps"])

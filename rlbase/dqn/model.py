@@ -307,6 +307,18 @@ class Model(TFModel):
             self.mirror.sync()
         self._target_stale = False  # the file's own target network is kept
 
+    def metadata(self) -> dict[str, Any]:
+        # The exploration rate is saved, so a loaded model acts as it would (SB3 does too).
+        return {**super().metadata(), "exploration_rate": self.epsilon}
+
+    def load(self, path: str, allow_pickle: bool = False
+             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        metadata, arrays = super().load(path, allow_pickle)
+        rate = metadata.get("exploration_rate")
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+            self.epsilon = float(rate)
+        return metadata, arrays
+
     def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The replay buffer, the generator, epsilon, the update count, the noise scale and
         the running best-model rule."""

@@ -14,20 +14,22 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rlbase.common import logger
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import start_learning
+from rlbase.common.learning import Alias, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import get_comm
 from rlbase.common.vec_env import VecEnv, VecMonitor, find_wrapper
-from rlbase.es.generation import allgather, play_center, run_generation, share
+from rlbase.es.generation import play_center, run_generation, share
 from rlbase.es.model import Model, build_model
 from rlbase.es.rollout import EpisodeRunner, gym_envs
 
-__all__ = ["learn", "share", "train"]
+__all__ = ["ALIASES", "learn", "share", "train"]
 
 ALGORITHM = "es"
+# No deprecated spellings: ES's old eval_episodes (the unperturbed episodes) is now
+# center_episodes, and learn() says so when eval_episodes=0 asks for none.
+ALIASES: dict[str, Alias] = {}
 # What must stay finite (the generation step also names a non-finite return or update).
 LOSSES = ("population_return_mean", "update_norm")
 
@@ -108,8 +110,9 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 1_0
         raise RLBaseError("eval_episodes counts episodes per evaluation on eval_env; the "
                           "unperturbed policy's episodes at each log row are center_episodes "
                           "(center_episodes=0 turns them off)")
-    model, env, options = start_learning(ALGORITHM, build_model, locals(),
+    model, env, options = start_learning(ALGORITHM, build_model, locals(), ALIASES,
                                          architecture=Model.architecture)
+    assert isinstance(model, Model)  # what build_model built (start_learning's type is wider)
     return train(model, env, total_timesteps, options)
 
 
@@ -121,8 +124,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     comm = get_comm()
     ranks = 1 if comm is None else comm.Get_size()
     loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        writer=model.rank == 0, seed=hp.get("seed"))
-    if ranks > 1:
+                        writer=model.rank == 0, seed=hp.get("seed"), comm=comm)
+    if comm is not None and ranks > 1:
         # One noise table and rank 0's parameters on every rank (the only time a parameter
         # vector travels). Rank 0 writes no checkpoint before the first gather, so every rank
         # has restored the same one.
@@ -140,31 +143,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
         for ret, length in zip(generation.returns, generation.lengths):
             loop.episodes.add(ret, length)
         logs = play_center(model, runner, center, comm) \
-            if center and _row_due(loop, generation.steps) else None
-        stop = loop.end_iteration(generation.steps, generation.stats, logs)
-        if ranks > 1:
-            stop = _agree_to_stop(comm, loop, stop)
-        if stop:
+            if center and loop.log_due(generation.steps) else None
+        if loop.end_iteration(generation.steps, generation.stats, logs):
             break
     return model
-
-
-def _row_due(loop: TrainingLoop, steps: int) -> bool:
-    """Whether ``loop.end_iteration(steps, ...)`` writes a log row (TrainingLoop's rule for
-    iteration-counted logging), so the unperturbed policy is scored for that row."""
-    iteration, interval = loop.iterations + 1, loop.options.log_interval
-    return iteration % interval == 0 or iteration == 1 or \
-        loop.model.num_timesteps + steps >= loop.target
-
-
-def _agree_to_stop(comm: Any, loop: TrainingLoop, stop: bool) -> bool:
-    """Stop every rank after this generation when any rank stops (its Ctrl-C or callback):
-    a rank left alone would wait for the others forever."""
-    if not any(allgather(comm, stop)):
-        return False
-    if not stop:  # as the loop does on a rank that stops, checkpoint included
-        loop.stopped = True
-        if loop.checkpointer.active:
-            logger.log(f"Checkpoint at {loop.model.num_timesteps} timesteps: "
-                       f"{loop.save_checkpoint()}")
-    return True

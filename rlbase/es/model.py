@@ -210,7 +210,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
         raise RLBaseError(f"a policy of {policy.dim} parameters does not fit a noise table of "
                           f"{size} entries; use noise_table_size >= {policy.dim}")
     seed = hp.get("seed")
-    noise_seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    noise_seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
     rank = mpi_rank()
     rng = np.random.default_rng(None if seed is None else [seed, rank, GENERATOR_TAG])
     return Model(policy, network, network_kwargs, hp, num_envs, float(hp["lr"]),

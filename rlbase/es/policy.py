@@ -68,9 +68,20 @@ class ESPolicy:
                               f"size; num_layers=0 is a linear policy) with activation in "
                               f"{sorted(ACTIVATIONS)}, got network {network!r}")
         self.encode = observation_encoder(ob_space)
+        self.ob_shape = tuple(ob_space.shape or ())
         self.ob_dim = int(self.encode(np.asarray([ob_space.sample()])).shape[1])
         self.discrete = isinstance(ac_space, gym.spaces.Discrete)
-        num_outputs = int(ac_space.n) if self.discrete else int(ac_space.shape[0])
+        self.action_start = 0
+        # Box bounds, float64 (the squashing's arithmetic); unbounded: no squashing.
+        self.low = self.high = np.zeros(0)
+        self.bounded = False
+        if isinstance(ac_space, gym.spaces.Discrete):
+            num_outputs, self.action_start = int(ac_space.n), int(ac_space.start)
+        else:
+            assert isinstance(ac_space, gym.spaces.Box)  # check_action_space
+            num_outputs = int(ac_space.shape[0])
+            self.low, self.high = ac_space.low.astype(np.float64), ac_space.high.astype(np.float64)
+            self.bounded = bool(np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
         self.net = PolicyNet(torso, num_outputs)
         self.net(tf.zeros([1, self.ob_dim], tf.float32))
         self.activation = ACTIVATIONS[torso.activation_name]
@@ -83,10 +94,6 @@ class ESPolicy:
         self.sizes = [int(np.prod(s)) for s in self.shapes]
         self.dim = int(sum(self.sizes))
         self.num_layers = len(torso.hidden)
-        if not self.discrete:
-            low, high = ac_space.low.astype(np.float64), ac_space.high.astype(np.float64)
-            self.bounded = bool(np.all(np.isfinite(low)) and np.all(np.isfinite(high)))
-            self.low, self.high = low, high
         self.obs_mean = np.zeros(self.ob_dim, np.float32)
         self.obs_std = np.ones(self.ob_dim, np.float32)
 
@@ -151,7 +158,7 @@ class ESPolicy:
         """Deterministic actions from outputs: argmax of the logits (Discrete); the mean,
         squashed into the bounds with tanh when the Box is bounded (Box)."""
         if self.discrete:
-            return np.argmax(out, axis=-1) + int(self.ac_space.start)
+            return np.argmax(out, axis=-1) + self.action_start
         if self.bounded:
             squashed = (np.tanh(out) + 1.0) * 0.5
             return (self.low + squashed * (self.high - self.low)).astype(self.ac_space.dtype)

@@ -17,6 +17,7 @@ import numpy as np
 from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env import VecEnv
 from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv
+from rlbase.common.vec_env.vec_check_finite import VecCheckFinite
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.es.noise_table import NoiseTable
 from rlbase.es.policy import ESPolicy
@@ -37,19 +38,18 @@ def gym_envs(venv: VecEnv) -> list[gym.Env]:
     """The gymnasium envs inside ``venv``, to be stepped here one episode at a time.
 
     ES scores whole episodes of different parameter vectors, which the lockstep VecEnv API
-    does not fit. Wrappers that only watch (VecMonitor, whose statistics are then not
-    updated; the CLI's finiteness check, which ES does itself on returns and observations)
-    are passed through; wrappers that change observations or rewards are refused. Envs of a
+    does not fit. Wrappers that only watch are passed through (VecMonitor, to which ES
+    reports its episodes itself; VecCheckFinite, whose check ES makes on returns and
+    observations); wrappers that change observations or rewards are refused. Envs of a
     SubprocVecEnv are re-made here from their spec.
     """
     inner = venv
-    # By name: the finiteness check lives in a module ES does not otherwise need.
-    while isinstance(inner, VecMonitor) or type(inner).__name__ == "VecCheckFinite":
+    while isinstance(inner, (VecMonitor, VecCheckFinite)):
         inner = inner.venv
     if isinstance(inner, DummyVecEnv):
         return inner.envs
     if isinstance(inner, GymVecEnv):
-        specs = inner.vector_env.get_attr("spec")
+        specs = inner.env_method("spec")
         if all(spec is not None for spec in specs):
             return [gym.make(spec) for spec in specs]
     raise RLBaseError(f"es runs episodes on the gymnasium envs of a DummyVecEnv (optionally "
@@ -96,7 +96,7 @@ class EpisodeRunner:
         if n == 0:
             return Results(returns, lengths, obs_sum, obs_sumsq, 0)
         params = np.empty((nslots, dim), np.float32)
-        raw_obs = np.zeros((nslots, *policy.ob_space.shape), policy.ob_space.dtype)
+        raw_obs = np.zeros((nslots, *policy.ob_shape), policy.ob_space.dtype)
         noisy = np.zeros((nslots, 1), np.float32)
         task_of = np.full(nslots, -1)
         next_task = 0
