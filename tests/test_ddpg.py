@@ -461,16 +461,19 @@ def test_baselines_spellings_are_deprecated_aliases():
 
 
 def test_logs_sb3_keys_and_never_a_nan_actor_loss(tmp_path):
-    env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=5)]))
+    def make():
+        return VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=5)]))
+
     with logger.scoped_configure(dir=str(tmp_path), format_strs=["csv"]):
-        learn("mlp", env, seed=0, total_timesteps=60, learning_starts=10, policy_delay=2,
-              log_interval=2, noise_type="adaptive-param_0.2", **SMALL)
+        learn("mlp", make(), seed=0, total_timesteps=60, learning_starts=10, policy_delay=2,
+              log_interval=2, noise_type="adaptive-param_0.2", eval_env=make(), eval_freq=30,
+              eval_episodes=2, **SMALL)
     with open(tmp_path / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 6
     for key in ("train/actor_loss", "train/critic_loss", "train/learning_rate",
                 "train/n_updates", "train/q_mean", "train/param_noise_stddev",
-                "rollout/ep_rew_mean", "time/total_timesteps"):
+                "rollout/ep_rew_mean", "time/total_timesteps", "eval/mean_reward"):
         assert key in rows[0], key
     trained = [r for r in rows if r["train/critic_loss"]]
     assert trained and all(np.isfinite(float(r["train/actor_loss"])) for r in trained)
@@ -617,9 +620,9 @@ def _assert_same_state(model, again):
     np.testing.assert_array_equal(model.obs_rms.mean, again.obs_rms.mean)
     assert model.obs_rms.count == again.obs_rms.count
     assert model.param_noise.current_stddev == again.param_noise.current_stddev
-    for name in ("noise_rng", "learner_rng", "loop_rng"):
-        assert getattr(model, name).bit_generator.state == \
-            getattr(again, name).bit_generator.state, name
+    for a, b in ((model.noise_rng, again.noise_rng), (model.learner_rng, again.learner_rng),
+                 (model.loop_rng, again.loop_rng)):
+        assert a.bit_generator.state == b.bit_generator.state
     noise_meta, noise_arrays = _noise_state(model)
     again_noise = _noise_state(again)
     assert again_noise[0] == noise_meta

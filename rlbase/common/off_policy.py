@@ -51,11 +51,12 @@ class TrainSchedule:
         """Whether this step's actions are uniformly random (no training yet)."""
         return num_timesteps < self.learning_starts
 
-    def trains(self, iteration: int, buffer_size: int) -> bool:
+    def trains(self, iteration: int, stored: int) -> bool:
         """Whether a training phase runs before vectorized step ``iteration`` (counted from 0
-        over the run; a resumed run continues the count)."""
+        over the run; a resumed run continues the count) with ``stored`` transitions in the
+        buffer."""
         return self.gradient_steps > 0 and iteration % self.train_freq == 0 and \
-            buffer_size >= self.batch_size
+            stored >= self.batch_size
 
 
 def check_soft_update_rate(tau: float) -> None:

@@ -9,6 +9,7 @@ keeping the numpy act path in step with the trained weights.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import gymnasium as gym
@@ -22,7 +23,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.rollout import Rollout
 from rlbase.common.tf_model import TFModel
-from rlbase.common.tf_util import compile_fn, spec_like
+from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like
 
 
 class OnPolicyModel(TFModel):
@@ -54,7 +55,11 @@ class OnPolicyModel(TFModel):
         self.state_size = policy.state_size
         self.calls = CompiledPolicy(policy)
         self.jit_compile = jit_compile
-        self._train = compile_fn(self.train_graph, self._signature(), jit_compile)
+
+    @cached_property
+    def _train(self) -> CompiledFunction:
+        """The update, traced at its first use (a model built only to act never traces it)."""
+        return compile_fn(self.train_graph, self._signature(), self.jit_compile)
 
     def _signature(self) -> list[tf.TensorSpec]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy

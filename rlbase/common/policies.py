@@ -90,7 +90,7 @@ class ActorCriticPolicy(keras.Model):
             if value_network == "copy" else None
         self.pd_head = DistributionHead(ac_space)
         self.value_head = layers.Dense(1, kernel_initializer=ortho(1.0))
-        self.q_head = None
+        self.q_head: layers.Dense | None = None
         if estimate_q:
             if not isinstance(ac_space, gym.spaces.Discrete):
                 raise RLBaseError(f"a Q head needs a Discrete action space, got {ac_space}")

@@ -151,7 +151,7 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
     lr_fn = get_schedule_fn(hp["lr"])
     learning_starts, train_freq = hp["learning_starts"], hp["train_freq"]
     noise = model.param_noise
-    start = int(env.action_space.start)
+    start = model.action_start
     buffer = model.replay_buffer
     stats: dict[str, float] = {}
     obs = env.reset()

@@ -78,6 +78,9 @@ class Model(TFModel):
         super().__init__(q.ob_space, q.ac_space, q.network_name, network_kwargs,
                          hyperparameters, num_envs)
         hp = self.hyperparameters
+        space = self.action_space
+        assert isinstance(space, gym.spaces.Discrete)  # QNetwork checked it
+        self.num_actions, self.action_start = int(space.n), int(space.start)
         self.q = q
         self.target = make_net()
         self.target.trainable = False  # changed by copies only, never by a gradient step
@@ -129,7 +132,7 @@ class Model(TFModel):
     # -- acting ---------------------------------------------------------------------------------
     def _obs_spec(self, batch: int | None, *lead: int) -> tf.TensorSpec:
         ob = self.observation_space
-        return spec_like([*lead, batch, *ob.shape], ob.dtype)
+        return spec_like([*lead, batch, *(ob.shape or ())], ob.dtype)
 
     @cached_property
     def q_fn(self) -> CompiledFunction:
@@ -161,7 +164,7 @@ class Model(TFModel):
         """(actions, Q-value of the greedy action, state, None) for a batch of observations:
         the greedy action, or epsilon-greedy with ``model.epsilon`` unless deterministic."""
         actions, qmax = self.act(np.asarray(obs), 0.0 if deterministic else self.epsilon)
-        return actions + int(self.action_space.start), qmax, state, None
+        return actions + self.action_start, qmax, state, None
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:
@@ -245,8 +248,8 @@ class Model(TFModel):
         buffer, g, b = self.replay_buffer, self.gradient_steps, self.batch_size
         idx = buffer.sample_indices(g * b, self.rng)
         batch = buffer.get(idx)
-        prioritized = isinstance(buffer, PrioritizedReplayBuffer)
-        weights = buffer.weights(idx, beta) if prioritized else np.ones(g * b, np.float32)
+        weights = buffer.weights(idx, beta) if isinstance(buffer, PrioritizedReplayBuffer) \
+            else np.ones(g * b, np.float32)
 
         def stacked(x: np.ndarray) -> np.ndarray:
             return x.reshape(g, b, *x.shape[1:])
@@ -255,7 +258,7 @@ class Model(TFModel):
                                       stacked(batch.rewards), stacked(batch.next_obs),
                                       stacked(batch.dones), stacked(weights), lr)
         # A non-finite loss stops training in the loop, naming it; no priority is kept.
-        if prioritized and np.isfinite(td_errors).all():
+        if isinstance(buffer, PrioritizedReplayBuffer) and np.isfinite(td_errors).all():
             buffer.update_priorities(idx, np.abs(td_errors).ravel() + priority_eps)
         return stats
 
@@ -294,7 +297,7 @@ class Model(TFModel):
         buffer, adaptation = self.replay_buffer, self.param_noise.adaptation
         sample = buffer.get(buffer.sample_indices(self.batch_size, self.rng)).obs
         distance = self.perturbation_distance(sample, adaptation.scale)
-        adaptation.adapt(distance, kl_threshold(epsilon, int(self.action_space.n)))
+        adaptation.adapt(distance, kl_threshold(epsilon, self.num_actions))
 
     # -- the declared interface -----------------------------------------------------------------
     def variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
@@ -354,7 +357,7 @@ class Model(TFModel):
     def pretrain_parts(self) -> tuple[list[Any], Any, Any]:
         """Behaviour cloning with the Q-values as logits: the greedy action becomes the
         expert's."""
-        start = int(self.action_space.start)
+        start = self.action_start
 
         def loss(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
             labels = tf.cast(actions, tf.int32) - start

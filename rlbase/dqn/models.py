@@ -111,6 +111,7 @@ class QNetwork(keras.Model):
         super().__init__()
         check_observation_space(ob_space)
         check_action_space(ac_space)
+        assert isinstance(ac_space, gym.spaces.Discrete)  # for the type checker
         self.ob_space, self.ac_space = ob_space, ac_space
         self.num_actions = int(ac_space.n)
         self.network_name = network if isinstance(network, str) else network.__name__

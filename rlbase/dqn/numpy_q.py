@@ -29,12 +29,13 @@ class NumpyQ:
     def __init__(self, net: QNetwork):
         torso: MLP = net.torso
         self.encode = observation_encoder(net.ob_space)
-        self.activation = ACTIVATIONS[torso.activation_name]
+        self.activation = ACTIVATIONS[str(torso.activation_name)]  # create() checked it
         self.dueling = net.value is not None
         self._parts: list[tuple[int, int, list[float]]] = []  # (layers, norms, eps) per block
         self._variables: list[tf.Variable] = []
         blocks = [(torso.hidden, torso.norms)]
-        streams: list[Stream] = [net.advantage] + ([net.value] if self.dueling else [])
+        streams: list[Stream] = [net.advantage] + ([net.value] if net.value is not None
+                                                   else [])
         blocks += [(s.hidden, s.norms) for s in streams]
         for dense, norms in blocks:
             self._variables += _dense_norm_vars(dense, norms)

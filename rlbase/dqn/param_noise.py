@@ -72,7 +72,7 @@ class PerturbedQ:
 
     def _obs_spec(self) -> tf.TensorSpec:
         ob = self.q.ob_space
-        return spec_like([None, *ob.shape], ob.dtype)
+        return spec_like([None, *(ob.shape or ())], ob.dtype)
 
     def _perturb_into(self, dst: QNetwork, scale: tf.Tensor, seed: tf.Tensor) -> None:
         # Layer-norm scales and offsets are left alone, as in Plappert et al.

@@ -51,11 +51,12 @@ def make_replay_buffer(observation_space: gym.Space, num_envs: int, size: int,
                        prioritized: bool, alpha: float, layout: FrameLayout | None) -> Buffer:
     """A buffer storing each frame once behind a VecFrameStack (``layout``), both
     observations of each transition otherwise; prioritized on top when asked."""
-    shape, dtype = observation_space.shape, observation_space.dtype
+    shape, dtype = tuple(observation_space.shape or ()), np.dtype(observation_space.dtype)
+    actions = np.dtype(np.int32)  # action indices 0..n-1
     storage: ReplayBuffer | FrameStackReplayBuffer
     if layout is not None:
         storage = FrameStackReplayBuffer(size, num_envs, shape, dtype, layout.nstack,
-                                         layout.axis, ac_dtype=np.int32)
+                                         layout.axis, ac_dtype=actions)
     else:
-        storage = ReplayBuffer(size, shape, dtype, ac_dtype=np.int32)
+        storage = ReplayBuffer(size, shape, dtype, ac_dtype=actions)
     return PrioritizedReplayBuffer(storage, alpha) if prioritized else storage

@@ -45,6 +45,7 @@ class Model(BaseModel):
                               f"for {type(action_space).__name__} actions use a2c, ppo or ddpg")
         super().__init__(observation_space, action_space, NETWORK, {}, hyperparameters,
                          num_envs)
+        self.action_start = int(action_space.start)
         self.grid_size = grid_size
         self.states = StateIndexer(observation_space, grid_size)
         entries = self.states.num_states * int(action_space.n)
@@ -87,7 +88,7 @@ class Model(BaseModel):
         else:
             actions = self.act(rows, self.epsilon)
         values = self.q_table[rows].max(axis=1)
-        return actions + int(self.action_space.start), values, state, None
+        return actions + self.action_start, values, state, None
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:

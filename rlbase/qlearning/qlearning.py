@@ -93,7 +93,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
                                                      loop.target - loop.start)
     lr = hp["lr"]
     lr_fn = make_schedule(lr if callable(lr) else hp["lrschedule"], None if callable(lr) else lr)
-    gamma, nenvs, start = hp["gamma"], env.num_envs, int(env.action_space.start)
+    gamma, nenvs, start = hp["gamma"], env.num_envs, model.action_start
     obs = env.reset()
     while loop.running():
         rows = model.states(obs)

@@ -49,7 +49,7 @@ class StateIndexer:
         obs = np.asarray(obs, np.float64).reshape(len(obs), -1)
         bins = np.floor((obs - self.low) / np.where(self.width > 0, self.width, 1.0))
         bins = np.clip(bins, 0, self.dims[0] - 1).astype(np.int64)
-        return np.ravel_multi_index(bins.T, self.dims)
+        return np.asarray(np.ravel_multi_index(bins.T, self.dims))
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """Row numbers ``[B]`` for a batch of observations."""
