@@ -258,11 +258,25 @@ def test_all_weights_are_tracked(network):
 @pytest.mark.parametrize(
     "space",
     [
-        gym.spaces.Dict({"pos": gym.spaces.Box(-1.0, 1.0, (2,), np.float32)}),
-        gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3))),
+        gym.spaces.Text(8),
+        gym.spaces.Dict({"pos": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+                         "name": gym.spaces.Text(8)}),
     ],
-    ids=["dict", "tuple"],
+    ids=["text", "dict-with-text"],
 )
 def test_unsupported_observation_space(space):
-    with pytest.raises(RLBaseError, match="FlattenObservation"):
+    with pytest.raises(RLBaseError, match="unsupported observation space Text"):
         build_policy(space, gym.spaces.Discrete(2), "mlp")
+
+
+def test_multidiscrete_2d_observations_are_one_hot_per_entry():
+    # nvec [[2,3,4],[5,6,7]]: 27 features, each entry one-hot in its own size (rows kept).
+    space = gym.spaces.MultiDiscrete([[2, 3, 4], [5, 6, 7]])
+    obs = np.array([[[1, 2, 3], [4, 5, 6]], [[0, 0, 0], [0, 0, 0]]])
+    features = encode_observation(space, tf.constant(obs)).numpy()
+    assert features.shape == (2, 27)
+    offsets = np.cumsum([0, 2, 3, 4, 5, 6])
+    expected = np.zeros((2, 27), np.float32)
+    for row, values in enumerate(obs.reshape(2, -1)):
+        expected[row, offsets + values] = 1.0
+    np.testing.assert_array_equal(features, expected)

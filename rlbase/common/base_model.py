@@ -244,8 +244,8 @@ class BaseModel(ABC):
             stats = {k[len(NORMALIZE_PREFIX):]: v for k, v in arrays.items()
                      if k.startswith(NORMALIZE_PREFIX)}
             if self.normalization is None:
-                shape = tuple(self.observation_space.shape or ())
-                self.normalization = NormalizationStats.from_config(shape, config)
+                self.normalization = NormalizationStats.from_config(self.observation_space,
+                                                                    config)
             self.normalization.load_state_dict(stats)
         return metadata, arrays
 

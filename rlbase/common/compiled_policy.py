@@ -13,9 +13,10 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common import nested
 from rlbase.common.numpy_actor import NumpyActor, use_numpy_actor
 from rlbase.common.policies import ActorCriticPolicy, xla_is_faster
-from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like
+from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
 
 
 class CompiledPolicy:
@@ -34,8 +35,7 @@ class CompiledPolicy:
 
     @property
     def signature(self) -> list:
-        ob = self.policy.ob_space
-        return [spec_like([None, *ob.shape], ob.dtype),
+        return [observation_spec(self.policy.ob_space, [None]),
                 spec_like([None, self.policy.state_size], np.float32),
                 spec_like([None], np.float32)]
 
@@ -57,8 +57,7 @@ class CompiledPolicy:
 
     def _inputs(self, obs: np.ndarray, state: np.ndarray | None, mask: np.ndarray | None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        obs = np.asarray(obs)
-        n = obs.shape[0]
+        n = nested.batch_size(self.policy.ob_space, obs)
         state = self.policy.initial_state(n) if state is None else state
         mask = np.zeros(n, np.float32) if mask is None else np.asarray(mask, np.float32)
         return obs, state, mask

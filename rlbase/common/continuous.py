@@ -23,19 +23,23 @@ from rlbase.common.models import build_network
 FINAL_INIT = 3e-3
 
 
-def check_continuous_action_space(space: gym.Space, algorithm: str) -> None:
-    """A 1-D Box with finite bounds, or a clear error naming the algorithms that fit."""
+def check_continuous_action_space(space: gym.Space, algorithm: str) -> gym.spaces.Box:
+    """``space`` if it is a 1-D Box with finite bounds, else a clear error naming the
+    algorithms that fit."""
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
         raise RLBaseError(f"{algorithm} needs a 1-D continuous (Box) action space, got "
                           f"{space}; use dqn, a2c or ppo for discrete actions")
     if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
         raise RLBaseError(f"{algorithm} needs finite action bounds, got low={space.low} "
                           f"high={space.high}")
+    return space
 
 
-def check_box_observation_space(space: gym.Space, algorithm: str) -> None:
+def check_box_observation_space(space: gym.Space, algorithm: str) -> gym.spaces.Box:
+    """``space`` if it is a Box, else a clear error."""
     if not isinstance(space, gym.spaces.Box):
         raise RLBaseError(f"{algorithm} needs a Box observation space, got {space}")
+    return space
 
 
 def scale_actions(actions: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common.models import MLP
+from rlbase.common.nested import is_nested
 from rlbase.common.policies import ActorCriticPolicy
 
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -77,6 +78,8 @@ class NumpyActor:
     @staticmethod
     def create(policy: ActorCriticPolicy, seed: int) -> NumpyActor | None:
         """A numpy actor for ``policy``, or None when its network is not a plain MLP."""
+        if is_nested(policy.ob_space):  # Dict/Tuple observations act through TF
+            return None
         torso = policy.torso
         if policy.recurrent or type(torso) is not MLP or \
                 torso.activation_name not in ACTIVATIONS:

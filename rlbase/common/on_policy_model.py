@@ -23,7 +23,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.rollout import Rollout
 from rlbase.common.tf_model import TFModel
-from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like
+from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
 
 
 class OnPolicyModel(TFModel):
@@ -64,13 +64,13 @@ class OnPolicyModel(TFModel):
     def _signature(self) -> list[tf.TensorSpec]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy
         nenvs, nbatch = self.nenvs, self.nenvs * self.nsteps
-        return [spec_like([nbatch, *ob.shape], ob.dtype),             # obs
+        return [observation_spec(ob, [nbatch]),                        # obs
                 spec_like([nbatch, *ac.shape], ac.dtype),             # actions
                 spec_like([nenvs, self.nsteps], np.float32),          # rewards
                 spec_like([nenvs, self.nsteps], np.float32),          # dones
                 spec_like([nbatch], np.float32),                      # starts
                 spec_like([nenvs, p.state_size], np.float32),         # state
-                spec_like([nenvs, *ob.shape], ob.dtype),              # last_obs
+                observation_spec(ob, [nenvs]),                         # last_obs
                 spec_like([nenvs, p.state_size], np.float32),         # last_state
                 spec_like([nenvs], np.float32)] + \
             [spec_like([], np.float32) for _ in self.scalar_names]   # lr, ...
@@ -115,7 +115,8 @@ class OnPolicyModel(TFModel):
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:
         policy = self.policy
-        params = policy.forward(tf.constant(obs), tf.constant(state), tf.constant(mask))[0]
+        params = policy.forward(tf.nest.map_structure(tf.constant, obs), tf.constant(state),
+                                tf.constant(mask))[0]
         pd = policy.distribution(params)
         if isinstance(self.action_space, gym.spaces.Discrete):
             return (tf.nn.softmax(pd.logits).numpy(),)

@@ -15,23 +15,35 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
+from rlbase.common import nested
 from rlbase.common.distributions import Distribution, DistributionHead
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import build_network, ortho
+from rlbase.common.models import NATURE_CONVS, ConvStack, LSTMCore, build_network, ortho
+from rlbase.common.nested import is_nested, leaf_spaces
+
+
+LEAF_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
+               gym.spaces.MultiBinary)
 
 
 def check_observation_space(space: gym.Space) -> None:
-    supported = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
-                 gym.spaces.MultiBinary)
-    if not isinstance(space, supported):
-        raise RLBaseError(f"unsupported observation space {space}; supported: Box, Discrete, "
-                          "MultiDiscrete, MultiBinary (flatten Dict/Tuple observations with "
-                          "gymnasium.wrappers.FlattenObservation)")
+    """Box, Discrete, MultiDiscrete, MultiBinary, or Dict/Tuple spaces (nested as deep as
+    they like) of those."""
+    for leaf in leaf_spaces(space):
+        if not isinstance(leaf, LEAF_SPACES):
+            raise RLBaseError(f"unsupported observation space {leaf} (in {space}); supported: "
+                              "Box, Discrete, MultiDiscrete, MultiBinary and Dict/Tuple of "
+                              "those")
 
 
 def is_image_space(space: gym.Space) -> bool:
     return isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and \
         len(space.shape) == 3
+
+
+def has_images(space: gym.Space) -> bool:
+    """An image space, or a Dict/Tuple space with an image among its entries."""
+    return any(is_image_space(leaf) for leaf in leaf_spaces(space))
 
 
 def xla_is_faster(ob_space: gym.Space) -> bool:
@@ -41,7 +53,7 @@ def xla_is_faster(ob_space: gym.Space) -> bool:
     than TF's oneDNN kernels: A2C on Pong (8 envs, Nature CNN) ran 681 steps/s with XLA and
     899 without. On a GPU XLA stays on for everything.
     """
-    return not is_image_space(ob_space) or bool(tf.config.list_physical_devices("GPU"))
+    return not has_images(ob_space) or bool(tf.config.list_physical_devices("GPU"))
 
 
 def encode_observation(space: gym.Space, obs: tf.Tensor) -> tf.Tensor:
@@ -50,13 +62,55 @@ def encode_observation(space: gym.Space, obs: tf.Tensor) -> tf.Tensor:
     if isinstance(space, gym.spaces.Discrete):
         return tf.one_hot(tf.cast(obs, tf.int32) - int(space.start), int(space.n))
     if isinstance(space, gym.spaces.MultiDiscrete):
-        parts = tf.unstack(tf.cast(obs, tf.int32), axis=-1)
-        starts = np.broadcast_to(getattr(space, "start", 0), space.nvec.shape).ravel()
+        # Flatten a multi-dimensional nvec first: each column pairs with its own size.
+        flat = tf.reshape(tf.cast(obs, tf.int32), [-1, int(space.nvec.size)])
+        parts = tf.unstack(flat, axis=-1)
+        starts = np.broadcast_to(space.start, space.nvec.shape).ravel()
         return tf.concat([tf.one_hot(p - int(s), int(n))
                           for p, n, s in zip(parts, space.nvec.ravel(), starts)], -1)
     if isinstance(space, gym.spaces.Box) and space.dtype == np.uint8:
         return tf.cast(obs, tf.float32) * (1.0 / 255.0)
     return tf.cast(obs, tf.float32)
+
+
+class ObservationEncoder(keras.layers.Layer):
+    """Observations -> what networks take.
+
+    Box, Discrete, MultiDiscrete and MultiBinary spaces are encoded without weights (see
+    :func:`encode_observation`) and the registry network does the rest. Dict and Tuple spaces
+    (SB3's MultiInputPolicy) get one encoder per leaf, concatenated: images (uint8, HxWxC)
+    through the Nature convnet to ``image_features`` features, vectors flattened, discrete
+    leaves one-hot; the network (an mlp or an lstm) then runs on the concatenation.
+    """
+
+    def __init__(self, space: gym.Space, image_features: int = 256, **kwargs: Any):
+        super().__init__(**kwargs)
+        check_observation_space(space)
+        self.space = space
+        self.nested = is_nested(space)
+        self.leaves = leaf_spaces(space)
+        self.image_nets: list[keras.layers.Layer] = []
+        self._image_index: dict[int, int] = {}
+        if self.nested:
+            for i, leaf in enumerate(self.leaves):
+                if is_image_space(leaf):
+                    # The Nature strides need 36x36 or more; smaller images keep their size.
+                    pad = "VALID" if min(leaf.shape[:2]) >= 36 else "SAME"
+                    self._image_index[i] = len(self.image_nets)
+                    self.image_nets.append(ConvStack(NATURE_CONVS, [image_features], pad=pad))
+
+    def call(self, obs: Any) -> tf.Tensor:
+        if not self.nested:
+            return encode_observation(self.space, obs)
+        parts = []
+        for i, (leaf, sub) in enumerate(zip(tf.nest.flatten(obs), self.leaves)):
+            x = encode_observation(sub, leaf)
+            if i in self._image_index:
+                x = self.image_nets[self._image_index[i]](x)
+            else:
+                x = tf.reshape(x, [tf.shape(x)[0], -1])
+            parts.append(x)
+        return tf.concat(parts, axis=-1)
 
 
 class ActorCriticPolicy(keras.Model):
@@ -75,12 +129,13 @@ class ActorCriticPolicy(keras.Model):
                  value_network: str | None = None, estimate_q: bool = False,
                  network_kwargs: dict[str, Any] | None = None):
         super().__init__()
-        check_observation_space(ob_space)
+        self.encoder = ObservationEncoder(ob_space)
         self.ob_space, self.ac_space = ob_space, ac_space
         self.network_name = network if isinstance(network, str) else network.__name__
         self.network_kwargs = dict(network_kwargs or {})
         self.torso = build_network(network, **self.network_kwargs)
         self.recurrent = bool(getattr(self.torso, "recurrent", False))
+        check_network_for_space(self.network_name, self.torso, ob_space)
         if value_network not in (None, "shared", "copy"):
             raise RLBaseError(f"value_network must be 'shared' or 'copy', got {value_network!r}")
         if value_network == "copy" and self.recurrent:
@@ -101,9 +156,9 @@ class ActorCriticPolicy(keras.Model):
         self.sample_seed = tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64,
                                        trainable=False, name="sample_seed")
         # Create every weight now, eagerly, so compiled calls never create variables.
-        dummy = np.stack([ob_space.sample()] * 2)
-        self.forward(tf.constant(dummy), tf.constant(self.initial_state(2)),
-                     tf.ones([2], tf.float32))
+        dummy = nested.stack(ob_space, [ob_space.sample()] * 2)
+        self.forward(tf.nest.map_structure(tf.constant, dummy),
+                     tf.constant(self.initial_state(2)), tf.ones([2], tf.float32))
 
     def initial_state(self, batch: int) -> np.ndarray:
         return np.zeros((batch, self.state_size), np.float32)
@@ -121,7 +176,7 @@ class ActorCriticPolicy(keras.Model):
     def forward(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor
                 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor | None]:
         """obs ``[B, ...]`` -> (distribution params, values ``[B]``, new state, Q or None)."""
-        x = encode_observation(self.ob_space, obs)
+        x = self.encoder(obs)
         latent, new_state = self._torso(self.torso, x, state, starts)
         vlatent = latent if self.value_torso is None else self.value_torso(x)
         values = tf.squeeze(self.value_head(vlatent), axis=-1)
@@ -145,6 +200,16 @@ class ActorCriticPolicy(keras.Model):
 
     def value(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor) -> tf.Tensor:
         return self.forward(obs, state, starts)[1]
+
+
+def check_network_for_space(name: str, torso: keras.layers.Layer, space: gym.Space) -> None:
+    """Dict/Tuple observations are encoded leaf by leaf (images through their own convnet):
+    the network on top must take a feature vector (an mlp or an lstm), not an image."""
+    if is_nested(space) and isinstance(torso, ConvStack) or \
+            is_nested(space) and isinstance(torso, LSTMCore) and torso.torso is not None:
+        raise RLBaseError(f"network '{name}' expects images, but {space} is a Dict/Tuple "
+                          "space whose image entries get their own convnet: use mlp, lstm or "
+                          "lnlstm (SB3's MultiInputPolicy)")
 
 
 def build_policy(ob_space: gym.Space, ac_space: gym.Space,

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rlbase.common import nested
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.runners import AbstractEnvRunner
 from rlbase.common.vec_env import VecEnv
@@ -20,13 +21,14 @@ from rlbase.common.vec_env import VecEnv
 
 @dataclass
 class Rollout:
-    obs: np.ndarray          # [nenv * nsteps, *obs_shape], row env * nsteps + t
+    obs: Any                 # [nenv * nsteps, *obs_shape], row env * nsteps + t (nested for
+    #                          Dict/Tuple spaces, see rlbase.common.nested)
     actions: np.ndarray      # [nenv * nsteps, *action_shape]
     rewards: np.ndarray      # [nenv, nsteps], truncated steps include gamma * V(final obs)
     dones: np.ndarray        # [nenv, nsteps], 1 where the episode ended at that step
     starts: np.ndarray       # [nenv * nsteps], 1 where an episode started (resets LSTM state)
     state: np.ndarray        # [nenv, state_size], recurrent state before the rollout
-    last_obs: np.ndarray     # [nenv, *obs_shape], the observation after the rollout
+    last_obs: Any            # [nenv, *obs_shape], the observation after the rollout
     last_state: np.ndarray
     last_starts: np.ndarray
 
@@ -46,7 +48,7 @@ class RolloutRunner(AbstractEnvRunner):
     def run(self) -> Rollout:
         nenv, nsteps = self.nenv, self.nsteps
         obs_space, ac_space = self.env.observation_space, self.env.action_space
-        mb_obs = np.empty((nsteps, nenv, *obs_space.shape), dtype=obs_space.dtype)
+        mb_obs = nested.empty(obs_space, (nsteps, nenv))
         mb_actions = np.empty((nsteps, nenv, *ac_space.shape), dtype=ac_space.dtype)
         mb_rewards = np.empty((nsteps, nenv), dtype=np.float32)
         mb_dones = np.empty((nsteps, nenv), dtype=np.float32)
@@ -58,7 +60,7 @@ class RolloutRunner(AbstractEnvRunner):
                 self.pending = None
             else:
                 actions, states = self.model.act(self.obs, self.states, self.episode_starts)
-            mb_obs[t] = self.obs
+            nested.assign(obs_space, mb_obs, t, self.obs)
             mb_actions[t] = actions
             mb_starts[t] = self.episode_starts
             obs, rewards, terminated, truncated, infos = self.env.step(self.env_actions(actions))
@@ -71,7 +73,8 @@ class RolloutRunner(AbstractEnvRunner):
             mb_dones[t] = done
             self.obs, self.states, self.episode_starts = obs, states, done
         return Rollout(
-            obs=_env_major(mb_obs), actions=_env_major(mb_actions),
+            obs=nested.pack(obs_space, [_env_major(x) for x in nested.flatten(obs_space, mb_obs)]),
+            actions=_env_major(mb_actions),
             rewards=mb_rewards.T.copy(), dones=mb_dones.T.copy(),
             starts=mb_starts.T.ravel(), state=start_state, last_obs=self.obs,
             last_state=self.states, last_starts=self.episode_starts)

@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common import nested
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.transitions import bootstraps_truncation
 from rlbase.common.vec_env import VecEnv
@@ -24,7 +25,6 @@ class AbstractEnvRunner(ABC):
         self.model = model
         self.nenv = env.num_envs
         self.nsteps = nsteps
-        self.batch_ob_shape = (self.nenv * nsteps, *env.observation_space.shape)
         self.obs = env.reset()
         self.states = model.initial_states(self.nenv)
         self.episode_starts = np.ones(self.nenv, dtype=np.float32)
@@ -56,7 +56,8 @@ class AbstractEnvRunner(ABC):
             return bonus
         idx = np.flatnonzero(truncated)
         if idx.size:
-            final = np.stack([infos[i]["final_observation"] for i in idx])
+            final = nested.stack(self.env.observation_space,
+                                 [infos[i]["final_observation"] for i in idx])
             values = self.model.value(final, states[idx], np.zeros(idx.size, np.float32))
             bonus[idx] = self.gamma * values
         return bonus

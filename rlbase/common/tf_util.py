@@ -150,20 +150,22 @@ class CompiledFunction:
     ~370 us, the same with XLA (``jit_compile``) ~110 us, and XLA fed ready-made tensors
     through the flat call path ~75 us. So arguments become tensors directly (numpy buffers
     wrapped without copies through TF's checks) and outputs come back as a flat tuple. Never
-    retraces: an argument of another shape or dtype raises.
+    retraces: an argument of another shape or dtype raises. Arguments may be nested (the
+    dicts and tuples of Dict/Tuple observations): the signature then nests the same way.
     """
 
-    def __init__(self, fn: Callable[..., Any], signature: Sequence[tf.TensorSpec],
+    def __init__(self, fn: Callable[..., Any], signature: Sequence[Any],
                  jit_compile: bool = False):
         # No AutoGraph: our graph code uses TF ops for control flow (tf.scan, tf.where), and
         # converting the Python source was ~80% of the tracing time.
         self.function = tf.function(fn, input_signature=list(signature),
                                     jit_compile=jit_compile, autograph=False)
         self.concrete = self.function.get_concrete_function()
-        self.signature = list(signature)
-        self._dtypes = [spec.dtype for spec in signature]
-        self._np_dtypes = [spec.dtype.as_numpy_dtype for spec in signature]
-        self._enums = [spec.dtype.as_datatype_enum for spec in signature]
+        self.signature = tf.nest.flatten(list(signature))
+        self._nested = len(self.signature) != len(signature)
+        self._dtypes = [spec.dtype for spec in self.signature]
+        self._np_dtypes = [spec.dtype.as_numpy_dtype for spec in self.signature]
+        self._enums = [spec.dtype.as_datatype_enum for spec in self.signature]
         self._device = tf.constant(0).device
         # The flat call skips argument binding; fall back to the public call if a TF release
         # renames it.
@@ -180,14 +182,15 @@ class CompiledFunction:
             return tf.convert_to_tensor(array, self._dtypes[i])
 
     def __call__(self, *args: Any) -> Any:
-        tensors = [self._tensor(a, i) for i, a in enumerate(args)]
+        flat = tf.nest.flatten(list(args)) if self._nested else args
+        tensors = [self._tensor(a, i) for i, a in enumerate(flat)]
         if self._call_flat is not None:
             for tensor, spec in zip(tensors, self.signature):
                 if not spec.shape.is_compatible_with(tensor.shape):
                     raise ValueError(f"argument of shape {tensor.shape} does not match "
                                      f"{spec.shape}")
             return self._call_flat(tensors, self._captured)
-        return self.concrete(*tensors)
+        return self.concrete(*tf.nest.pack_sequence_as(list(args), tensors))
 
 
 try:
@@ -204,6 +207,15 @@ def compile_fn(fn: Callable[..., Any], signature: Sequence[tf.TensorSpec],
 
 def spec_like(shape: Sequence[int | None], dtype: Any) -> tf.TensorSpec:
     return tf.TensorSpec(list(shape), tf.as_dtype(np.dtype(dtype)) if dtype is not None else None)
+
+
+def observation_spec(space: Any, lead: Sequence[int | None]) -> Any:
+    """The TensorSpec of a batch of observations with leading axes ``lead``: nested like the
+    observations of a Dict/Tuple space."""
+    from rlbase.common import nested
+
+    return nested.pack(space, [spec_like([*lead, *leaf.shape], leaf.dtype)
+                               for leaf in nested.leaf_spaces(space)])
 
 
 def configure_threads(small_model: bool) -> None:

@@ -117,8 +117,9 @@ class Model(DDPGGraph, TFModel):
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.obs_rms = RunningMeanStd(shape=self.ob_shape, comm=self.comm) \
             if hp["normalize_observations"] else None
-        self.replay_buffer = ReplayBuffer(int(hp["buffer_size"]), self.ob_shape, np.float32,
-                                          ac_shape=(self.nb_actions,), ac_dtype=np.float32)
+        float32 = np.dtype(np.float32)
+        self.replay_buffer = ReplayBuffer(int(hp["buffer_size"]), self.ob_shape, float32,
+                                          ac_shape=(self.nb_actions,), ac_dtype=float32)
         self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
         self.param_noise_distance = float("nan")  # the last adaptation's measurement
         self._zeros: np.ndarray | None = None
@@ -340,8 +341,8 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     hyperparameters: learn()'s arguments. Under MPI the model averages gradients over the
         workers.
     """
-    check_continuous_action_space(action_space, ALGORITHM)
-    check_box_observation_space(observation_space, ALGORITHM)
+    ac_space = check_continuous_action_space(action_space, ALGORITHM)
+    ob_space = check_box_observation_space(observation_space, ALGORITHM)
     check_hyperparameters(hyperparameters)
     comm = get_comm()
     comm = comm if comm is not None and comm.Get_size() > 1 else None
@@ -352,5 +353,4 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     kwargs = dict(network_kwargs)
     if network == "mlp":
         kwargs.setdefault("activation", "relu")
-    return Model(observation_space, action_space, num_envs, network, kwargs,
-                 hyperparameters, comm)
+    return Model(ob_space, ac_space, num_envs, network, kwargs, hyperparameters, comm)

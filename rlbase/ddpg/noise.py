@@ -142,7 +142,10 @@ class SumNoise(ActionNoise):
         self.parts = list(parts)
 
     def __call__(self) -> np.ndarray:
-        return sum(p() for p in self.parts)
+        total = self.parts[0]()
+        for p in self.parts[1:]:
+            total = total + p()
+        return total
 
     def reset(self, envs: Sequence[int] | np.ndarray | None = None) -> None:
         for p in self.parts:

@@ -132,8 +132,8 @@ class Model(OnPolicyModel):
         seed = self.shuffle_seed.assign_add(tf.constant([0, 1], tf.int64))
         noise = tf.random.stateless_uniform([self.noptepochs, self.nunits], seed)
         plan = tf.reshape(tf.argsort(noise, axis=1), [nupdates, per_mb])
-        data = [self._units(x) for x in (obs, actions, starts, old_neglogp, values, returns,
-                                         advantages)]
+        data = [tf.nest.map_structure(self._units, x)
+                for x in (obs, actions, starts, old_neglogp, values, returns, advantages)]
         mb_size = per_mb * self.unit_len
         self.optimizer.learning_rate.assign(lr)
         variables = policy.trainable_variables
@@ -144,7 +144,7 @@ class Model(OnPolicyModel):
         def minibatch_step(i: tf.Tensor, totals: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
             units = plan[i]
             mb_obs, mb_act, mb_starts, mb_oldnlp, mb_oldv, mb_ret, mb_adv = (
-                flat(tf.gather(x, units)) for x in data)
+                tf.nest.map_structure(lambda t: flat(tf.gather(t, units)), x) for x in data)
             mb_state = tf.gather(state, units) if policy.recurrent else \
                 tf.zeros([mb_size, 0], tf.float32)
             mb_adv = (mb_adv - tf.reduce_mean(mb_adv)) / (tf.math.reduce_std(mb_adv) + 1e-8)

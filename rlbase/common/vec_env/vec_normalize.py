@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlbase.common import serialization
+from rlbase.common import nested, serialization
 from rlbase.common.errors import RLBaseError
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
@@ -21,7 +21,9 @@ class NormalizationStats:
     that shape them. The training VecNormalize owns one; evaluation wrappers and the model share
     the same object, so they always normalize exactly as training does at that moment.
 
-    ob_shape: shape of one observation (None: observations are not normalized).
+    observation_space: the space of the observations (None: they are not normalized). A Box is
+        normalized element-wise; a Dict/Tuple space per entry: each Box entry that is not an
+        image gets its own statistics, images and discrete entries pass unchanged.
     ret: scale rewards by the running std of the discounted return.
     clipob / cliprew: clip normalized observations / scaled rewards to +-this.
     gamma: discount of that running return.
@@ -29,30 +31,65 @@ class NormalizationStats:
     comm: optional mpi4py communicator pooling the statistics over workers.
     """
 
-    def __init__(self, ob_shape: tuple[int, ...] | None, ret: bool = True,
+    def __init__(self, observation_space: gym.Space | None, ret: bool = True,
                  clipob: float = 10.0, cliprew: float = 10.0, gamma: float = 0.99,
                  epsilon: float = 1e-8, comm: Any = None):
-        self.ob, self.ret = ob_shape is not None, bool(ret)
+        self.ob, self.ret = observation_space is not None, bool(ret)
+        self.space = observation_space
         self.clipob, self.cliprew = float(clipob), float(cliprew)
         self.gamma, self.epsilon = float(gamma), float(epsilon)
-        self.ob_rms = RunningMeanStd(shape=ob_shape, comm=comm) if ob_shape is not None else None
+        self.leaf_rms: list[RunningMeanStd | None] = []
+        self.names: list[str] = []
+        if observation_space is not None:
+            single = not nested.is_nested(observation_space)
+            self.names = ["ob_rms"] if single else \
+                [f"ob_rms/{n}" for n in nested.leaf_names(observation_space)]
+            self.leaf_rms = [RunningMeanStd(shape=leaf.shape, comm=comm)
+                             if single or normalizable(leaf) else None
+                             for leaf in nested.leaf_spaces(observation_space)]
         self.ret_rms = RunningMeanStd(shape=(), comm=comm) if ret else None
 
+    @property
+    def ob_rms(self) -> RunningMeanStd | None:
+        """The observation statistics of a non-nested space (None for Dict/Tuple spaces)."""
+        return self.leaf_rms[0] if len(self.leaf_rms) == 1 and self.names == ["ob_rms"] \
+            else None
+
     @classmethod
-    def from_config(cls, ob_shape: tuple[int, ...], config: dict[str, Any]) -> NormalizationStats:
+    def from_config(cls, observation_space: gym.Space, config: dict[str, Any]
+                    ) -> NormalizationStats:
         """Statistics with a saved ``config`` (see :meth:`config`); a malformed one is an error."""
         if not _valid_config(config):
             raise RLBaseError(f"malformed VecNormalize config {config!r}: expected keys "
                               f"{list(_CONFIG_KEYS)}")
-        return cls(ob_shape if config["ob"] else None, config["ret"], config["clipob"],
-                   config["cliprew"], config["gamma"], config["epsilon"])
+        return cls(observation_space if config["ob"] else None, config["ret"],
+                   config["clipob"], config["cliprew"], config["gamma"], config["epsilon"])
 
-    def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
+    def update_obs(self, obs: Any) -> None:
+        for rms, leaf in zip(self.leaf_rms, nested.flatten(self.space, obs)):
+            if rms is not None:
+                rms.update(leaf)
+
+    def normalize_obs(self, obs: Any) -> Any:
         """Normalize observations with the current statistics (no update)."""
-        if self.ob_rms is None:
+        if self.space is None:
             return obs
-        scaled = (obs - self.ob_rms.mean) / np.sqrt(self.ob_rms.var + self.epsilon)
+        leaves = [leaf if rms is None else self._normalize(leaf, rms)
+                  for rms, leaf in zip(self.leaf_rms, nested.flatten(self.space, obs))]
+        return nested.pack(self.space, leaves)
+
+    def _normalize(self, obs: np.ndarray, rms: RunningMeanStd) -> np.ndarray:
+        scaled = (obs - rms.mean) / np.sqrt(rms.var + self.epsilon)
         return np.clip(scaled, -self.clipob, self.clipob).astype(np.float32)
+
+    def normalized_space(self) -> gym.Space | None:
+        """The observation space after normalization (None: unchanged)."""
+        if self.space is None:
+            return None
+        clip = self.clipob
+        leaves = [leaf if rms is None else gym.spaces.Box(-clip, clip, leaf.shape, np.float32)
+                  for rms, leaf in zip(self.leaf_rms, nested.leaf_spaces(self.space))]
+        return nested.replace_leaves(self.space, leaves)
 
     def normalize_reward(self, rewards: np.ndarray) -> np.ndarray:
         """Scale rewards with the current return statistics (no update)."""
@@ -65,24 +102,25 @@ class NormalizationStats:
         """The settings that shape the statistics (stored with them)."""
         return {key: getattr(self, key) for key in _CONFIG_KEYS}
 
+    def _named(self) -> list[tuple[str, RunningMeanStd]]:
+        named = [(n, rms) for n, rms in zip(self.names, self.leaf_rms) if rms is not None]
+        return named + ([("ret_rms", self.ret_rms)] if self.ret_rms is not None else [])
+
     def state_dict(self) -> dict[str, np.ndarray]:
-        """The statistics as flat named arrays, e.g. ``ob_rms/mean``, ``ret_rms/count``."""
-        state = {}
-        for name, rms in (("ob_rms", self.ob_rms), ("ret_rms", self.ret_rms)):
-            if rms is not None:
-                state.update({f"{name}/{k}": v for k, v in rms.state_dict().items()})
-        return state
+        """The statistics as flat named arrays, e.g. ``ob_rms/mean``, ``ret_rms/count`` (and
+        ``ob_rms/<entry>/mean`` per entry of a Dict/Tuple space)."""
+        return {f"{name}/{k}": v for name, rms in self._named()
+                for k, v in rms.state_dict().items()}
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         """Restore statistics from :meth:`state_dict` (all checked before any changes)."""
         parts = []
-        for name, rms in (("ob_rms", self.ob_rms), ("ret_rms", self.ret_rms)):
-            if rms is None:
-                continue
+        for name, rms in self._named():
             prefix = name + "/"
-            part = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+            part = {k[len(prefix):]: v for k, v in state.items()
+                    if k.startswith(prefix) and "/" not in k[len(prefix):]}
             if not part:
-                what = "observations" if name == "ob_rms" else "rewards"
+                what = "rewards" if name == "ret_rms" else "observations"
                 raise RLBaseError(f"VecNormalize state has no {name} statistics, but this "
                                   f"wrapper normalizes {what}")
             RunningMeanStd(shape=rms.shape).load_state_dict(part)  # raises on a mismatch
@@ -120,28 +158,20 @@ class VecNormalize(VecEnvWrapper):
                  training: bool = True, comm: Any = None,
                  stats: NormalizationStats | None = None):
         space = venv.observation_space
-        if stats is not None:
-            ob = stats.ob
-        if isinstance(space, gym.spaces.Dict):
-            raise RLBaseError("VecNormalize does not support Dict observation spaces: "
-                              "normalize each Box entry with a gymnasium wrapper instead")
-        if ob and not isinstance(space, gym.spaces.Box):
-            raise RLBaseError(f"VecNormalize(ob=True) needs a Box observation space, got {space}")
         if stats is None:
-            stats = NormalizationStats(space.shape if ob else None, ret, clipob, cliprew, gamma,
+            if ob and not isinstance(space, gym.spaces.Box) and not nested.is_nested(space):
+                raise RLBaseError(f"VecNormalize(ob=True) needs a Box (or a Dict/Tuple) "
+                                  f"observation space, got {space}")
+            stats = NormalizationStats(space if ob else None, ret, clipob, cliprew, gamma,
                                        epsilon, comm)
-        elif stats.ob_rms is not None and stats.ob_rms.shape != space.shape:
-            raise RLBaseError(f"normalization statistics of shape {stats.ob_rms.shape} do not "
-                              f"fit observations of shape {space.shape}")
-        normalized_space = None
-        if stats.ob:
-            normalized_space = gym.spaces.Box(-stats.clipob, stats.clipob, space.shape,
-                                              dtype=np.float32)
-        super().__init__(venv, observation_space=normalized_space)
+        elif stats.space is not None and stats.space != space:
+            raise RLBaseError(f"normalization statistics of {stats.space} do not fit "
+                              f"observations of {space}")
+        super().__init__(venv, observation_space=stats.normalized_space())
         self.stats = stats
         self.training = bool(training)
         self.returns = np.zeros(self.num_envs, dtype=np.float64)
-        self._raw_obs: np.ndarray | None = None
+        self._raw_obs: Any = None
         self._raw_rewards: np.ndarray | None = None
 
     @property
@@ -155,6 +185,18 @@ class VecNormalize(VecEnvWrapper):
     @property
     def gamma(self) -> float:
         return self.stats.gamma
+
+    @property
+    def clipob(self) -> float:
+        return self.stats.clipob
+
+    @property
+    def cliprew(self) -> float:
+        return self.stats.cliprew
+
+    @property
+    def epsilon(self) -> float:
+        return self.stats.epsilon
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
@@ -172,16 +214,22 @@ class VecNormalize(VecEnvWrapper):
         self._update_obs_stats(obs)
         for info in infos:
             if "final_observation" in info:
-                info["final_observation"] = self.normalize_obs(info["final_observation"])
+                info["final_observation"] = self._normalize_one(info["final_observation"])
         # The return restarts with the episode whichever way it ended.
         self.returns[np.logical_or(terminated, truncated)] = 0.0
         return self.normalize_obs(obs), self.normalize_reward(rewards), terminated, truncated, infos
 
-    def _update_obs_stats(self, obs: np.ndarray) -> None:
-        if self.training and self.ob_rms is not None:
-            self.ob_rms.update(obs)
+    def _update_obs_stats(self, obs: Any) -> None:
+        if self.training:
+            self.stats.update_obs(obs)
 
-    def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
+    def _normalize_one(self, obs: Any) -> Any:
+        """One env's observation (a final observation), normalized like a batch."""
+        space = self.venv.observation_space
+        batch = nested.map_leaves(space, lambda leaf, _: np.asarray(leaf)[None], obs)
+        return nested.map_leaves(space, lambda leaf, _: leaf[0], self.normalize_obs(batch))
+
+    def normalize_obs(self, obs: Any) -> Any:
         """Normalize observations with the current statistics (no update)."""
         return self.stats.normalize_obs(obs)
 
@@ -236,6 +284,12 @@ class VecNormalize(VecEnvWrapper):
         wrapper = cls(venv, training=training, **config)
         wrapper.load_state_dict(arrays)
         return wrapper
+
+
+def normalizable(space: gym.Space) -> bool:
+    """An entry of a Dict/Tuple space VecNormalize normalizes: a Box that is not an image."""
+    return isinstance(space, gym.spaces.Box) and not (space.dtype == np.uint8 and
+                                                       len(space.shape) == 3)
 
 
 def _valid_config(config: Any) -> bool:
