@@ -5,7 +5,7 @@
 
 Each worker steps its own env (seeded apart: seed + 10000 * rank) and fills its own replay
 buffer; every gradient step is averaged over the workers, so the networks stay identical
-(rlbase checks this every epoch). Rank 0 logs and saves. ``pip install -e .[mpi]`` brings
+(rlbase checks this every 2000 steps). Rank 0 logs and saves. ``pip install -e .[mpi]`` brings
 mpi4py and the ``mpich`` wheel; no system MPI is needed. Without mpiexec the same script runs
 single-process. The same thing from the command line:
 ``mpiexec -n 2 python -m rlbase.run --alg=ddpg --env=Pendulum-v1 --num_timesteps=2e4``.
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     model = learn("mlp", env, seed=args.seed, total_timesteps=steps, layer_sizes=(400, 300),
                   activation="relu", actor_lr=1e-3, critic_lr=1e-3, gamma=0.98,
                   buffer_size=200_000, learning_starts=min(10_000, steps // 2),
-                  noise_type="normal_0.1", nb_rollout_steps=100, nb_train_steps=100,
+                  noise_type="normal_0.1", train_freq=1, gradient_steps=1,
                   batch_size=256 if steps >= 2000 else 32, tau=0.005, critic_l2_reg=0.0,
                   normalize_observations=False, **td3)
     env.close()

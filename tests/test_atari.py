@@ -86,11 +86,12 @@ def test_acer_and_dqn_smoke_runs_on_pong():
     acer = acer_learn("cnn", env, total_timesteps=160, seed=0, nsteps=20, buffer_size=200,
                       replay_start=20, replay_ratio=1, log_interval=10**9)
     assert acer.step(env.reset())[0].shape == (2,)
+    assert acer.replay_buffer.frames.shape[-1] == 1  # Pong frames stored once, not stacked
     env.close()
     env = make_vec_env("PongNoFrameskip-v4", num_env=1, seed=0)
-    dqn = dqn_learn(env, "conv_only", total_timesteps=300, seed=0, learning_starts=100,
+    dqn = dqn_learn("conv_only", env, total_timesteps=300, seed=0, learning_starts=100,
                     buffer_size=500, batch_size=8, train_freq=4, prioritized_replay=True,
-                    print_freq=None, checkpoint_freq=None)
+                    log_interval=10**9, best_model_interval=None)
     obs = env.reset()
     assert obs.dtype == np.uint8 and dqn.step(obs)[0].shape == (1,)
     # Behind the ale path's VecFrameStack, the replay buffer keeps each uint8 frame once.

@@ -20,9 +20,9 @@ CASES = {
     "dqn": (DQN, "CartPole-v1", {"learning_starts": 50, "batch_size": 16, "hiddens": (8,),
                                  "jit_compile": False}),
     "qlearning": (QLearning, "FrozenLake-v1", {}),
-    "ddpg": (DDPG, "Pendulum-v1", {"nb_rollout_steps": 50, "nb_train_steps": 2,
+    "ddpg": (DDPG, "Pendulum-v1", {"train_freq": 50, "gradient_steps": 2,
                                    "batch_size": 16, "jit_compile": False}),
-    "td3": (TD3, "Pendulum-v1", {"nb_rollout_steps": 50, "nb_train_steps": 2,
+    "td3": (TD3, "Pendulum-v1", {"train_freq": 50, "gradient_steps": 2,
                                  "batch_size": 16, "jit_compile": False}),
     "es": (ES, "CartPole-v1", {"popsize": 4}),
 }
@@ -172,7 +172,7 @@ def test_bad_input():
     with pytest.raises(RLBaseError, match="differ from the model's"):
         model.set_env("CliffWalking-v1")
     model.set_env(gym.make("FrozenLake-v1"))  # same spaces: accepted
-    with pytest.raises(RLBaseError, match="pretrain is not supported by QLearning"):
+    with pytest.raises(RLBaseError, match="pretrain is not supported by qlearning"):
         model.pretrain(None)
     with pytest.raises(RLBaseError, match="holds a 'qlearning' model, not 'a2c'"):
         import tempfile

@@ -7,8 +7,8 @@ class DQN(BaseRLModel):
     """Deep Q-learning; hyperparameters are those of :func:`rlbase.dqn.dqn.learn`.
 
     Acting with ``deterministic=False`` is epsilon-greedy with the model's current exploration
-    rate; action_probability gives that distribution. The replay buffer and the exploration
-    schedule's position carry over from one learn() to the next.
+    rate; action_probability gives that distribution. The replay buffer carries over from one
+    learn() to the next; the exploration schedule runs over each learn() call's own steps.
     """
 
     algorithm = "dqn"

@@ -26,15 +26,15 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     # greedy policy swings between solving and failing from one training phase to the next
     # (for the peer too), so learn() hands back the best of its checkpoints, scored every 10
     # phases by 5 greedy episodes on a separate env (the peer hands back its last model; run
-    # with --checkpoint_freq=None to do the same).
+    # with --best_model_interval=None to do the same).
     ("dqn", "CartPole-v1"): dict(num_env=1, network="mlp", num_layers=2, num_hidden=256,
                                  activation="relu", hiddens=[], lr=2.3e-3, batch_size=64,
                                  buffer_size=100_000, learning_starts=1000, gamma=0.99,
                                  target_network_update_freq=10, train_freq=256,
                                  gradient_steps=128, exploration_fraction=0.16,
                                  exploration_final_eps=0.04, dueling=False, double_q=False,
-                                 checkpoint_freq=2560, eval_env="CartPole-v1",
-                                 eval_episodes=5, print_freq=None),
+                                 best_model_interval=2560, eval_env="CartPole-v1",
+                                 eval_episodes=5),
     # The rl-zoo Pendulum settings in the peer's anchor script (400x300 ReLU nets, lr 1e-3,
     # Gaussian action noise 0.1, 1e4 random steps, one gradient step per env step, batch 256,
     # tau 0.005); TD3's options are added with --twin_q=True --policy_delay=2
@@ -42,8 +42,8 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("ddpg", "Pendulum-v1"): dict(num_env=1, network="mlp", layer_sizes=(400, 300),
                                   activation="relu", actor_lr=1e-3, critic_lr=1e-3, gamma=0.98,
                                   buffer_size=200_000, learning_starts=10_000,
-                                  noise_type="normal_0.1", nb_rollout_steps=100,
-                                  nb_train_steps=100, batch_size=256, tau=0.005,
+                                  noise_type="normal_0.1", train_freq=1,
+                                  gradient_steps=1, batch_size=256, tau=0.005,
                                   critic_l2_reg=0.0, normalize_observations=False),
     # Like the peer's ARS (a linear policy, a few directions per update): 4 mirrored pairs,
     # sigma 0.1, Adam 0.05, 8 episodes side by side. The peer runs from sb3_ars.py, not
