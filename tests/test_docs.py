@@ -51,7 +51,7 @@ def test_resume_is_documented_for_every_algorithm():
     for path in (("README.md",), ("rlbase", "docs", "cli.md")):
         text = read(*path)
         for sentence in re.split(r"(?<=[.;])\s", text):
-            if "--resume" in sentence or "resum" in sentence:
+            if re.search(r"--resume\b|\bresumes?\b", sentence):
                 listed = {n for n in names if re.search(rf"\b{re.escape(n)}\b", sentence)}
                 # A sentence about resuming either names no algorithm (it is about all of
                 # them) or names every one.
