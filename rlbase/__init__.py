@@ -9,7 +9,7 @@ _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 __version__ = "0.2.0"
 
-_API = ("A2C", "ACER", "DDPG", "DQN", "ES", "PPO", "QLearning", "TD3", "ExpertDataset",
+_API = ("A2C", "ACER", "DDPG", "DQN", "ES", "PPO", "QLearning", "SAC", "TD3", "ExpertDataset",
         "generate_expert_traj")
 __all__ = ["__version__", *_API]
 

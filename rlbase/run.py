@@ -39,11 +39,12 @@ def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) 
     """Every --key=value must be a learn() parameter, a deprecated spelling of one, or a
     network builder keyword."""
     from rlbase.common.models import network_kwarg_names
+    from rlbase.common.policies import POLICY_KWARGS
 
     learn_names = set(entry.learn_parameters()) - {"network_kwargs"}
     aliases = set(entry.aliases)
     net_names = set(network_kwarg_names(network)) if network is not None else set()
-    net_names.add("value_network")
+    net_names.update(POLICY_KWARGS)
     owned = sorted(set(extra) & CLI_OWNED)
     if owned:
         raise RLBaseError(f"set {', '.join(owned)} with the CLI's own flag (--env, --network, "

@@ -347,8 +347,8 @@ def test_xla_gives_the_same_losses():
 
 
 def test_param_noise_leaves_layer_norm_alone():
-    actor = Actor((2,), 1, build_torso("mlp", {"layer_sizes": (4,), "layer_norm": True},
-                                       "ddpg"))
+    torso = build_torso("mlp", {"layer_sizes": (4,), "layer_norm": True}, "ddpg")
+    actor = Actor(gym.spaces.Box(-1, 1, (2,)), 1, torso)
     names = {v.path for v in actor.perturbable_variables()}
     assert len(names) == 4 and not any("layer_normalization" in n for n in names)
 

@@ -21,7 +21,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           ent_coef: float = 0.01, max_grad_norm: float | None = 0.5,
           lr: float | Callable[[float], float] = 7e-4, lrschedule: str = "linear",
           epsilon: float = 1e-5, alpha: float = 0.99, tf1_rmsprop: bool = False,
-          gamma: float = 0.99, jit_compile: bool | None = None, log_interval: int = 100,
+          gamma: float = 0.99, lam: float = 1.0, jit_compile: bool | None = None,
+          log_interval: int = 100,
           eval_env: VecEnv | Any | None = None, eval_freq: int = 0, eval_episodes: int = 5,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_interval: int = 0,
@@ -46,6 +47,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
         and epsilon is inside the square root (False: starts at 0, epsilon outside).
     gamma: discount factor (1: a time-limit truncation ends the return; see
         rlbase.common.transitions).
+    lam: GAE lambda of the critic's targets (1: n-step returns, A2C's classic form; SB3's
+        gae_lambda).
     jit_compile: compile the update with XLA: ~1 ms faster per update, ~1.5 s to compile.
         None (auto): on for runs of at least 1500 updates, except convnets on a CPU.
     log_interval: log every this many updates.
@@ -61,7 +64,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
         the whole run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
-        ``value_network='copy'`` gives the value head its own torso.
+        ``value_network='copy'`` gives the value head its own torso, ``log_std_init`` sets a
+        Gaussian policy's initial log standard deviation.
     """
     model, env, options = start_learning(ALGORITHM, build_model, locals(), ALIASES,
                                          architecture=Model.architecture)

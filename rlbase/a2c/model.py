@@ -9,13 +9,19 @@ import tensorflow as tf
 
 from rlbase.common.learning import require_positive
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy, build_policy, is_image_space, xla_is_faster
+from rlbase.common.policies import (
+    ActorCriticPolicy,
+    has_images,
+    policy_from_kwargs,
+    xla_is_faster,
+)
 from rlbase.common.tf_util import (
     RMSprop,
     clip_by_global_norm,
     configure_threads,
     discounted_returns,
     explained_variance,
+    gae_advantages,
 )
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy_loss", "explained_variance", "grad_norm")
@@ -58,8 +64,9 @@ class Model(OnPolicyModel):
                  vf_coef: float, max_grad_norm: float | None, alpha: float, epsilon: float,
                  gamma: float, tf1_rmsprop: bool = False,
                  network_kwargs: dict[str, Any] | None = None,
-                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = True):
-        self.ent_coef, self.vf_coef, self.gamma = ent_coef, vf_coef, gamma
+                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = True,
+                 lam: float = 1.0):
+        self.ent_coef, self.vf_coef, self.gamma, self.lam = ent_coef, vf_coef, gamma, lam
         self.max_grad_norm = max_grad_norm
         optimizer = RMSprop(7e-4, alpha, epsilon, initial_accumulator=1.0 if tf1_rmsprop else 0.0,
                             epsilon_inside_sqrt=tf1_rmsprop)
@@ -70,9 +77,9 @@ class Model(OnPolicyModel):
                     last_starts, lr):
         policy = self.policy
         last_values = policy.value(last_obs, last_state, last_starts)
-        returns = tf.reshape(discounted_returns(rewards, dones, last_values, self.gamma), [-1])
         with tf.GradientTape() as tape:
             params, values, _, _ = policy.forward(obs, state, starts)
+            returns = self._returns(rewards, dones, tf.stop_gradient(values), last_values)
             pd = policy.distribution(params)
             loss, policy_loss, value_loss, entropy = a2c_losses(
                 pd.neglogp(actions), pd.entropy(), values, returns, self.ent_coef, self.vf_coef)
@@ -83,6 +90,16 @@ class Model(OnPolicyModel):
         stats = tf.stack([policy_loss, value_loss, -entropy,
                           explained_variance(values, returns), grad_norm])
         return (stats, *self.after_update(last_obs, last_state, last_starts))
+
+    def _returns(self, rewards: tf.Tensor, dones: tf.Tensor, values: tf.Tensor,
+                 last_values: tf.Tensor) -> tf.Tensor:
+        """The critic's targets: n-step returns bootstrapped from the last value (lam = 1), or
+        GAE(lam) advantages plus the values (lam < 1; SB3's gae_lambda)."""
+        if self.lam == 1.0:
+            return tf.reshape(discounted_returns(rewards, dones, last_values, self.gamma), [-1])
+        values = tf.reshape(values, [self.nenvs, self.nsteps])
+        advantages = gae_advantages(rewards, values, dones, last_values, self.gamma, self.lam)
+        return tf.reshape(advantages + values, [-1])
 
 
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
@@ -97,10 +114,8 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     """
     hp = hyperparameters
     require_positive(nsteps=hp["nsteps"])
-    configure_threads(small_model=not is_image_space(observation_space))
-    kwargs = dict(network_kwargs)
-    value_network = kwargs.pop("value_network", None)
-    policy = build_policy(observation_space, action_space, network, value_network, **kwargs)
+    configure_threads(small_model=not has_images(observation_space))
+    policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
     jit = hp.get("jit_compile")
     if jit is None:
         total = hp.get("total_timesteps") or 0
@@ -108,4 +123,5 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
             xla_is_faster(observation_space)
     return Model(policy, num_envs, hp["nsteps"], hp["ent_coef"], hp["vf_coef"],
                  hp["max_grad_norm"], hp["alpha"], hp["epsilon"], hp["gamma"],
-                 bool(hp.get("tf1_rmsprop", False)), network_kwargs, hp, jit_compile=bool(jit))
+                 bool(hp.get("tf1_rmsprop", False)), network_kwargs, hp, jit_compile=bool(jit),
+                 lam=float(hp.get("lam", 1.0)))

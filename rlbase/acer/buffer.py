@@ -12,14 +12,20 @@ side store: truncations are rare). Frames keep their dtype (uint8 stays uint8).
 
 The storage is allocated by :meth:`Buffer.configure`, once the training env (and so the frame
 layout) is known: a model built or loaded without an env holds no frames.
+
+Dict/Tuple observations (:class:`NestedBuffer`) are stored whole, leaf by leaf: no frame
+deduplication.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from rlbase.acer.runner import Sequences
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
@@ -28,7 +34,9 @@ from rlbase.common.vec_env.vec_normalize import VecNormalize
 
 def frame_layout(env: VecEnv) -> tuple[int, int]:
     """``(nstack, stack axis of one observation)`` of the frames the buffer may store once each;
-    ``(1, 0)``: store whole observations."""
+    ``(1, 0)``: store whole observations (always for Dict/Tuple observations)."""
+    if nested.is_nested(env.observation_space):
+        return 1, 0
     stack = find_wrapper(env, VecFrameStack)
     if not isinstance(stack, VecFrameStack) or stack.nstack == 1:
         return 1, 0
@@ -73,12 +81,8 @@ class Buffer:
 
     def _allocate(self, nstack: int, axis: int, rollouts: int) -> None:
         self.nstack, self.axis = nstack, axis
-        frame = list(self.ob_shape)
-        if nstack > 1:
-            frame[axis] //= nstack
         lead, nsteps = (rollouts, self.nenv), self.nsteps
-        self.frames = np.zeros((*lead, nsteps + 1, *frame), dtype=self.ob_dtype)
-        self.older = np.zeros((*lead, nstack - 1, *frame), dtype=self.ob_dtype)
+        self._allocate_observations(lead)
         self.actions = np.zeros((*lead, nsteps), dtype=self.ac_dtype)
         self.rewards = np.zeros((*lead, nsteps), dtype=np.float32)
         self.dones = np.zeros((*lead, nsteps), dtype=np.float32)
@@ -86,18 +90,30 @@ class Buffer:
         self.mus = np.zeros((*lead, nsteps, self.nact), dtype=np.float32)
         self.starts = np.zeros((*lead, nsteps + 1), dtype=np.float32)
         self.states = np.zeros((*lead, self.state_size), dtype=np.float32)
-        # Keyed by (rollout * nenv + env) * nsteps + t: the newest frame of the final
-        # observation of a truncated step, and the recurrent state after that step.
-        self.final_frames: dict[int, np.ndarray] = {}
+        # Keyed by (rollout * nenv + env) * nsteps + t: the recurrent state after a truncated
+        # step (its final observation is kept alike, see _put_final).
         self.final_states: dict[int, np.ndarray] = {}
         self.next_idx = 0
         self.num_in_buffer = 0
+
+    def _allocate_observations(self, lead: tuple[int, int]) -> None:
+        frame = list(self.ob_shape)
+        if self.nstack > 1:
+            frame[self.axis] //= self.nstack
+        self.frames = np.zeros((*lead, self.nsteps + 1, *frame), dtype=self.ob_dtype)
+        self.older = np.zeros((*lead, self.nstack - 1, *frame), dtype=self.ob_dtype)
+        # The newest frame of the final observation of a truncated step.
+        self.final_frames: dict[int, np.ndarray] = {}
+
+    @property
+    def allocated(self) -> bool:
+        return self.actions.shape[0] == self.slots
 
     def configure(self, env: VecEnv) -> None:
         """Allocate the storage for the frame layout of ``env`` (the training env); kept when
         the layout is the one already allocated."""
         nstack, axis = frame_layout(env)
-        if self.frames.shape[0] == self.slots and (nstack, axis) == (self.nstack, self.axis):
+        if self.allocated and (nstack, axis) == (self.nstack, self.axis):
             return
         if self.num_in_buffer:
             raise RLBaseError(f"the env stacks {nstack} frames, the replay buffer holds "
@@ -113,24 +129,34 @@ class Buffer:
 
     def put(self, seq: Sequences) -> None:
         """Store one rollout, overwriting the oldest when full."""
-        if self.frames.shape[0] != self.slots:
+        if not self.allocated:
             raise RLBaseError("the replay buffer has no storage yet: configure(env) first")
         i = self.next_idx
-        frames = self._split(seq.obs)
-        self.frames[i] = frames[-1]
-        if self.nstack > 1:
-            self.older[i] = np.stack([f[:, 0] for f in frames[:-1]], axis=1)
+        self._put_observations(i, seq.obs)
         self.actions[i], self.rewards[i], self.dones[i] = seq.actions, seq.rewards, seq.dones
         self.mus[i], self.starts[i], self.states[i] = seq.mus, seq.starts, seq.state
         self.truncated[i] = seq.truncated
         base, span = i * self.nenv * self.nsteps, self.nenv * self.nsteps
-        for key in [k for k in self.final_frames if base <= k < base + span]:
-            del self.final_frames[key], self.final_states[key]
+        for key in [k for k in self.final_states if base <= k < base + span]:
+            del self.final_states[key]
+            self._drop_final(key)
         for j, flat in enumerate(np.flatnonzero(seq.truncated).tolist()):
-            self.final_frames[base + flat] = self._split(seq.final_obs[j])[-1].copy()
+            self._put_final(base + flat, seq.final_obs, j)
             self.final_states[base + flat] = seq.final_state[j].copy()
         self.next_idx = (i + 1) % self.slots
         self.num_in_buffer = min(self.slots, self.num_in_buffer + 1)
+
+    def _put_observations(self, i: int, obs: np.ndarray) -> None:
+        frames = self._split(obs)
+        self.frames[i] = frames[-1]
+        if self.nstack > 1:
+            self.older[i] = np.stack([f[:, 0] for f in frames[:-1]], axis=1)
+
+    def _put_final(self, key: int, final_obs: np.ndarray, j: int) -> None:
+        self.final_frames[key] = self._split(final_obs[j])[-1].copy()
+
+    def _drop_final(self, key: int) -> None:
+        del self.final_frames[key]
 
     def has_atleast(self, frames: int) -> bool:
         """Whether the buffer holds at least ``frames`` env steps per env."""
@@ -172,15 +198,64 @@ class Buffer:
         idx = rng.integers(0, self.num_in_buffer, size=self.nenv)
         env = np.arange(self.nenv)
         starts = self.starts[idx, env]
-        obs = self.decode(self.frames[idx, env], self.older[idx, env], starts)
+        obs = self._observations(idx, env, starts)
         truncated = self.truncated[idx, env]
-        cut = list(zip(*np.nonzero(truncated)))  # env-major, as np.flatnonzero
-        final_obs = np.zeros((len(cut), *self.ob_shape), dtype=self.ob_dtype)
+        # (key, env, step) of each truncated step, env-major as np.flatnonzero.
+        cut = [((int(idx[e]) * self.nenv + int(e)) * self.nsteps + int(t), int(e), int(t))
+               for e, t in zip(*np.nonzero(truncated))]
+        final_obs = self._final_observations(obs, cut)
         final_state = np.zeros((len(cut), self.state_size), dtype=np.float32)
-        for j, (e, t) in enumerate(cut):
-            key = (int(idx[e]) * self.nenv + int(e)) * self.nsteps + int(t)
-            final_obs[j] = self._final_observation(obs[e, t], self.final_frames[key])
+        for j, (key, _, _) in enumerate(cut):
             final_state[j] = self.final_states[key]
         return Sequences(obs, self.actions[idx, env], self.rewards[idx, env],
                          self.dones[idx, env], self.mus[idx, env], starts,
                          self.states[idx, env], truncated, final_obs, final_state)
+
+    def _observations(self, idx: np.ndarray, env: np.ndarray, starts: np.ndarray) -> Any:
+        return self.decode(self.frames[idx, env], self.older[idx, env], starts)
+
+    def _final_observations(self, obs: np.ndarray, cut: list[tuple[int, int, int]]) -> Any:
+        final_obs = np.zeros((len(cut), *self.ob_shape), dtype=self.ob_dtype)
+        for j, (key, e, t) in enumerate(cut):
+            final_obs[j] = self._final_observation(obs[e, t], self.final_frames[key])
+        return final_obs
+
+
+class NestedBuffer(Buffer):
+    """A :class:`Buffer` of Dict/Tuple observations (nested, rlbase.common.nested): each leaf
+    stored whole in its own arrays (``obs_leaves``), each truncated step's final observation
+    leaf by leaf (``final_leaves``); lists, which checkpoints save array by array."""
+
+    def __init__(self, ob_space: gym.Space, ac_space: gym.spaces.Discrete, nenv: int,
+                 nsteps: int, size: int, state_size: int = 0):
+        self.space = ob_space
+        super().__init__(ob_space, ac_space, nenv, nsteps, size, state_size)
+
+    def _allocate_observations(self, lead: tuple[int, int]) -> None:
+        leaves = nested.leaf_spaces(self.space)
+        self.obs_leaves = [np.zeros((*lead, self.nsteps + 1, *leaf.shape), dtype=leaf.dtype)
+                           for leaf in leaves]
+        self.final_leaves: list[dict[int, np.ndarray]] = [{} for _ in leaves]
+
+    def _put_observations(self, i: int, obs: Any) -> None:
+        for dst, src in zip(self.obs_leaves, nested.flatten(self.space, obs)):
+            dst[i] = src
+
+    def _put_final(self, key: int, final_obs: Any, j: int) -> None:
+        for store, leaf in zip(self.final_leaves, nested.flatten(self.space, final_obs)):
+            store[key] = leaf[j].copy()
+
+    def _drop_final(self, key: int) -> None:
+        for store in self.final_leaves:
+            del store[key]
+
+    def _observations(self, idx: np.ndarray, env: np.ndarray, starts: np.ndarray) -> Any:
+        return nested.pack(self.space, [leaf[idx, env] for leaf in self.obs_leaves])
+
+    def _final_observations(self, obs: Any, cut: list[tuple[int, int, int]]) -> Any:
+        leaves = [np.zeros((len(cut), *leaf.shape), leaf.dtype)
+                  for leaf in nested.leaf_spaces(self.space)]
+        for j, (key, _, _) in enumerate(cut):
+            for dst, store in zip(leaves, self.final_leaves):
+                dst[j] = store[key]
+        return nested.pack(self.space, leaves)

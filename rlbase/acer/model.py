@@ -15,9 +15,10 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.acer.buffer import Buffer
+from rlbase.acer.buffer import Buffer, NestedBuffer
 from rlbase.acer.retrace import EPS, add_grads, avg_norm, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Sequences
+from rlbase.common import nested
 from rlbase.common.checkpoint import (
     generator_state,
     object_state,
@@ -27,12 +28,7 @@ from rlbase.common.checkpoint import (
 from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import require_positive
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import (
-    ActorCriticPolicy,
-    encode_observation,
-    is_image_space,
-    xla_is_faster,
-)
+from rlbase.common.policies import ActorCriticPolicy, has_images, xla_is_faster
 from rlbase.common.schedules import named_schedule
 from rlbase.common.tf_util import (
     CompiledFunction,
@@ -41,6 +37,7 @@ from rlbase.common.tf_util import (
     compile_fn,
     configure_threads,
     explained_variance,
+    observation_spec,
     spec_like,
 )
 from rlbase.common.transitions import bootstraps_truncation
@@ -78,9 +75,9 @@ class AcerPolicy(ActorCriticPolicy):
         super().__init__(ob_space, ac_space, network, value_network, estimate_q=True,
                          network_kwargs=network_kwargs)
 
-    def forward(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor
+    def forward(self, obs: Any, state: tf.Tensor, starts: tf.Tensor
                 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-        x = encode_observation(self.ob_space, obs)
+        x = self.encoder(obs)
         latent, new_state = self._torso(self.torso, x, state, starts)
         qlatent = latent if self.value_torso is None else self.value_torso(x)
         logits = self.pd_head(latent)
@@ -123,7 +120,8 @@ class Model(OnPolicyModel):
                             epsilon_inside_sqrt=True)
         super().__init__(policy, optimizer, nenvs, nsteps, network_kwargs or {},
                          hyperparameters or {}, jit_compile)
-        self.replay_buffer = Buffer(policy.ob_space, ac_space, nenvs, nsteps, buffer_size,
+        buffer = NestedBuffer if nested.is_nested(policy.ob_space) else Buffer
+        self.replay_buffer = buffer(policy.ob_space, ac_space, nenvs, nsteps, buffer_size,
                                     policy.state_size) if replay_ratio > 0 else None
         # Replay's Poisson counts and sampling; seeded from numpy's global generator.
         self.replay_rng = np.random.default_rng(np.random.randint(2**31 - 1))
@@ -163,7 +161,7 @@ class Model(OnPolicyModel):
         actions = self.policy.distribution(logits).sample(self.policy.next_seed())
         return actions, tf.nn.softmax(logits), new_state
 
-    def act_with_probabilities(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
+    def act_with_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Sample actions for a rollout: (actions, the behaviour policy's probabilities of
         every action, next state)."""
@@ -182,8 +180,8 @@ class Model(OnPolicyModel):
     # -- training ---------------------------------------------------------------------------
     def _signature(self) -> list[tf.TensorSpec]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy
-        nenvs, nsteps, ob_shape = self.nenvs, self.nsteps, tuple(ob.shape or ())
-        return [spec_like([nenvs * (nsteps + 1), *ob_shape], ob.dtype),   # obs
+        nenvs, nsteps = self.nenvs, self.nsteps
+        return [observation_spec(ob, [nenvs * (nsteps + 1)]),            # obs
                 spec_like([nenvs * nsteps], ac.dtype),                    # actions
                 spec_like([nenvs, nsteps], np.float32),                   # rewards
                 spec_like([nenvs, nsteps], np.float32),                   # dones
@@ -192,26 +190,28 @@ class Model(OnPolicyModel):
                 spec_like([nenvs, p.state_size], np.float32),             # state
                 # Truncated steps' final observations, recurrent states and step indices;
                 # their number varies (padded to whole multiples of nenvs: few shapes).
-                spec_like([None, *ob_shape], ob.dtype),                   # final_obs
+                observation_spec(ob, [None]),                             # final_obs
                 spec_like([None, p.state_size], np.float32),              # final_state
                 spec_like([None], np.int32),                              # final_index
                 spec_like([], np.float32)]                                # lr
 
-    def batch(self, seq: Sequences) -> tuple[np.ndarray, ...]:
-        """The training call's inputs (all but lr) for a batch of sequences."""
-        n, t, ob_shape = self.nenvs, self.nsteps, seq.obs.shape[2:]
+    def batch(self, seq: Sequences) -> tuple[Any, ...]:
+        """The training call's inputs (all but lr) for a batch of sequences (observations
+        nested for Dict/Tuple spaces, leaf by leaf)."""
+        n, t, space = self.nenvs, self.nsteps, self.policy.ob_space
         index = np.flatnonzero(seq.truncated).astype(np.int32)
-        if len(seq.final_obs) != len(index):
-            raise RLBaseError(f"{len(index)} truncated steps but {len(seq.final_obs)} final "
-                              "observations")
+        found = nested.batch_size(space, seq.final_obs)
+        if found != len(index):
+            raise RLBaseError(f"{len(index)} truncated steps but {found} final observations")
         # At least one row: a recurrent torso infers its sequence length from the batch.
         rows = n * max(1, math.ceil(len(index) / n))
-        final_obs = np.zeros((rows, *ob_shape), seq.final_obs.dtype)
+        final_obs = nested.map_structure(lambda x: _padded(x, rows), seq.final_obs)
         final_state = np.zeros((rows, self.state_size), np.float32)
         final_index = np.full(rows, n * t, np.int32)  # padding lands past the last step
-        final_obs[:len(index)], final_state[:len(index)] = seq.final_obs, seq.final_state
+        final_state[:len(index)] = seq.final_state
         final_index[:len(index)] = index
-        return (seq.obs.reshape(n * (t + 1), *ob_shape), seq.actions.reshape(n * t),
+        obs = nested.map_structure(lambda x: x.reshape(n * (t + 1), *x.shape[2:]), seq.obs)
+        return (obs, seq.actions.reshape(n * t),
                 seq.rewards, seq.dones, seq.mus.reshape(n * t, self.nact),
                 seq.starts.reshape(n * (t + 1)), seq.state, final_obs, final_state, final_index)
 
@@ -351,7 +351,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     hp = hyperparameters
     discrete_space(action_space)
     check_hyperparameters(hp)
-    configure_threads(small_model=not is_image_space(observation_space))
+    configure_threads(small_model=not has_images(observation_space))
     kwargs = dict(network_kwargs)
     value_network = kwargs.pop("value_network", None)
     policy, average = (AcerPolicy(observation_space, action_space, network, value_network,
@@ -365,3 +365,10 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
                  hp["max_grad_norm"], hp["rprop_alpha"], hp["rprop_epsilon"], hp["gamma"],
                  hp["c"], hp["trust_region"], hp["alpha"], hp["delta"], hp["buffer_size"],
                  hp["replay_ratio"], network_kwargs, hp, jit_compile=bool(jit))
+
+
+def _padded(x: np.ndarray, rows: int) -> np.ndarray:
+    """``x`` followed by zero rows, ``rows`` in all."""
+    out = np.zeros((rows, *x.shape[1:]), x.dtype)
+    out[:len(x)] = x
+    return out

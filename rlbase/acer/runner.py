@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common import nested
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
 from rlbase.common.runners import AbstractEnvRunner
@@ -21,10 +22,11 @@ class Sequences:
 
     A step cut by a time limit keeps its raw reward: the training call adds
     ``gamma * V(final observation)`` with the weights it trains, so a replayed truncation
-    bootstraps from the current network, not from the one that collected it.
+    bootstraps from the current network, not from the one that collected it. Observations
+    (``obs``, ``final_obs``) are nested for Dict/Tuple spaces (rlbase.common.nested).
     """
 
-    obs: np.ndarray          # [nenv, nsteps + 1, *obs_shape]: the last one bootstraps the sequence
+    obs: Any                 # [nenv, nsteps + 1, *obs_shape]: the last one bootstraps the sequence
     actions: np.ndarray      # [nenv, nsteps]
     rewards: np.ndarray      # [nenv, nsteps], as the env gave them
     dones: np.ndarray        # [nenv, nsteps], 1 where the episode ended (either way) at that step
@@ -32,7 +34,7 @@ class Sequences:
     starts: np.ndarray       # [nenv, nsteps + 1], 1 where obs starts an episode (resets LSTMs)
     state: np.ndarray        # [nenv, state_size], recurrent state before obs[:, 0]
     truncated: np.ndarray    # [nenv, nsteps], 1 where a time limit (not the MDP) ended it
-    final_obs: np.ndarray    # [K, *obs_shape], the truncated steps' last observations, in the
+    final_obs: Any           # [K, *obs_shape], the truncated steps' last observations, in the
     #                          order of np.flatnonzero(truncated) (env-major)
     final_state: np.ndarray  # [K, state_size], the recurrent state after each of those steps
 
@@ -52,20 +54,20 @@ class Runner(AbstractEnvRunner):
     def run(self) -> Sequences:
         nenv, nsteps = self.nenv, self.nsteps
         ob_space, ac_space = self.env.observation_space, self.env.action_space
-        ob_shape = tuple(ob_space.shape or ())
-        obs = np.empty((nenv, nsteps + 1, *ob_shape), dtype=ob_space.dtype)
+        obs = nested.empty(ob_space, (nenv, nsteps + 1))
         actions = np.empty((nenv, nsteps), dtype=ac_space.dtype)
         rewards = np.empty((nenv, nsteps), dtype=np.float32)
         dones = np.empty((nenv, nsteps), dtype=np.float32)
         truncs = np.zeros((nenv, nsteps), dtype=np.float32)
         mus = np.empty((nenv, nsteps, self.nact), dtype=np.float32)
         starts = np.empty((nenv, nsteps + 1), dtype=np.float32)
-        finals: list[tuple[int, np.ndarray, np.ndarray]] = []  # (env * nsteps + t, obs, state)
+        finals: list[tuple[int, Any, np.ndarray]] = []  # (env * nsteps + t, obs, state)
         start_state = self.states
         for t in range(nsteps):
             acts, probs, states = self.model.act_with_probabilities(self.obs, self.states,
                                                                     self.episode_starts)
-            obs[:, t], actions[:, t], mus[:, t] = self.obs, acts, probs
+            nested.assign(ob_space, obs, (slice(None), t), self.obs)
+            actions[:, t], mus[:, t] = acts, probs
             starts[:, t] = self.episode_starts
             next_obs, rew, terminated, truncated, infos = self.env.step(acts)
             cut = np.asarray(truncated, bool) & ~np.asarray(terminated, bool)
@@ -75,11 +77,13 @@ class Runner(AbstractEnvRunner):
             done = (terminated | truncated).astype(np.float32)
             rewards[:, t], dones[:, t], truncs[:, t] = rew, done, cut
             self.obs, self.states, self.episode_starts = next_obs, states, done
-        obs[:, nsteps], starts[:, nsteps] = self.obs, self.episode_starts
+        nested.assign(ob_space, obs, (slice(None), nsteps), self.obs)
+        starts[:, nsteps] = self.episode_starts
         finals.sort(key=lambda f: f[0])  # env-major, as np.flatnonzero(truncs)
-        final_obs = np.zeros((len(finals), *ob_shape), dtype=ob_space.dtype)
+        final_obs = nested.zeros(ob_space, (len(finals),))
         final_state = np.zeros((len(finals), start_state.shape[1]), dtype=np.float32)
         for j, (_, ob, st) in enumerate(finals):
-            final_obs[j], final_state[j] = ob, st
+            nested.assign(ob_space, final_obs, j, ob)
+            final_state[j] = st
         return Sequences(obs, actions, rewards, dones, mus, starts, start_state, truncs,
                          final_obs, final_state)

@@ -9,6 +9,7 @@ from rlbase.api.dqn import DQN
 from rlbase.api.es import ES
 from rlbase.api.ppo import PPO
 from rlbase.api.qlearning import QLearning
+from rlbase.api.sac import SAC
 
 __all__ = ["A2C", "ACER", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "PPO",
-           "QLearning", "TD3", "generate_expert_traj"]
+           "QLearning", "SAC", "TD3", "generate_expert_traj"]

@@ -18,7 +18,7 @@ import numpy as np
 from rlbase import registry
 from rlbase.api.callbacks import to_callback
 from rlbase.api.sb3_names import translate
-from rlbase.common import logger
+from rlbase.common import logger, nested
 from rlbase.common.base_model import BaseModel, jsonable
 from rlbase.common.cmd_util import as_vec_env
 from rlbase.common.errors import RLBaseError
@@ -187,16 +187,21 @@ class BaseRLModel:
         return self
 
     # -- acting ----------------------------------------------------------------------------------
-    def _batch(self, observation: Any) -> tuple[np.ndarray, bool]:
+    def _batch(self, observation: Any) -> tuple[Any, bool, int]:
+        """``(batch, was_batched, batch size)`` of one observation or a batch (nested for
+        Dict/Tuple spaces: a dict/tuple of one observation's entries, or of batches)."""
+        space = self.observation_space
+        assert space is not None
+        if nested.is_nested(space):
+            return _nested_batch(space, observation)
         obs = np.asarray(observation)
-        assert self.observation_space is not None
-        shape = tuple(self.observation_space.shape or ())
+        shape = tuple(space.shape or ())
         if obs.shape == shape:
-            return obs[None], False
+            return obs[None], False, 1
         if obs.shape[1:] != shape:
             raise RLBaseError(f"observation of shape {obs.shape} does not fit the observation "
-                              f"space {self.observation_space}: use {shape} or (batch, *{shape})")
-        return obs, True
+                              f"space {space}: use {shape} or (batch, *{shape})")
+        return obs, True, len(obs)
 
     def _state_mask(self, n: int, state: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
         model = self._require_model()
@@ -225,8 +230,8 @@ class BaseRLModel:
                 deterministic: bool = False) -> tuple[np.ndarray, Any]:
         """Actions for one observation or a batch; returns ``(actions, next state)``."""
         model = self._require_model()
-        obs, batched = self._batch(observation)
-        state, mask = self._state_mask(len(obs), state, mask)
+        obs, batched, n = self._batch(observation)
+        state, mask = self._state_mask(n, state, mask)
         actions, _, state, _ = model.step(obs, state, mask, deterministic=deterministic)
         actions = np.asarray(actions)
         if isinstance(self.action_space, gym.spaces.Box):
@@ -238,16 +243,16 @@ class BaseRLModel:
         """Discrete: the probability of every action (``[n]`` or ``[B, n]``); Box: ``(mean,
         std)``. With ``actions``: the probability (density) of those actions, or its log."""
         model = self._require_model()
-        obs, batched = self._batch(observation)
-        state, mask = self._state_mask(len(obs), state, mask)
+        obs, batched, n = self._batch(observation)
+        state, mask = self._state_mask(n, state, mask)
         out = model.action_probabilities(obs, state, mask)
         if actions is None:
             out = out if batched else tuple(x[0] for x in out)
             return out[0] if len(out) == 1 else out
         acts = np.asarray(actions)
         if isinstance(self.action_space, gym.spaces.Discrete):
-            idx = acts.reshape(len(obs)).astype(np.int64) - int(self.action_space.start)
-            p = out[0][np.arange(len(obs)), idx]
+            idx = acts.reshape(n).astype(np.int64) - int(self.action_space.start)
+            p = out[0][np.arange(n), idx]
             logp_val = np.log(p)
         elif isinstance(self.action_space, gym.spaces.Box):
             mean, std = out
@@ -394,6 +399,27 @@ class BaseRLModel:
         if env is None:
             raise RLBaseError("test() needs an env: pass one or set_env() first")
         return evaluate_policy(self, env, num_episodes, deterministic)
+
+
+def _nested_batch(space: gym.Space, observation: Any) -> tuple[Any, bool, int]:
+    """:meth:`BaseRLModel._batch` for Dict/Tuple spaces: every entry one observation, or every
+    entry a batch of the same size."""
+    try:
+        obs, batched = nested.as_batch(space, observation)
+        leaves = nested.flatten(space, obs)
+    except (KeyError, IndexError, TypeError) as exc:
+        raise RLBaseError(f"observation {type(observation).__name__} does not fit the "
+                          f"observation space {space} (missing {exc})") from None
+    sizes = set()
+    for name, leaf, sub in zip(nested.leaf_names(space), leaves, nested.leaf_spaces(space)):
+        if leaf.shape[1:] != tuple(sub.shape or ()):
+            raise RLBaseError(f"observation entry {name!r} of shape {leaf.shape} does not fit "
+                              f"{sub}: use {sub.shape} or (batch, *{sub.shape})")
+        sizes.add(len(leaf))
+    if len(sizes) != 1:
+        raise RLBaseError(f"the observation's entries hold batches of different sizes "
+                          f"{sorted(sizes)}")
+    return obs, batched, sizes.pop()
 
 
 def _progress_bar(total: int) -> Any:

@@ -23,13 +23,6 @@ def _ppo_batch_size(value: Any, given: dict[str, Any], num_envs: int) -> dict[st
     return {"nminibatches": batch // int(value)}
 
 
-def _gae_lambda_one(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
-    if value != 1.0:
-        raise RLBaseError(f"gae_lambda={value}: rlbase's A2C uses n-step returns (gae_lambda=1); "
-                          "use PPO for GAE")
-    return {}
-
-
 def _both_learning_rates(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
     return {"actor_lr": value, "critic_lr": value}
 
@@ -50,10 +43,32 @@ def _device(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
     return {}
 
 
+def _train_freq_steps(value: Any) -> int:
+    """SB3's train_freq: ``n`` or ``(n, "step")`` env steps (``"episode"`` units are not
+    rlbase's)."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2 or value[1] != "step":
+            raise RLBaseError(f"train_freq={value!r}: rlbase counts train_freq in env steps; "
+                              "give n or (n, 'step')")
+        value = value[0]
+    return value
+
+
+def _sac_train_freq(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
+    return {"train_freq": _train_freq_steps(value)}
+
+
+def _sac_gradient_steps(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
+    """SB3's -1: as many gradient steps as env steps were collected since the last phase."""
+    if value == -1:
+        return {"gradient_steps": int(_train_freq_steps(given.get("train_freq", 1))) * num_envs}
+    return {"gradient_steps": value}
+
+
 COMMON: dict[str, Rule] = {"learning_rate": "lr", "device": _device}
 SB3_NAMES: dict[str, dict[str, Rule]] = {
-    "a2c": {**COMMON, "n_steps": "nsteps", "rms_prop_eps": "epsilon",
-            "gae_lambda": _gae_lambda_one, "use_rms_prop": _accept(True)},
+    "a2c": {**COMMON, "n_steps": "nsteps", "rms_prop_eps": "epsilon", "gae_lambda": "lam",
+            "use_rms_prop": _accept(True)},
     "ppo": {**COMMON, "n_steps": "nsteps", "batch_size": _ppo_batch_size,
             "n_epochs": "noptepochs", "gae_lambda": "lam", "clip_range": "cliprange",
             "normalize_advantage": _accept(True)},
@@ -61,7 +76,9 @@ SB3_NAMES: dict[str, dict[str, Rule]] = {
     "dqn": {**COMMON, "target_update_interval": "target_network_update_freq"},
     "ddpg": {**COMMON, "learning_rate": _both_learning_rates,
              "target_policy_noise": "target_noise"},
-    "sac": {**COMMON},
+    "sac": {**COMMON, "train_freq": _sac_train_freq, "gradient_steps": _sac_gradient_steps,
+            "use_sde": _accept(False), "use_sde_at_warmup": _accept(False),
+            "action_noise": _accept(None), "optimize_memory_usage": _accept(False)},
     "es": {**COMMON},
     "qlearning": {**COMMON},
 }

@@ -45,6 +45,13 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
                                   noise_type="normal_0.1", train_freq=1,
                                   gradient_steps=1, batch_size=256, tau=0.005,
                                   critic_l2_reg=0.0, normalize_observations=False),
+    # The rl-zoo Pendulum SAC settings in the peer's anchor script: lr 1e-3, SB3's defaults
+    # otherwise (buffer 1e6, 100 random steps, batch 256, tau 0.005, gamma 0.99, one gradient
+    # step per env step, ent_coef 'auto', 256x256 ReLU nets).
+    ("sac", "Pendulum-v1"): dict(num_env=1, network="mlp", num_layers=2, num_hidden=256,
+                                 activation="relu", lr=1e-3, buffer_size=1_000_000,
+                                 learning_starts=100, batch_size=256, tau=0.005, gamma=0.99,
+                                 train_freq=1, gradient_steps=1, ent_coef="auto"),
     # Like the peer's ARS (a linear policy, a few directions per update): 4 mirrored pairs,
     # sigma 0.1, Adam 0.05, 8 episodes side by side. The peer runs from sb3_ars.py, not
     # sb3_bench.py: run it right after this one in the same shell command.

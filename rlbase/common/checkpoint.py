@@ -33,6 +33,7 @@ import glob
 import os
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -209,24 +210,42 @@ def _is_array_dict(value: Any) -> bool:
         isinstance(k, int) and isinstance(v, np.ndarray) for k, v in value.items())
 
 
+def _is_array_list(value: Any) -> bool:
+    """A list of arrays or of int-to-array dicts: the per-leaf storage of Dict/Tuple
+    observations (one entry per leaf, see rlbase.common.nested)."""
+    return isinstance(value, list) and all(
+        isinstance(v, np.ndarray) or _is_array_dict(v) for v in value)
+
+
+def _array_dict_state(value: dict[int, np.ndarray], key: str) -> dict[str, np.ndarray]:
+    keys = np.array(sorted(value), dtype=np.int64)
+    values = np.stack([value[k] for k in keys.tolist()]) if len(keys) else np.zeros(0)
+    return {f"{key}/keys": keys, f"{key}/values": values}
+
+
 def object_state(obj: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Every numpy array (as arrays) and number (as JSON) of ``obj``, recursing into rlbase
-    objects it holds (a prioritized buffer's storage and trees). Other attributes (functions,
-    shapes) are structure, rebuilt by the constructor, and are skipped."""
+    objects it holds (a prioritized buffer's storage and trees) and into lists of arrays
+    (``<name>/0000``, ...). Other attributes (functions, shapes) are structure, rebuilt by the
+    constructor, and are skipped."""
     meta: dict[str, Any] = {}
     arrays: dict[str, np.ndarray] = {}
     for name, value in vars(obj).items():
+        key = f"{prefix}/{name}"
         if isinstance(value, np.ndarray):
-            arrays[f"{prefix}/{name}"] = value
+            arrays[key] = value
         elif isinstance(value, (bool, int, float, np.integer, np.floating, np.bool_)):
             meta[name] = value.item() if isinstance(value, np.generic) else value
         elif _is_array_dict(value):
-            keys = np.array(sorted(value), dtype=np.int64)
-            arrays[f"{prefix}/{name}/keys"] = keys
-            arrays[f"{prefix}/{name}/values"] = np.stack([value[k] for k in keys.tolist()]) \
-                if len(keys) else np.zeros(0)
+            arrays.update(_array_dict_state(value, key))
+        elif _is_array_list(value):
+            for i, item in enumerate(value):
+                if isinstance(item, np.ndarray):
+                    arrays[f"{key}/{i:04d}"] = item
+                else:
+                    arrays.update(_array_dict_state(item, f"{key}/{i:04d}"))
         elif _is_state_object(value):
-            sub_meta, sub_arrays = object_state(value, f"{prefix}/{name}")
+            sub_meta, sub_arrays = object_state(value, key)
             meta[name] = sub_meta
             arrays.update(sub_arrays)
     return meta, arrays
@@ -236,42 +255,66 @@ def restore_object_state(obj: Any, meta: Any, arrays: dict[str, np.ndarray], pre
                          ) -> None:
     """Inverse of :func:`object_state`, into an ``obj`` built with the same settings; a shape,
     dtype or field mismatch raises RLBaseError before anything is changed."""
-    plan: list[tuple[Any, str, Any]] = []
+    plan: list[Callable[[], None]] = []
     _plan_restore(obj, meta, arrays, prefix, plan)
-    for target, name, value in plan:
-        current = getattr(target, name)
-        if isinstance(current, dict):
-            setattr(target, name, value)
-        elif isinstance(current, np.ndarray):
-            current[...] = value
-        else:
-            setattr(target, name, type(current)(value))
+    for apply in plan:
+        apply()
+
+
+def _checked_array(current: np.ndarray, arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
+    saved = arrays.get(key)
+    if saved is None or saved.shape != current.shape or saved.dtype != current.dtype:
+        got = None if saved is None else f"{saved.dtype}{list(saved.shape)}"
+        raise RLBaseError(f"checkpoint array {key} is {got}, this run needs "
+                          f"{current.dtype}{list(current.shape)}: it was written with "
+                          "other settings (buffer size, number of envs, spaces)")
+    return saved
+
+
+def _checked_array_dict(arrays: dict[str, np.ndarray], key: str) -> dict[int, np.ndarray]:
+    keys, values = arrays.get(f"{key}/keys"), arrays.get(f"{key}/values")
+    if keys is None or values is None or len(keys) != len(values) or keys.dtype != np.int64:
+        raise RLBaseError(f"checkpoint arrays {key}/keys and /values are missing or "
+                          "do not match")
+    return {int(k): v.copy() for k, v in zip(keys, values)}
+
+
+def _copy_into(current: np.ndarray, saved: np.ndarray) -> Callable[[], None]:
+    def apply() -> None:
+        current[...] = saved
+    return apply
+
+
+def _set(target: Any, name: str, value: Any) -> Callable[[], None]:
+    return lambda: setattr(target, name, value)
+
+
+def _set_item(target: list[Any], index: int, value: Any) -> Callable[[], None]:
+    def apply() -> None:
+        target[index] = value
+    return apply
 
 
 def _plan_restore(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: str,
-                  plan: list[tuple[Any, str, Any]]) -> None:
+                  plan: list[Callable[[], None]]) -> None:
     if not isinstance(meta, dict):
         raise RLBaseError(f"checkpoint state {prefix!r} is malformed (expected a mapping)")
     for name, current in vars(obj).items():
         key = f"{prefix}/{name}"
         if isinstance(current, np.ndarray):
-            saved = arrays.get(key)
-            if saved is None or saved.shape != current.shape or saved.dtype != current.dtype:
-                got = None if saved is None else f"{saved.dtype}{list(saved.shape)}"
-                raise RLBaseError(f"checkpoint array {key} is {got}, this run needs "
-                                  f"{current.dtype}{list(current.shape)}: it was written with "
-                                  "other settings (buffer size, number of envs, spaces)")
-            plan.append((obj, name, saved))
+            plan.append(_copy_into(current, _checked_array(current, arrays, key)))
         elif isinstance(current, (bool, int, float, np.integer, np.floating, np.bool_)):
             if name not in meta or not isinstance(meta[name], (bool, int, float)):
                 raise RLBaseError(f"checkpoint state {key} is missing or not a number")
-            plan.append((obj, name, meta[name]))
+            plan.append(_set(obj, name, type(current)(meta[name])))
         elif _is_array_dict(current):
-            keys, values = arrays.get(f"{key}/keys"), arrays.get(f"{key}/values")
-            if keys is None or values is None or len(keys) != len(values) or \
-                    keys.dtype != np.int64:
-                raise RLBaseError(f"checkpoint arrays {key}/keys and /values are missing or "
-                                  "do not match")
-            plan.append((obj, name, {int(k): v.copy() for k, v in zip(keys, values)}))
+            plan.append(_set(obj, name, _checked_array_dict(arrays, key)))
+        elif _is_array_list(current):
+            for i, item in enumerate(current):
+                item_key = f"{key}/{i:04d}"
+                if isinstance(item, np.ndarray):
+                    plan.append(_copy_into(item, _checked_array(item, arrays, item_key)))
+                else:
+                    plan.append(_set_item(current, i, _checked_array_dict(arrays, item_key)))
         elif _is_state_object(current):
             _plan_restore(current, meta.get(name), arrays, key, plan)

@@ -1,5 +1,11 @@
-"""Pieces every continuous-control algorithm shares (DDPG/TD3 today, SAC next): the action
-space check, action scaling, the registry torso and the critic Q(s, a).
+"""Pieces every continuous-control algorithm shares (DDPG/TD3 today, SAC next): the space
+checks, action scaling, the registry torso, what the networks make of an observation, and the
+critic Q(s, a).
+
+Observations are Boxes (flattened; the algorithm normalizes them before they reach a network)
+or Dict/Tuple spaces (SB3's MultiInputPolicy): those go through
+:class:`rlbase.common.policies.ObservationEncoder`, one encoder per entry (images through the
+Nature convnet, vectors flattened, discrete entries one-hot), concatenated.
 
 Actions live in [-1, 1] inside the agent (a tanh output's range, the replay buffer, the
 exploration noise) and are mapped affinely onto the env's [low, high] only when they leave it,
@@ -16,8 +22,11 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.models import build_network
+from rlbase.common.policies import ObservationEncoder, check_network_for_space
+from rlbase.common.policies import check_observation_space as check_leaf_spaces
 
 # Baselines' DDPG output layers: weights uniform in +-3e-3, so early actions and Q are near 0.
 FINAL_INIT = 3e-3
@@ -42,6 +51,23 @@ def check_box_observation_space(space: gym.Space, algorithm: str) -> gym.spaces.
     return space
 
 
+def check_observation_space(space: gym.Space, algorithm: str) -> gym.Space:
+    """``space`` if it is a Box, or a Dict/Tuple space of Box, Discrete, MultiDiscrete and
+    MultiBinary entries (nested as deep as they like), else a clear error."""
+    if nested.is_nested(space):
+        check_leaf_spaces(space)
+        return space
+    return check_box_observation_space(space, algorithm)
+
+
+def dummy_observations(space: gym.Space, batch: int = 1) -> Any:
+    """Zero observations (float32 for a Box, nested in the leaves' dtypes otherwise) to build
+    a network's variables with."""
+    if nested.is_nested(space):
+        return tf.nest.map_structure(tf.constant, nested.zeros(space, (batch,)))
+    return tf.zeros([batch, *(space.shape or ())])
+
+
 def scale_actions(actions: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """[-1, 1] -> [low, high], element-wise (low maps to -1, high to +1)."""
     return low + (np.asarray(actions) + 1.0) * 0.5 * (high - low)
@@ -64,6 +90,31 @@ def build_torso(network: str | Callable[..., keras.layers.Layer],
     return torso
 
 
+class ObservationFeatures(keras.layers.Layer):
+    """An observation -> the flat float features an actor's or a critic's torso takes.
+
+    A Box observation is flattened (it arrives as float32, already normalized by the
+    algorithm); a Dict/Tuple one goes through an :class:`ObservationEncoder` (weights only for
+    image entries: the Nature convnet). Holds no weights for a Box, so the actors and critics
+    of files saved before Dict support still load.
+    """
+
+    def __init__(self, space: gym.Space, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.encoder = ObservationEncoder(space) if nested.is_nested(space) else None
+        self.flatten = layers.Flatten()
+
+    def call(self, obs: Any) -> tf.Tensor:
+        return self.flatten(obs) if self.encoder is None else self.encoder(obs)
+
+
+def check_torso(network: Any, torso: keras.layers.Layer, space: gym.Space) -> None:
+    """A Dict/Tuple space's image entries get their own convnet: the torso on top of the
+    concatenated features must take a vector (an mlp), not an image."""
+    name = network if isinstance(network, str) else network.__name__
+    check_network_for_space(name, torso, space)
+
+
 def final_layer(units: int, activation: str | None = None,
                 init: float | None = FINAL_INIT) -> layers.Dense:
     """An output layer; ``init``: its weights and biases uniform in +-init (None: Keras')."""
@@ -75,25 +126,27 @@ def final_layer(units: int, activation: str | None = None,
 
 
 class Critic(keras.Model):
-    """Q(s, a): the action concatenated to the flattened observation before the first layer
+    """Q(s, a): the action concatenated to the observation's features before the first layer
     (as in Baselines' and SB3's DDPG, TD3 and SAC), a registry torso, one linear output.
     Output shape ``[B]``. Twin critics are two of these.
 
-    ob_shape / nb_actions: one observation's shape; the action dimension.
+    ob_space / nb_actions: one observation's space (a Box, or Dict/Tuple: see
+        :class:`ObservationFeatures`); the action dimension.
     torso: the hidden layers (see :func:`build_torso`).
     final_init: the output layer's uniform init range (None: Keras' default init).
     """
 
-    def __init__(self, ob_shape: tuple[int, ...], nb_actions: int, torso: keras.layers.Layer,
+    def __init__(self, ob_space: gym.Space, nb_actions: int, torso: keras.layers.Layer,
                  final_init: float | None = FINAL_INIT, **kwargs: Any):
         super().__init__(**kwargs)
-        self.flatten = layers.Flatten()
+        self.features = ObservationFeatures(ob_space)
         self.torso = torso
         self.out = final_layer(1, init=final_init)
-        self(tf.zeros([1, *ob_shape]), tf.zeros([1, nb_actions]))  # create the variables now
+        # Create the variables now.
+        self(dummy_observations(ob_space), tf.zeros([1, nb_actions]))
 
-    def call(self, obs: tf.Tensor, action: tf.Tensor) -> tf.Tensor:
-        x = tf.concat([self.flatten(obs), action], axis=-1)
+    def call(self, obs: Any, action: tf.Tensor) -> tf.Tensor:
+        x = tf.concat([self.features(obs), action], axis=-1)
         return self.out(self.torso(x))[:, 0]
 
     def regularized_kernels(self) -> list[tf.Variable]:

@@ -177,7 +177,8 @@ class DistributionHead(keras.layers.Layer):
     ``distribution(params)`` turns them into a :class:`Distribution`.
     """
 
-    def __init__(self, action_space: gym.Space, init_scale: float = 0.01, **kwargs: Any):
+    def __init__(self, action_space: gym.Space, init_scale: float = 0.01,
+                 log_std_init: float = 0.0, **kwargs: Any):
         super().__init__(**kwargs)
         self.action_space = action_space
         init = keras.initializers.Orthogonal(gain=init_scale)
@@ -197,7 +198,9 @@ class DistributionHead(keras.layers.Layer):
                 raise RLBaseError(f"Box action spaces must be 1-D, got shape "
                                   f"{action_space.shape}")
             self.kind, size = "gaussian", int(action_space.shape[0])
-            self.logstd = self.add_weight(shape=(size,), initializer="zeros", name="logstd")
+            self.logstd = self.add_weight(
+                shape=(size,), initializer=keras.initializers.Constant(float(log_std_init)),
+                name="logstd")
         else:
             raise RLBaseError(f"unsupported action space {action_space}; supported: Discrete, "
                               "Box, MultiDiscrete, MultiBinary")

@@ -126,3 +126,28 @@ def replace_leaves(space: gym.Space, leaves: Sequence[gym.Space]) -> gym.Space:
         return next(it)
 
     return build(space)
+
+
+def map_structure(fn: Callable[[np.ndarray], Any], obs: Nested) -> Nested:
+    """``fn`` on every array of a nested batch, keeping its dicts and tuples (no space
+    needed: for code that only reshapes or indexes, such as minibatch stacking)."""
+    if isinstance(obs, dict):
+        return {key: map_structure(fn, value) for key, value in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(map_structure(fn, value) for value in obs)
+    return fn(obs)
+
+
+def final_observations(space: gym.Space, new_obs: Nested, done: np.ndarray,
+                       infos: Sequence[dict[str, Any]]) -> Nested:
+    """``new_obs`` with each finished env's row replaced by ``infos[i]["final_observation"]``
+    (one nested observation), leaf by leaf; rlbase.common.transitions has the plain-array
+    version and the why."""
+    rows = [int(i) for i in np.flatnonzero(done) if infos[i].get("final_observation") is not None]
+    if not rows:
+        return new_obs
+    leaves = [leaf.copy() for leaf in flatten(space, new_obs)]
+    for i in rows:
+        for dst, src in zip(leaves, flatten(space, infos[i]["final_observation"])):
+            dst[i] = src
+    return pack(space, leaves)

@@ -1,7 +1,8 @@
 """The parts of an off-policy learn() loop that DDPG/TD3 and SAC share: the training cadence
 (SB3's ``train_freq`` and ``gradient_steps``), independent random streams, the env step that
 fills the replay buffer, and minibatches stacked for a compiled call that runs several
-gradient steps at once.
+gradient steps at once. Observations may be nested (Dict/Tuple spaces: dicts and tuples of
+arrays, rlbase.common.nested) everywhere here.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
+from rlbase.common import nested
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
-from rlbase.common.replay_buffer import ReplayBuffer
+from rlbase.common.replay_buffer import ReplayBuffer, make_replay_buffer
 from rlbase.common.transitions import final_observations, target_dones
 from rlbase.common.vec_env import VecEnv
 
@@ -75,10 +78,30 @@ def random_streams(seed: int | None, n: int, rank: int = 0) -> list[np.random.Ge
     return [np.random.default_rng(child) for child in root.spawn(n)]
 
 
+def continuous_replay_buffer(observation_space: gym.Space, size: int, nb_actions: int
+                             ) -> ReplayBuffer:
+    """The replay buffer of a continuous-control agent (DDPG/TD3, SAC): [-1, 1] float32
+    actions; Box observations stored as float32, Dict/Tuple ones leaf by leaf in their own
+    dtypes (images stay uint8)."""
+    float32 = np.dtype(np.float32)
+    return make_replay_buffer(int(size), observation_space, float32, ac_shape=(nb_actions,),
+                              ac_dtype=float32)
+
+
+def next_observations(space: gym.Space, new_obs: Any, done: np.ndarray,
+                      infos: list[dict[str, Any]]) -> Any:
+    """What a transition stores as its next observation: ``new_obs`` with each finished env's
+    row replaced by the episode's true last one (rlbase.common.transitions), for Box and
+    Dict/Tuple observations alike."""
+    if nested.is_nested(space):
+        return nested.final_observations(space, new_obs, done, infos)
+    return final_observations(new_obs, done, infos)
+
+
 def step_and_store(env: VecEnv, buffer: ReplayBuffer, episodes: EpisodeStats,
-                   obs: np.ndarray, actions: np.ndarray, env_actions: np.ndarray, gamma: float,
+                   obs: Any, actions: np.ndarray, env_actions: np.ndarray, gamma: float,
                    reward_scale: float = 1.0
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+                   ) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
     """Step ``env`` with ``env_actions`` and store each env's transition.
 
     ``actions`` is what the buffer keeps (the agent's own [-1, 1] actions); the stored next
@@ -90,7 +113,7 @@ def step_and_store(env: VecEnv, buffer: ReplayBuffer, episodes: EpisodeStats,
     """
     new_obs, rewards, terminated, truncated, infos = env.step(env_actions)
     done = np.logical_or(terminated, truncated)
-    next_obs = final_observations(new_obs, done, infos)
+    next_obs = next_observations(env.observation_space, new_obs, done, infos)
     buffer.add(obs, actions, rewards * reward_scale, next_obs,
                target_dones(terminated, truncated, gamma), truncated)
     episodes.update(infos)
@@ -98,9 +121,14 @@ def step_and_store(env: VecEnv, buffer: ReplayBuffer, episodes: EpisodeStats,
 
 
 def sample_minibatches(buffer: ReplayBuffer, rng: np.random.Generator, steps: int,
-                       batch_size: int) -> tuple[np.ndarray, ...]:
+                       batch_size: int) -> tuple[Any, ...]:
     """``steps`` minibatches drawn uniformly, stacked: ``(obs, actions, rewards, next_obs,
-    dones)`` each shaped ``[steps, batch_size, ...]`` (one compiled call loops over them)."""
+    dones)`` each shaped ``[steps, batch_size, ...]`` (one compiled call loops over them;
+    nested observations leaf by leaf)."""
     batch = buffer.get(buffer.sample_indices(steps * batch_size, rng))
-    return tuple(x.reshape(steps, batch_size, *x.shape[1:]) for x in
+
+    def split(x: np.ndarray) -> np.ndarray:
+        return x.reshape(steps, batch_size, *x.shape[1:])
+
+    return tuple(nested.map_structure(split, x) for x in
                  (batch.obs, batch.actions, batch.rewards, batch.next_obs, batch.dones))

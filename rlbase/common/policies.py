@@ -122,12 +122,13 @@ class ActorCriticPolicy(keras.Model):
         the same kind for the value head; feed-forward networks only).
     estimate_q: also output Q(s, a) for every action (Discrete actions; used by ACER).
     network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...).
+    log_std_init: the initial log standard deviation of a Gaussian (Box action) policy.
     """
 
     def __init__(self, ob_space: gym.Space, ac_space: gym.Space,
                  network: str | Callable[..., keras.layers.Layer] = "mlp",
                  value_network: str | None = None, estimate_q: bool = False,
-                 network_kwargs: dict[str, Any] | None = None):
+                 network_kwargs: dict[str, Any] | None = None, log_std_init: float = 0.0):
         super().__init__()
         self.encoder = ObservationEncoder(ob_space)
         self.ob_space, self.ac_space = ob_space, ac_space
@@ -143,7 +144,7 @@ class ActorCriticPolicy(keras.Model):
                               "networks share their torso")
         self.value_torso = build_network(network, **self.network_kwargs) \
             if value_network == "copy" else None
-        self.pd_head = DistributionHead(ac_space)
+        self.pd_head = DistributionHead(ac_space, log_std_init=log_std_init)
         self.value_head = layers.Dense(1, kernel_initializer=ortho(1.0))
         self.q_head: layers.Dense | None = None
         if estimate_q:
@@ -212,10 +213,23 @@ def check_network_for_space(name: str, torso: keras.layers.Layer, space: gym.Spa
                           "lnlstm (SB3's MultiInputPolicy)")
 
 
+#: keyword arguments of the policy itself, given among a network's kwargs (the rest go to the
+#: network builder)
+POLICY_KWARGS = ("value_network", "log_std_init")
+
+
 def build_policy(ob_space: gym.Space, ac_space: gym.Space,
                  network: str | Callable[..., keras.layers.Layer] = "mlp",
                  value_network: str | None = None, estimate_q: bool = False,
-                 **network_kwargs: Any) -> ActorCriticPolicy:
+                 log_std_init: float = 0.0, **network_kwargs: Any) -> ActorCriticPolicy:
     """Build an :class:`ActorCriticPolicy` for the given spaces (Baselines' build_policy)."""
     return ActorCriticPolicy(ob_space, ac_space, network, value_network, estimate_q,
-                             network_kwargs)
+                             network_kwargs, log_std_init)
+
+
+def policy_from_kwargs(ob_space: gym.Space, ac_space: gym.Space, network: Any,
+                       network_kwargs: dict[str, Any]) -> ActorCriticPolicy:
+    """The policy for a model's ``network_kwargs`` (which may hold POLICY_KWARGS)."""
+    kwargs = dict(network_kwargs)
+    policy_args = {k: kwargs.pop(k) for k in POLICY_KWARGS if k in kwargs}
+    return build_policy(ob_space, ac_space, network, **policy_args, **kwargs)

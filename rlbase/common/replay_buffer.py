@@ -7,28 +7,32 @@ true final observation as ``next_obs`` so its value is bootstrapped.
 
 * :class:`ReplayBuffer`: stores ``obs`` and ``next_obs`` for every transition. Simple; fine for
   small observations.
+* :class:`NestedReplayBuffer`: the same for Dict/Tuple observations (nested batches, see
+  rlbase.common.nested), each leaf in arrays of its own shape and dtype.
 * :class:`FrameStackReplayBuffer`: for stacked frames (Atari, ``VecFrameStack``) it stores each
   env's newest frame once per step and rebuilds both stacks when sampled, so a buffer of 1e6
-  84x84 transitions takes about 7 GB instead of 56 GB.
+  84x84 transitions takes about 7 GB instead of 56 GB. Box observations only.
 * :class:`PrioritizedReplayBuffer`: proportional prioritized replay (Schaul et al., 2016) on
   segment trees, over either storage.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import gymnasium as gym
 import numpy as np
 
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.segment_tree import MinSegmentTree, SumSegmentTree
 
 
 class Batch(NamedTuple):
-    obs: np.ndarray
+    obs: Any                 # an array; nested for Dict/Tuple spaces
     actions: np.ndarray
     rewards: np.ndarray      # float32
-    next_obs: np.ndarray
+    next_obs: Any
     dones: np.ndarray        # float32: 1 where the episode terminated (no bootstrap)
 
 
@@ -51,6 +55,9 @@ class ReplayBuffer:
         self.capacity = _check_size(size)
         self.obs = np.zeros((self.capacity, *ob_shape), dtype=ob_dtype)
         self.next_obs = np.zeros_like(self.obs)
+        self._allocate_transitions(ac_shape, ac_dtype)
+
+    def _allocate_transitions(self, ac_shape: tuple, ac_dtype: np.dtype) -> None:
         self.actions = np.zeros((self.capacity, *ac_shape), dtype=ac_dtype)
         self.rewards = np.zeros(self.capacity, dtype=np.float32)
         self.dones = np.zeros(self.capacity, dtype=np.float32)
@@ -67,16 +74,22 @@ class ReplayBuffer:
         """Store one vectorized step (``num_envs`` transitions; ``next_obs`` holds the final
         observation where an episode ended). Returns the flat indices that became sampleable
         and those that stopped being sampleable (always none here: a slot is rewritten)."""
-        n = len(rewards)
-        idx = (self.pos + np.arange(n)) % self.capacity
+        idx = self._store(actions, rewards, terminated)
         self.obs[idx] = obs
         self.next_obs[idx] = next_obs
+        return idx, idx[:0]
+
+    def _store(self, actions: np.ndarray, rewards: np.ndarray, terminated: np.ndarray
+               ) -> np.ndarray:
+        """Write all but the observations into the next slots; returns their indices."""
+        n = len(rewards)
+        idx = (self.pos + np.arange(n)) % self.capacity
         self.actions[idx] = actions
         self.rewards[idx] = rewards
         self.dones[idx] = terminated
         self.pos = int((self.pos + n) % self.capacity)
         self.size = min(self.size + n, self.capacity)
-        return idx, idx[:0]
+        return idx
 
     def sample_indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` indices drawn uniformly (with replacement) from the sampleable ones."""
@@ -87,6 +100,56 @@ class ReplayBuffer:
     def get(self, idx: np.ndarray) -> Batch:
         return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
                      self.dones[idx])
+
+
+class NestedReplayBuffer(ReplayBuffer):
+    """A :class:`ReplayBuffer` of Dict/Tuple observations: ``add`` takes and ``get`` returns
+    nested batches (rlbase.common.nested); each leaf of ``obs`` and ``next_obs`` is stored in
+    its own array (``obs_leaves``, ``next_obs_leaves``: lists, which checkpoints save array by
+    array), keeping the leaf's dtype (uint8 images stay uint8).
+
+    size: transitions kept (the oldest are overwritten).
+    ob_space: the Dict/Tuple observation space of one observation.
+    ac_shape / ac_dtype: one action's shape and dtype.
+    """
+
+    def __init__(self, size: int, ob_space: gym.Space, ac_shape: tuple = (),
+                 ac_dtype: np.dtype = np.int64):
+        if not nested.is_nested(ob_space):
+            raise RLBaseError(f"NestedReplayBuffer stores Dict/Tuple observations, got "
+                              f"{ob_space}: use ReplayBuffer")
+        # No super().__init__(): it would allocate the arrays of a single observation.
+        self.capacity = _check_size(size)
+        self.space = ob_space
+        self.obs_leaves = [np.zeros((self.capacity, *leaf.shape), dtype=leaf.dtype)
+                           for leaf in nested.leaf_spaces(ob_space)]
+        self.next_obs_leaves = [np.zeros_like(leaf) for leaf in self.obs_leaves]
+        self._allocate_transitions(ac_shape, ac_dtype)
+
+    def add(self, obs: Any, actions: np.ndarray, rewards: np.ndarray, next_obs: Any,
+            terminated: np.ndarray, truncated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        idx = self._store(actions, rewards, terminated)
+        for dst, src in zip(self.obs_leaves, nested.flatten(self.space, obs)):
+            dst[idx] = src
+        for dst, src in zip(self.next_obs_leaves, nested.flatten(self.space, next_obs)):
+            dst[idx] = src
+        return idx, idx[:0]
+
+    def get(self, idx: np.ndarray) -> Batch:
+        return Batch(nested.pack(self.space, [leaf[idx] for leaf in self.obs_leaves]),
+                     self.actions[idx], self.rewards[idx],
+                     nested.pack(self.space, [leaf[idx] for leaf in self.next_obs_leaves]),
+                     self.dones[idx])
+
+
+def make_replay_buffer(size: int, ob_space: gym.Space, ob_dtype: Any = None,
+                       ac_shape: tuple = (), ac_dtype: np.dtype = np.int64) -> ReplayBuffer:
+    """A :class:`NestedReplayBuffer` for Dict/Tuple spaces, else a :class:`ReplayBuffer` of
+    observations of ``ob_dtype`` (None: the space's)."""
+    if nested.is_nested(ob_space):
+        return NestedReplayBuffer(size, ob_space, ac_shape, ac_dtype)
+    dtype = np.dtype(ob_space.dtype if ob_dtype is None else ob_dtype)
+    return ReplayBuffer(size, tuple(ob_space.shape or ()), dtype, ac_shape, ac_dtype)
 
 
 class FrameStackReplayBuffer:
@@ -167,6 +230,10 @@ class FrameStackReplayBuffer:
             ) -> tuple[np.ndarray, np.ndarray]:
         """Store one vectorized step; returns the flat indices that became sampleable and
         those that stopped being sampleable."""
+        if not isinstance(obs, np.ndarray):  # one cheap check, for a clear error
+            raise RLBaseError(f"the frame-stacking replay buffer stores Box observations only, "
+                              f"got {type(obs).__name__} observations (Dict/Tuple spaces): "
+                              "use NestedReplayBuffer")
         row = self.pos
         limit_before = self._limit(self.filled)
         for key in self._flat(row):
@@ -245,7 +312,7 @@ class FrameStackReplayBuffer:
                      self.terminated[rows, envs].astype(np.float32))
 
 
-Storage = ReplayBuffer | FrameStackReplayBuffer
+Storage = ReplayBuffer | FrameStackReplayBuffer  # NestedReplayBuffer is a ReplayBuffer
 
 
 class PrioritizedReplayBuffer:
@@ -255,7 +322,8 @@ class PrioritizedReplayBuffer:
     soon. Importance weights ``(N * P(i))^-beta`` are divided by their largest possible value
     (from the smallest priority), as in the paper, so they only ever scale updates down.
 
-    storage: a :class:`ReplayBuffer` or :class:`FrameStackReplayBuffer`.
+    storage: a :class:`ReplayBuffer` (or :class:`NestedReplayBuffer`) or
+        :class:`FrameStackReplayBuffer`.
     alpha: how much prioritization is used (0: uniform, 1: fully proportional).
     """
 

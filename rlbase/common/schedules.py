@@ -94,14 +94,23 @@ def named_schedule(name: str, value: float) -> ScheduleFn:
     :param value: the value at the start of training.
     :return: ``f(frac_remaining) -> value * shape(1 - frac_remaining)``.
     """
-    shape = _shape(name)
-    start = float(value)
+    return NamedSchedule(name, value)
 
-    def schedule(frac: float) -> float:
-        return start * shape(1.0 - frac)
 
-    schedule.__name__ = f"{name}_schedule"
-    return schedule
+class NamedSchedule:
+    """``value * shape(1 - frac_remaining)`` for a named shape, shown as ``linear(0.0003)``
+    (in the CLI's start line and in saved hyperparameters)."""
+
+    def __init__(self, name: str, value: float):
+        self.shape = _shape(name)
+        self.name, self.start = name, float(value)
+        self.__name__ = f"{name}_schedule"
+
+    def __call__(self, frac: float) -> float:
+        return self.start * self.shape(1.0 - frac)
+
+    def __repr__(self) -> str:
+        return f"{self.name}({self.start:g})"
 
 
 def get_schedule_fn(value: float | ScheduleFn) -> ScheduleFn:

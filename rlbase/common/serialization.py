@@ -287,6 +287,11 @@ def space_to_json(space: gym.Space) -> dict[str, Any]:
         n = space.n
         return {"type": "MultiBinary", "n": int(n) if np.isscalar(n) else list(map(int, n))}
     if isinstance(space, gym.spaces.Dict):
+        bad = [k for k in space.spaces if not isinstance(k, str)]
+        if bad:  # JSON keys are strings: the loaded space would not match the env's
+            raise RLBaseError(f"cannot save Dict space {space}: its keys {bad!r} are not "
+                              "strings")
+        # Entries in the space's own order (JSON objects keep it; see space_from_json).
         return {"type": "Dict", "spaces": {k: space_to_json(s) for k, s in space.spaces.items()}}
     if isinstance(space, gym.spaces.Tuple):
         return {"type": "Tuple", "spaces": [space_to_json(s) for s in space.spaces]}
@@ -315,7 +320,9 @@ def space_from_json(d: Mapping[str, Any]) -> gym.Space:
         if kind == "MultiBinary":
             return gym.spaces.MultiBinary(d["n"])
         if kind == "Dict":
-            return gym.spaces.Dict({k: space_from_json(s) for k, s in d["spaces"].items()})
+            # The saved key order (gymnasium would sort a plain dict's keys).
+            return gym.spaces.Dict({k: space_from_json(s) for k, s in d["spaces"].items()},
+                                   sort_keys=False)
         if kind == "Tuple":
             return gym.spaces.Tuple([space_from_json(s) for s in d["spaces"]])
     except RLBaseError:

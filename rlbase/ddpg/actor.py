@@ -5,26 +5,29 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import keras
 import tensorflow as tf
 from keras import layers
 
-from rlbase.common.continuous import final_layer
+from rlbase.common.continuous import ObservationFeatures, dummy_observations, final_layer
 
 
 class Actor(keras.Model):
-    """Observation (already normalized, float32) -> actions in [-1, 1]."""
+    """Observation -> actions in [-1, 1]. A Box observation arrives normalized as float32; a
+    Dict/Tuple one nested, its Box vectors normalized (see
+    :class:`~rlbase.common.continuous.ObservationFeatures`)."""
 
-    def __init__(self, ob_shape: tuple[int, ...], nb_actions: int, torso: keras.layers.Layer,
+    def __init__(self, ob_space: gym.Space, nb_actions: int, torso: keras.layers.Layer,
                  **kwargs: Any):
         super().__init__(**kwargs)
-        self.flatten = layers.Flatten()
+        self.features = ObservationFeatures(ob_space)
         self.torso = torso
         self.out = final_layer(nb_actions, "tanh")
-        self(tf.zeros([1, *ob_shape]))  # create the variables now
+        self(dummy_observations(ob_space))  # create the variables now
 
-    def call(self, obs: tf.Tensor) -> tf.Tensor:
-        return self.out(self.torso(self.flatten(obs)))
+    def call(self, obs: Any) -> tf.Tensor:
+        return self.out(self.torso(self.features(obs)))
 
     def perturbable_variables(self) -> list[tf.Variable]:
         """Weights parameter noise perturbs: all but layer normalization's scale and shift."""

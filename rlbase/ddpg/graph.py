@@ -20,30 +20,27 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
+import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common import nested
 from rlbase.common.continuous import Critic
 from rlbase.common.tf_util import (
     CompiledFunction,
     average_over_workers,
     clip_by_global_norm,
     compile_fn,
+    observation_spec,
     spec_like,
 )
 from rlbase.ddpg.actor import Actor
+from rlbase.ddpg.observations import MIN_VAR, ObservationStats
 
 # Means over the call's gradient steps; actor_loss over its actor steps (nan in the graph when
 # the policy delay skipped them all: the model then leaves it out of its statistics).
 STAT_NAMES = ("critic_loss", "actor_loss", "q_mean", "actor_steps")
-OBS_CLIP = 5.0   # normalized observations are clipped to [-5, 5], as in Baselines
-MIN_VAR = 1e-2   # Baselines' floor on normalizing variances (std >= 0.1)
-
-
-def normalize_obs(obs: tf.Tensor, mean: tf.Tensor, std: tf.Tensor) -> tf.Tensor:
-    """``mean``/``std`` come from the numpy running statistics (zeros/ones when off)."""
-    return tf.clip_by_value((tf.cast(obs, tf.float32) - mean) / std, -OBS_CLIP, OBS_CLIP)
 
 
 class ReturnStats:
@@ -93,7 +90,8 @@ class DDPGGraph:
     critic_optimizer: keras.optimizers.Optimizer
     returns: ReturnStats
     updates: tf.Variable
-    ob_shape: tuple[int, ...]
+    observation_space: gym.Space
+    obs_stats: ObservationStats
     nb_actions: int
     gamma: float
     tau: float
@@ -191,7 +189,7 @@ class DDPGGraph:
     def _act(self, obs: tf.Tensor, mean: tf.Tensor, std: tf.Tensor
              ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """Actor actions, exploring actions (the perturbed actor's, if any) and their Q."""
-        o = normalize_obs(obs, mean, std)
+        o = self.obs_stats.normalize(obs, mean, std)
         clean = self.actor(o)
         explore = self.perturbed_actor(o) if self.perturbed_actor is not None else clean
         return clean, explore, self.q_value(self.critics[0], o, clean)
@@ -204,8 +202,8 @@ class DDPGGraph:
         # The smoothing noise is drawn in numpy: XLA's random kernels differ from TF's, and
         # this way both paths compute the same updates.
         def body(i, stats, actor_steps):
-            o = normalize_obs(obs[i], mean, std)
-            o2 = normalize_obs(next_obs[i], mean, std)
+            o = self.obs_stats.normalize(_at(obs, i), mean, std)
+            o2 = self.obs_stats.normalize(_at(next_obs, i), mean, std)
             targets = self.critic_targets(rewards[i], o2, dones[i],
                                           noise[i] if self.target_noise > 0 else None)
             if self.normalize_returns:
@@ -236,18 +234,23 @@ class DDPGGraph:
         return (stats, *self._act(act_obs, mean, std))
 
     # -- compiled calls (traced once, on first use) ------------------------------------------
-    def _ob_spec(self, *lead: int | None) -> tf.TensorSpec:
-        return spec_like([*lead, *self.ob_shape], np.float32)
+    def _ob_spec(self, *lead: int | None) -> Any:
+        """Box observations travel as float32 (the replay buffer's); Dict/Tuple ones nested,
+        each leaf in its own dtype."""
+        space = self.observation_space
+        if nested.is_nested(space):
+            return observation_spec(space, lead)
+        return spec_like([*lead, *(space.shape or ())], np.float32)
 
     @cached_property
     def act_fn(self) -> CompiledFunction:
-        stat = self._ob_spec()
+        stat = self.obs_stats.spec()
         return compile_fn(self._act, [self._ob_spec(None), stat, stat], jit_compile=True)
 
     @cached_property
     def train_fn(self) -> CompiledFunction:
         g, b, a = self.gradient_steps, self.batch_size, self.nb_actions
-        vec, stat, scalar = spec_like([g, b], np.float32), self._ob_spec(), \
+        vec, stat, scalar = spec_like([g, b], np.float32), self.obs_stats.spec(), \
             spec_like([], np.float32)
         return compile_fn(self._train_graph, [
             self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
@@ -276,8 +279,13 @@ class DDPGGraph:
         def distance(obs, mean, std, stddev, seed):
             assert self.adaptive_actor is not None
             self._perturb_into(self.adaptive_actor, stddev, seed)
-            o = normalize_obs(obs, mean, std)
+            o = self.obs_stats.normalize(obs, mean, std)
             return tf.sqrt(tf.reduce_mean(tf.square(self.actor(o) - self.adaptive_actor(o))))
-        stat = self._ob_spec()
+        stat = self.obs_stats.spec()
         return compile_fn(distance, [self._ob_spec(None), stat, stat, spec_like([], np.float32),
                                      spec_like([2], np.int64)])
+
+
+def _at(obs: Any, i: tf.Tensor) -> Any:
+    """Minibatch ``i`` of stacked observations (nested ones leaf by leaf)."""
+    return tf.nest.map_structure(lambda x: x[i], obs)

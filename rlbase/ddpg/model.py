@@ -25,8 +25,9 @@ from rlbase.common.checkpoint import (
 from rlbase.common.continuous import (
     Critic,
     build_torso,
-    check_box_observation_space,
     check_continuous_action_space,
+    check_observation_space,
+    check_torso,
     scale_actions,
 )
 from rlbase.common.errors import RLBaseError
@@ -35,16 +36,17 @@ from rlbase.common.mpi_util import allreduce_mean, get_comm, mpi_rank, sync_vari
 from rlbase.common.off_policy import (
     TrainSchedule,
     check_soft_update_rate,
+    continuous_replay_buffer,
     random_streams,
     sample_minibatches,
 )
-from rlbase.common.replay_buffer import ReplayBuffer
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import assign_from_arrays, configure_threads, variables_to_arrays
 from rlbase.ddpg.actor import Actor
-from rlbase.ddpg.graph import MIN_VAR, STAT_NAMES, DDPGGraph, ReturnStats
+from rlbase.ddpg.graph import STAT_NAMES, DDPGGraph, ReturnStats
 from rlbase.ddpg.noise import parse_noise_type
+from rlbase.ddpg.observations import ObservationStats
 
 ALGORITHM = "ddpg"
 PARAM_NOISE_KEY = "param_noise/stddev"
@@ -53,7 +55,8 @@ PARAM_NOISE_KEY = "param_noise/stddev"
 class Model(DDPGGraph, TFModel):
     """A DDPG agent (TD3 with ``twin_q``, ``policy_delay`` and ``target_noise``).
 
-    observation_space / action_space: Boxes (the actions 1-D with finite bounds).
+    observation_space / action_space: a Box or a Dict/Tuple space (SB3's MultiInputPolicy:
+        see rlbase.common.continuous); a 1-D Box with finite bounds.
     num_envs: the envs it trains on (one noise process each).
     network / network_kwargs: the registry network of the actor's and every critic's torso.
     hyperparameters: learn()'s arguments (checked by :func:`build_model`).
@@ -65,13 +68,12 @@ class Model(DDPGGraph, TFModel):
     # the observation statistics (saved arrays) and what the critics' outputs mean.
     architecture = ("twin_q", "normalize_observations", "normalize_returns", "popart")
 
-    def __init__(self, observation_space: gym.spaces.Box, action_space: gym.spaces.Box,
+    def __init__(self, observation_space: gym.Space, action_space: gym.spaces.Box,
                  num_envs: int, network: Any, network_kwargs: dict[str, Any],
                  hyperparameters: dict[str, Any], comm: Any | None = None):
         super().__init__(observation_space, action_space, network, network_kwargs,
                          hyperparameters, num_envs)
         hp = self.hyperparameters
-        self.ob_shape = tuple(observation_space.shape)
         self.nb_actions = int(action_space.shape[0])
         self.low = action_space.low.astype(np.float64)
         self.high = action_space.high.astype(np.float64)
@@ -87,15 +89,20 @@ class Model(DDPGGraph, TFModel):
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         jit = hp.get("jit_compile")
         self.jit_compile = (True if jit is None else bool(jit)) and self.comm is None
+        self.obs_stats = ObservationStats(observation_space, bool(hp["normalize_observations"]),
+                                          self.comm)
+        net_space = self.obs_stats.network_space()
 
         def torso() -> keras.layers.Layer:
-            return build_torso(network, self.network_kwargs, ALGORITHM)
+            layer = build_torso(network, self.network_kwargs, ALGORITHM)
+            check_torso(network, layer, observation_space)
+            return layer
 
         def actor() -> Actor:
-            return Actor(self.ob_shape, self.nb_actions, torso())
+            return Actor(net_space, self.nb_actions, torso())
 
         def critic() -> Critic:
-            return Critic(self.ob_shape, self.nb_actions, torso())
+            return Critic(net_space, self.nb_actions, torso())
 
         ncritics = 2 if hp["twin_q"] else 1
         self.actor, self.target_actor = actor(), actor()
@@ -115,11 +122,8 @@ class Model(DDPGGraph, TFModel):
         self.critic_optimizer.build(self.critic_variables)
         self.returns = ReturnStats()
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self.obs_rms = RunningMeanStd(shape=self.ob_shape, comm=self.comm) \
-            if hp["normalize_observations"] else None
-        float32 = np.dtype(np.float32)
-        self.replay_buffer = ReplayBuffer(int(hp["buffer_size"]), self.ob_shape, float32,
-                                          ac_shape=(self.nb_actions,), ac_dtype=float32)
+        self.replay_buffer = continuous_replay_buffer(observation_space, hp["buffer_size"],
+                                                      self.nb_actions)
         self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
         self.param_noise_distance = float("nan")  # the last adaptation's measurement
         self._zeros: np.ndarray | None = None
@@ -127,7 +131,6 @@ class Model(DDPGGraph, TFModel):
             sync_variables(self.synced_variables, self.comm)
         for src, dst in self.target_pairs():
             dst.assign(src)
-        self._refresh_obs_stats()
 
     # -- what a file holds ---------------------------------------------------------------------
     def variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
@@ -141,13 +144,10 @@ class Model(DDPGGraph, TFModel):
         return groups
 
     def extra_arrays(self) -> dict[str, np.ndarray]:
-        if self.obs_rms is None:
-            return {}
-        return {f"obs_rms/{k}": v for k, v in self.obs_rms.state_dict().items()}
+        return self.obs_stats.state_dict()
 
     def load_extra_arrays(self, arrays: dict[str, np.ndarray], source: str) -> None:
-        if self.obs_rms is not None:
-            self.obs_rms.load_state_dict({k.split("/", 1)[1]: v for k, v in arrays.items()})
+        self.obs_stats.load_state_dict(arrays)
 
     def parameter_arrays(self) -> dict[str, np.ndarray]:
         arrays = super().parameter_arrays()
@@ -162,33 +162,34 @@ class Model(DDPGGraph, TFModel):
             self.param_noise.current_stddev = float(arrays[PARAM_NOISE_KEY])
 
     def after_load(self) -> None:
-        self._refresh_obs_stats()
         self.grad_steps = int(self.updates.numpy())
 
     # -- observation statistics ---------------------------------------------------------------
-    def _refresh_obs_stats(self) -> None:
-        if self.obs_rms is None:
-            self.obs_mean = np.zeros(self.ob_shape, np.float32)
-            self.obs_std = np.ones(self.ob_shape, np.float32)
-        else:
-            self.obs_mean = self.obs_rms.mean.astype(np.float32)
-            self.obs_std = np.sqrt(np.maximum(self.obs_rms.var, MIN_VAR)).astype(np.float32)
+    @property
+    def obs_rms(self) -> RunningMeanStd | None:
+        """The statistics of a Box observation (None when off; for a Dict/Tuple space
+        ``obs_stats.rms`` holds one per normalized entry)."""
+        stats = self.obs_stats
+        return stats.rms[0] if stats.rms and not stats.nested else None
 
-    def update_obs_stats(self, obs: np.ndarray) -> None:
+    def update_obs_stats(self, obs: Any) -> None:
         """Merge a batch of observations (pooled over MPI workers) into the statistics."""
-        if self.obs_rms is not None:
-            self.obs_rms.update(obs)
-            self._refresh_obs_stats()
+        self.obs_stats.update(obs)
+
+    def _observations(self, obs: Any) -> Any:
+        """What the compiled calls take: Box observations as float32 (the buffer's dtype),
+        nested ones as they are (each leaf becomes its spec's dtype)."""
+        return obs if self.obs_stats.nested else np.asarray(obs, np.float32)
 
     # -- acting --------------------------------------------------------------------------------
     def to_env(self, actions: np.ndarray) -> np.ndarray:
         """[-1, 1] actions in the env's bounds and dtype."""
         return scale_actions(actions, self.low, self.high).astype(self.action_space.dtype)
 
-    def act(self, obs: np.ndarray, explore: bool) -> tuple[np.ndarray, np.ndarray]:
+    def act(self, obs: Any, explore: bool) -> tuple[np.ndarray, np.ndarray]:
         """Actions in [-1, 1] (with exploration noise when ``explore``) and the actor's Q."""
-        clean, noisy, q = self.act_fn(np.asarray(obs, np.float32), self.obs_mean,
-                                      self.obs_std)
+        stats = self.obs_stats
+        clean, noisy, q = self.act_fn(self._observations(obs), stats.mean, stats.std)
         return self.explore(clean.numpy(), noisy.numpy(), explore), q.numpy()
 
     def explore(self, clean: np.ndarray, noisy: np.ndarray, explore: bool) -> np.ndarray:
@@ -242,7 +243,7 @@ class Model(DDPGGraph, TFModel):
         assert self.param_noise is not None
         buffer = self.replay_buffer
         obs = buffer.get(buffer.sample_indices(self.batch_size, self.loop_rng)).obs
-        distance = float(self.distance_fn(obs, self.obs_mean, self.obs_std,
+        distance = float(self.distance_fn(obs, self.obs_stats.mean, self.obs_stats.std,
                                           np.float32(self.param_noise.current_stddev),
                                           self._seed_pair()))
         distance = float(allreduce_mean(np.array([distance]), self.comm)[0])
@@ -263,7 +264,7 @@ class Model(DDPGGraph, TFModel):
             return self._zeros
         return (self.target_noise * self.learner_rng.standard_normal(shape)).astype(np.float32)
 
-    def train_and_act(self, obs: np.ndarray, actor_lr: float, critic_lr: float
+    def train_and_act(self, obs: Any, actor_lr: float, critic_lr: float
                       ) -> tuple[dict[str, float], np.ndarray]:
         """``gradient_steps`` gradient steps on minibatches from the buffer, then the exploring
         actions (in [-1, 1]) for ``obs`` from the updated actor: one compiled call. The
@@ -271,8 +272,8 @@ class Model(DDPGGraph, TFModel):
         batch = sample_minibatches(self.replay_buffer, self.loop_rng, self.gradient_steps,
                                    self.batch_size)
         stats, clean, noisy, _ = self.train_fn(
-            *batch, self.smoothing_noise(), np.asarray(obs, np.float32), self.obs_mean,
-            self.obs_std, np.float32(actor_lr), np.float32(critic_lr))
+            *batch, self.smoothing_noise(), self._observations(obs), self.obs_stats.mean,
+            self.obs_stats.std, np.float32(actor_lr), np.float32(critic_lr))
         self.grad_steps += self.gradient_steps
         values = dict(zip(STAT_NAMES, stats.numpy().tolist()))
         if values.pop("actor_steps") == 0:
@@ -342,7 +343,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
         workers.
     """
     ac_space = check_continuous_action_space(action_space, ALGORITHM)
-    ob_space = check_box_observation_space(observation_space, ALGORITHM)
+    ob_space = check_observation_space(observation_space, ALGORITHM)
     check_hyperparameters(hyperparameters)
     comm = get_comm()
     comm = comm if comm is not None and comm.Get_size() > 1 else None

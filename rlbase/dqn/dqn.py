@@ -9,8 +9,9 @@ import numpy as np
 
 from rlbase.common.learning import Alias, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
+from rlbase.common.off_policy import next_observations
 from rlbase.common.schedules import LinearSchedule, get_schedule_fn
-from rlbase.common.transitions import final_observations, target_dones
+from rlbase.common.transitions import target_dones
 from rlbase.common.vec_env import VecEnv
 from rlbase.dqn.best_model import BestModelRule
 from rlbase.dqn.model import Model, build_model
@@ -170,7 +171,8 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
         done = np.logical_or(terminated, truncated)
         new_episode = bool(done.any())
         # The true last observation of an episode, and gamma = 1's rule for truncations.
-        buffer.add(obs, actions, rewards, final_observations(new_obs, done, infos),
+        buffer.add(obs, actions, rewards,
+                   next_observations(env.observation_space, new_obs, done, infos),
                    target_dones(terminated, truncated, model.gamma), truncated)
         obs = new_obs
         t += nenvs

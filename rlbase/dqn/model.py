@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common import logger
+from rlbase.common import logger, nested
 from rlbase.common.checkpoint import (
     generator_state,
     object_state,
@@ -27,7 +27,7 @@ from rlbase.common.checkpoint import (
 from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import require_positive
 from rlbase.common.numpy_actor import use_numpy_actor
-from rlbase.common.policies import is_image_space, xla_is_faster
+from rlbase.common.policies import has_images, xla_is_faster
 from rlbase.common.replay_buffer import PrioritizedReplayBuffer
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import (
@@ -36,6 +36,7 @@ from rlbase.common.tf_util import (
     clip_by_global_norm,
     compile_fn,
     configure_threads,
+    observation_spec,
     spec_like,
 )
 from rlbase.common.vec_env import VecEnv
@@ -130,15 +131,15 @@ class Model(TFModel):
         return isinstance(self.replay_buffer, PrioritizedReplayBuffer)
 
     # -- acting ---------------------------------------------------------------------------------
-    def _obs_spec(self, batch: int | None, *lead: int) -> tf.TensorSpec:
-        ob = self.observation_space
-        return spec_like([*lead, batch, *(ob.shape or ())], ob.dtype)
+    def _obs_spec(self, batch: int | None, *lead: int) -> Any:
+        """Observations in their own dtype; nested for Dict/Tuple spaces."""
+        return observation_spec(self.observation_space, [*lead, batch])
 
     @cached_property
     def q_fn(self) -> CompiledFunction:
         return compile_fn(self.q, [self._obs_spec(None)], self._act_jit)
 
-    def q_values(self, obs: np.ndarray, perturbed: bool = False) -> np.ndarray:
+    def q_values(self, obs: Any, perturbed: bool = False) -> np.ndarray:
         """``[B, num_actions]`` Q-values of the online (or the perturbed) network."""
         if perturbed:
             assert self.param_noise is not None
@@ -147,7 +148,7 @@ class Model(TFModel):
             return self.mirror.q_values(obs)
         return self.q_fn(obs).numpy()
 
-    def act(self, obs: np.ndarray, epsilon: float, perturbed: bool = False
+    def act(self, obs: Any, epsilon: float, perturbed: bool = False
             ) -> tuple[np.ndarray, np.ndarray]:
         """Epsilon-greedy action indices (0..n-1) and the Q-value of the greedy action."""
         q = self.q_values(obs, perturbed)
@@ -163,16 +164,21 @@ class Model(TFModel):
              deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, Any, None]:
         """(actions, Q-value of the greedy action, state, None) for a batch of observations:
         the greedy action, or epsilon-greedy with ``model.epsilon`` unless deterministic."""
-        actions, qmax = self.act(np.asarray(obs), 0.0 if deterministic else self.epsilon)
+        actions, qmax = self.act(self._observations(obs),
+                                 0.0 if deterministic else self.epsilon)
         return actions + self.action_start, qmax, state, None
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:
         """The epsilon-greedy distribution ``step`` samples from."""
-        q = self.q_values(np.asarray(obs))
+        q = self.q_values(self._observations(obs))
         n, eps = q.shape[1], float(self.epsilon)
         greedy = np.eye(n)[q.argmax(axis=1)]
         return (eps / n + (1.0 - eps) * greedy,)
+
+    def _observations(self, obs: Any) -> Any:
+        """A batch as the Q-values take it: an array, or nested for Dict/Tuple spaces."""
+        return obs if nested.is_nested(self.observation_space) else np.asarray(obs)
 
     # -- training -------------------------------------------------------------------------------
     @cached_property
@@ -193,7 +199,8 @@ class Model(TFModel):
     def _train_graph(self, obs, actions, rewards, next_obs, dones, weights, lr):
         g, b = self.gradient_steps, self.batch_size
         self.optimizer.learning_rate.assign(lr)
-        flat_next = tf.reshape(next_obs, [g * b, *next_obs.shape[2:]])
+        flat_next = tf.nest.map_structure(lambda x: tf.reshape(x, [g * b, *x.shape[2:]]),
+                                          next_obs)
         next_q_target = tf.reshape(self.target(flat_next), [g, b, -1])
         targets = None
         if not self.double_q:  # the target is fixed during the call: all targets at once
@@ -205,12 +212,14 @@ class Model(TFModel):
             with tf.GradientTape() as tape:
                 if targets is None:
                     # One forward pass over obs and next_obs together (one bigger matmul).
-                    both = self.q(tf.concat([obs[i], next_obs[i]], axis=0))
+                    both = self.q(tf.nest.map_structure(
+                        lambda x, y: tf.concat([x[i], y[i]], axis=0), obs, next_obs))
                     q_all, next_online = both[:b], tf.stop_gradient(both[b:])
                     target = rewards[i] + self.gamma * (1.0 - dones[i]) * \
                         self._next_values(next_q_target[i], next_online)
                 else:
-                    q_all, target = self.q(obs[i]), targets[i]
+                    q_all, target = self.q(tf.nest.map_structure(lambda x: x[i], obs)), \
+                        targets[i]
                 q_taken = tf.gather(q_all, actions[i], batch_dims=1)
                 td = q_taken - tf.stop_gradient(target)
                 loss = tf.reduce_mean(weights[i] * huber(td))
@@ -228,8 +237,8 @@ class Model(TFModel):
         weights_out = [tf.identity(v) for v in self.mirror.variables] if self.mirror else []
         return (td_errors.stack(), stats / g, *weights_out)
 
-    def train(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
-              next_obs: np.ndarray, dones: np.ndarray, weights: np.ndarray, lr: float
+    def train(self, obs: Any, actions: np.ndarray, rewards: np.ndarray,
+              next_obs: Any, dones: np.ndarray, weights: np.ndarray, lr: float
               ) -> tuple[np.ndarray, dict[str, float]]:
         """``gradient_steps`` updates on ``[gradient_steps, batch_size, ...]`` minibatches;
         returns the TD errors ``[gradient_steps, batch_size]`` and mean statistics."""
@@ -254,8 +263,9 @@ class Model(TFModel):
         def stacked(x: np.ndarray) -> np.ndarray:
             return x.reshape(g, b, *x.shape[1:])
 
-        td_errors, stats = self.train(stacked(batch.obs), stacked(batch.actions),
-                                      stacked(batch.rewards), stacked(batch.next_obs),
+        td_errors, stats = self.train(nested.map_structure(stacked, batch.obs),
+                                      stacked(batch.actions), stacked(batch.rewards),
+                                      nested.map_structure(stacked, batch.next_obs),
                                       stacked(batch.dones), stacked(weights), lr)
         # A non-finite loss stops training in the loop, naming it; no priority is kept.
         if isinstance(buffer, PrioritizedReplayBuffer) and np.isfinite(td_errors).all():
@@ -285,7 +295,7 @@ class Model(TFModel):
         assert self.param_noise is not None
         self.param_noise.perturb(scale, self._noise_seed())
 
-    def perturbation_distance(self, obs: np.ndarray, scale: float) -> float:
+    def perturbation_distance(self, obs: Any, scale: float) -> float:
         """Mean KL between the softmax of Q and of Q under a fresh perturbation of ``scale``."""
         assert self.param_noise is not None
         return self.param_noise.distance(obs, scale, self._noise_seed())
@@ -408,7 +418,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     hp = dict(hyperparameters)
     check_action_space(action_space)
     check_hyperparameters(hp)
-    configure_threads(small_model=not is_image_space(observation_space))
+    configure_threads(small_model=not has_images(observation_space))
     kwargs, layer_norm = network_builder_kwargs(network, network_kwargs,
                                                 bool(hp.get("layer_norm")))
     hp["layer_norm"] = layer_norm

@@ -11,9 +11,10 @@ import numpy as np
 import tensorflow as tf
 from keras import layers
 
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.models import build_network, get_network_builder
-from rlbase.common.policies import check_observation_space, encode_observation
+from rlbase.common.policies import ObservationEncoder, check_network_for_space
 
 # What each action space can be trained with, for the error DQN gives on the others.
 OTHER_ALGORITHMS = {
@@ -96,7 +97,9 @@ class Stream(keras.layers.Layer):
 class QNetwork(keras.Model):
     """Q(s, .) for every action of a Discrete space.
 
-    ob_space / ac_space: the env's single observation and (Discrete) action spaces.
+    ob_space / ac_space: the env's single observation and (Discrete) action spaces; a
+        Dict/Tuple observation is encoded entry by entry (images through their own convnet,
+        see :class:`~rlbase.common.policies.ObservationEncoder`) for an mlp torso.
     network: a registered feed-forward network name or a builder callable (the torso).
     hiddens: sizes of the dense ReLU layers each head puts on the torso's output.
     dueling: Q = V(s) + A(s, a) - mean_a A(s, a) from two heads (Wang et al., 2016).
@@ -109,7 +112,6 @@ class QNetwork(keras.Model):
                  hiddens: Sequence[int] = (256,), dueling: bool = True,
                  layer_norm: bool = False, network_kwargs: dict[str, Any] | None = None):
         super().__init__()
-        check_observation_space(ob_space)
         check_action_space(ac_space)
         assert isinstance(ac_space, gym.spaces.Discrete)  # for the type checker
         self.ob_space, self.ac_space = ob_space, ac_space
@@ -118,19 +120,22 @@ class QNetwork(keras.Model):
         self.network_kwargs = dict(network_kwargs or {})
         self.hiddens = [int(n) for n in hiddens]
         self.dueling, self.layer_norm = bool(dueling), bool(layer_norm)
+        # No weights for a non-nested space, so files saved before Dict support still load.
+        self.encoder = ObservationEncoder(ob_space)
         self.torso = build_network(network, **self.network_kwargs)
         if getattr(self.torso, "recurrent", False):
             raise RLBaseError(f"dqn needs a feed-forward network, got the recurrent "
                               f"'{self.network_name}'; use mlp, cnn, cnn_small or conv_only")
+        check_network_for_space(self.network_name, self.torso, ob_space)
         self.flatten = layers.Flatten()
         self.advantage = Stream(self.hiddens, self.num_actions, layer_norm)
         self.value = Stream(self.hiddens, 1, layer_norm) if dueling else None
         # Create every weight now so compiled calls never create variables.
-        self(tf.constant(np.stack([ob_space.sample()] * 2)))
+        self(tf.nest.map_structure(tf.constant, nested.stack(ob_space, [ob_space.sample()] * 2)))
         fan_in_uniform_init(self)
 
-    def call(self, obs: tf.Tensor) -> tf.Tensor:
-        latent = self.flatten(self.torso(encode_observation(self.ob_space, obs)))
+    def call(self, obs: Any) -> tf.Tensor:
+        latent = self.flatten(self.torso(self.encoder(obs)))
         scores = self.advantage(latent)
         if self.value is None:
             return scores

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.models import MLP
+from rlbase.common.nested import is_nested
 from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
 from rlbase.dqn.models import QNetwork, Stream
 
@@ -46,7 +47,10 @@ class NumpyQ:
 
     @staticmethod
     def create(net: QNetwork) -> NumpyQ | None:
-        """A mirror of ``net``, or None when its torso is not a plain MLP."""
+        """A mirror of ``net``, or None when its torso is not a plain MLP or its observations
+        are Dict/Tuple ones (those act through TF)."""
+        if is_nested(net.ob_space):
+            return None
         torso = net.torso
         if type(torso) is not MLP or torso.activation_name not in ACTIVATIONS:
             return None

@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like
+from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
 from rlbase.dqn.models import QNetwork
 from rlbase.dqn.numpy_q import NumpyQ
 
@@ -70,9 +71,8 @@ class PerturbedQ:
         self._act_jit = act_jit
         self.adaptation = AdaptiveParamNoise()
 
-    def _obs_spec(self) -> tf.TensorSpec:
-        ob = self.q.ob_space
-        return spec_like([None, *(ob.shape or ())], ob.dtype)
+    def _obs_spec(self) -> Any:
+        return observation_spec(self.q.ob_space, [None])
 
     def _perturb_into(self, dst: QNetwork, scale: tf.Tensor, seed: tf.Tensor) -> None:
         # Layer-norm scales and offsets are left alone, as in Plappert et al.
@@ -107,7 +107,7 @@ class PerturbedQ:
         return compile_fn(distance, [self._obs_spec(), spec_like([], np.float32),
                                      spec_like([2], np.int64)])
 
-    def q_values(self, obs: np.ndarray) -> np.ndarray:
+    def q_values(self, obs: Any) -> np.ndarray:
         """``[B, num_actions]`` Q-values of the perturbed copy."""
         if self.mirror is not None:
             return self.mirror.q_values(obs)
@@ -119,7 +119,7 @@ class PerturbedQ:
         if self.mirror is not None:
             self.mirror.sync([v.numpy() for v in values])
 
-    def distance(self, obs: np.ndarray, scale: float, seed: np.ndarray) -> float:
+    def distance(self, obs: Any, scale: float, seed: np.ndarray) -> float:
         """Mean KL between the softmax of Q and of Q under a fresh perturbation of ``scale``
         (the distance parameter noise adapts its scale on, as in Baselines' deepq)."""
         return float(self._distance_fn(obs, np.float32(scale), seed))

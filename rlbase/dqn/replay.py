@@ -7,11 +7,13 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.replay_buffer import (
     FrameStackReplayBuffer,
     PrioritizedReplayBuffer,
     ReplayBuffer,
+    make_replay_buffer as make_storage,
 )
 from rlbase.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize
 
@@ -26,12 +28,15 @@ class FrameLayout(NamedTuple):
 
 
 def frame_layout(env: VecEnv) -> FrameLayout | None:
-    """The layout of the env's VecFrameStack (None: no frame stacking).
+    """The layout of the env's VecFrameStack (None: no frame stacking, or Dict/Tuple
+    observations, whose stacks are stored whole).
 
     A VecNormalize above the VecFrameStack normalizes whole stacks with statistics that move:
     stacks rebuilt from stored frames would differ from the observations the agent saw, so
     that chain is refused (normalizing below the stack, per frame, is fine).
     """
+    if nested.is_nested(env.observation_space):
+        return None
     normalized_above = False
     venv: VecEnv | None = env
     while venv is not None:
@@ -50,13 +55,14 @@ def frame_layout(env: VecEnv) -> FrameLayout | None:
 def make_replay_buffer(observation_space: gym.Space, num_envs: int, size: int,
                        prioritized: bool, alpha: float, layout: FrameLayout | None) -> Buffer:
     """A buffer storing each frame once behind a VecFrameStack (``layout``), both
-    observations of each transition otherwise; prioritized on top when asked."""
-    shape, dtype = tuple(observation_space.shape or ()), np.dtype(observation_space.dtype)
+    observations of each transition otherwise (leaf by leaf for Dict/Tuple spaces);
+    prioritized on top when asked."""
     actions = np.dtype(np.int32)  # action indices 0..n-1
     storage: ReplayBuffer | FrameStackReplayBuffer
     if layout is not None:
+        shape, dtype = tuple(observation_space.shape or ()), np.dtype(observation_space.dtype)
         storage = FrameStackReplayBuffer(size, num_envs, shape, dtype, layout.nstack,
                                          layout.axis, ac_dtype=actions)
     else:
-        storage = ReplayBuffer(size, shape, dtype, ac_dtype=actions)
+        storage = make_storage(size, observation_space, ac_dtype=actions)
     return PrioritizedReplayBuffer(storage, alpha) if prioritized else storage

@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlbase.common import logger
+from rlbase.common import logger, nested
 from rlbase.common.base_model import BaseModel, StepResult
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
@@ -83,12 +83,12 @@ class Model(BaseModel):
              deterministic: bool = False) -> StepResult:
         """``(actions, None, state, None)``: ES's policy is deterministic and has no value
         function, so ``deterministic`` changes nothing."""
-        return self.policy.act(self.theta[None], np.asarray(obs)), None, state, None
+        return self.policy.act(self.theta[None], self._observations(obs)), None, state, None
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:
         """Discrete: one-hot of the action taken; Box: ``(action, zero std)``."""
-        actions = self.policy.act(self.theta[None], np.asarray(obs))
+        actions = self.policy.act(self.theta[None], self._observations(obs))
         space = self.action_space
         if isinstance(space, gym.spaces.Discrete):
             probs = np.zeros((len(actions), int(space.n)), np.float32)
@@ -96,6 +96,10 @@ class Model(BaseModel):
             return (probs,)
         mean = np.asarray(actions, np.float32)
         return mean, np.zeros_like(mean)
+
+    def _observations(self, obs: Any) -> Any:
+        """A batch as the policy encodes it: an array, or nested for Dict/Tuple spaces."""
+        return obs if nested.is_nested(self.observation_space) else np.asarray(obs)
 
     # -- parameters -----------------------------------------------------------------------------
     def parameter_arrays(self) -> dict[str, np.ndarray]:

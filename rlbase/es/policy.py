@@ -8,6 +8,7 @@ of a flat vector, many perturbed vectors at once (``params`` of shape [P, dim]).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -15,9 +16,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.models import MLP, build_network, ortho
 from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
+from rlbase.common.policies import check_observation_space, is_image_space
 
 OBS_CLIP = 5.0  # normalized observations are clipped to +-5 (Salimans et al.)
 # The reference (evolution-strategies-starter's RunningStat) floors the variance at 1e-2, so
@@ -31,6 +34,27 @@ def check_action_space(space: gym.Space) -> None:
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
         return
     raise RLBaseError(f"es supports Discrete and 1-D Box action spaces, got {space}")
+
+
+def flat_encoder(space: gym.Space) -> Callable[[Any], np.ndarray]:
+    """A batch of observations -> ``[B, ob_dim]`` float32, as the other algorithms encode
+    them (one-hot for discrete spaces, flattened floats for Box). A Dict/Tuple space is
+    encoded entry by entry and concatenated (what gymnasium's ``flatten`` makes of it); image
+    entries are refused: ES's numpy policy is an mlp."""
+    if not nested.is_nested(space):
+        return observation_encoder(space)
+    check_observation_space(space)
+    images = [name for name, leaf in zip(nested.leaf_names(space), nested.leaf_spaces(space))
+              if is_image_space(leaf)]
+    if images:
+        raise RLBaseError(f"es flattens Dict/Tuple observations for its mlp policy and takes "
+                          f"no image entries, got {', '.join(images)} in {space}")
+    encoders = [observation_encoder(leaf) for leaf in nested.leaf_spaces(space)]
+
+    def encode(obs: Any) -> np.ndarray:
+        leaves = nested.flatten(space, obs)
+        return np.concatenate([enc(leaf) for enc, leaf in zip(encoders, leaves)], axis=1)
+    return encode
 
 
 class PolicyNet(keras.Model):
@@ -51,7 +75,8 @@ class ESPolicy:
     """The flat-vector view of a :class:`PolicyNet` and its numpy forward pass.
 
     :param ob_space: observation space (encoded like the other algorithms: one-hot for
-        Discrete, flattened floats for Box).
+        Discrete, flattened floats for Box; a Dict/Tuple space entry by entry, concatenated,
+        without image entries).
     :param ac_space: Discrete or 1-D Box action space.
     :param network: a registered network name or builder; its layer must be an ``mlp``
         (``num_layers=0`` gives a linear policy).
@@ -67,9 +92,8 @@ class ESPolicy:
             raise RLBaseError(f"es evaluates policies in numpy and supports mlp networks (any "
                               f"size; num_layers=0 is a linear policy) with activation in "
                               f"{sorted(ACTIVATIONS)}, got network {network!r}")
-        self.encode = observation_encoder(ob_space)
-        self.ob_shape = tuple(ob_space.shape or ())
-        self.ob_dim = int(self.encode(np.asarray([ob_space.sample()])).shape[1])
+        self.encode = flat_encoder(ob_space)
+        self.ob_dim = int(self.encode(nested.stack(ob_space, [ob_space.sample()])).shape[1])
         self.discrete = isinstance(ac_space, gym.spaces.Discrete)
         self.action_start = 0
         # Box bounds, float64 (the squashing's arithmetic); unbounded: no squashing.
@@ -164,7 +188,8 @@ class ESPolicy:
             return (self.low + squashed * (self.high - self.low)).astype(self.ac_space.dtype)
         return out.astype(self.ac_space.dtype)
 
-    def act(self, params: np.ndarray, raw_obs: np.ndarray) -> np.ndarray:
-        """Actions for a batch of raw observations (deterministic)."""
+    def act(self, params: np.ndarray, raw_obs: Any) -> np.ndarray:
+        """Actions for a batch of raw observations (deterministic; nested for Dict/Tuple
+        spaces)."""
         x = self.normalize(self.encode(raw_obs))
         return self.actions(self.outputs(params, x))

@@ -9,11 +9,12 @@ wasted at the end of a generation and every counted step belongs to a scored epi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env import VecEnv
 from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv
@@ -96,7 +97,8 @@ class EpisodeRunner:
         if n == 0:
             return Results(returns, lengths, obs_sum, obs_sumsq, 0)
         params = np.empty((nslots, dim), np.float32)
-        raw_obs = np.zeros((nslots, *policy.ob_shape), policy.ob_space.dtype)
+        raw_obs = nested.zeros(policy.ob_space, (nslots,))  # nested for Dict/Tuple spaces
+        store = _row_writer(policy.ob_space, raw_obs)
         noisy = np.zeros((nslots, 1), np.float32)
         task_of = np.full(nslots, -1)
         next_task = 0
@@ -113,7 +115,7 @@ class EpisodeRunner:
             seed, self.pending_seeds[slot] = self.pending_seeds[slot], None
             if reset_seeds is not None and reset_seeds[task] >= 0:
                 seed = int(reset_seeds[task])
-            raw_obs[slot], _ = self.envs[slot].reset(seed=seed)
+            store(slot, self.envs[slot].reset(seed=seed)[0])
 
         for slot in range(nslots):
             start(slot)
@@ -144,5 +146,16 @@ class EpisodeRunner:
                     else:
                         active.remove(slot)
                 else:
-                    raw_obs[slot] = ob
+                    store(slot, ob)
         return Results(returns, lengths, obs_sum, obs_sumsq, obs_count)
+
+
+def _row_writer(space: gym.Space, batch: Any) -> Callable[[int, Any], None]:
+    """``write(row, obs)``: one env's observation into row ``row`` of ``batch``; a plain
+    assignment for a Box (the per-step path stays as cheap as before Dict support)."""
+    if nested.is_nested(space):
+        return lambda row, obs: nested.assign(space, batch, row, obs)
+
+    def write(row: int, obs: Any) -> None:
+        batch[row] = obs
+    return write

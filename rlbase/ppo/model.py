@@ -12,7 +12,12 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import require_positive
 from rlbase.common.mpi_util import get_comm, sync_variables
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy, build_policy, is_image_space, xla_is_faster
+from rlbase.common.policies import (
+    ActorCriticPolicy,
+    has_images,
+    policy_from_kwargs,
+    xla_is_faster,
+)
 from rlbase.common.tf_util import (
     Adam,
     average_over_workers,
@@ -187,10 +192,8 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     hp = hyperparameters
     require_positive(nsteps=hp["nsteps"], nminibatches=hp["nminibatches"],
                      noptepochs=hp["noptepochs"])
-    configure_threads(small_model=not is_image_space(observation_space))
-    kwargs = dict(network_kwargs)
-    value_network = kwargs.pop("value_network", None)
-    policy = build_policy(observation_space, action_space, network, value_network, **kwargs)
+    configure_threads(small_model=not has_images(observation_space))
+    policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
     jit = hp.get("jit_compile")
     if jit is None:
         total = hp.get("total_timesteps") or 0

@@ -75,7 +75,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
         the whole run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
-        ``value_network='copy'`` gives the value head its own torso.
+        ``value_network='copy'`` gives the value head its own torso, ``log_std_init`` sets a
+        Gaussian policy's initial log standard deviation.
     """
     if get_schedule_fn(cliprange)(1.0) <= 0:
         raise RLBaseError(f"cliprange must be positive, got {get_schedule_fn(cliprange)(1.0)}")

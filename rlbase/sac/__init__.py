@@ -1,0 +1,2 @@
+"""SAC (soft actor-critic): twin critics with soft-updated targets, a squashed-Gaussian actor
+and a learned entropy coefficient."""

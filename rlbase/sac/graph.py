@@ -1,0 +1,166 @@
+"""SAC's TensorFlow side: one gradient step, the loop of them, acting, and the compiled calls,
+as a base of :class:`rlbase.sac.model.Model` (which creates every attribute declared here).
+
+One compiled call per training phase does everything TensorFlow has to: ``gradient_steps``
+gradient steps on minibatches sampled beforehand in numpy (a ``tf.while_loop``), then the
+actions for the current observations from the updated actor. The Gaussian noise of every
+sample (the policy's actions at s and s', the acting noise) is drawn in numpy and passed in:
+XLA's random kernels differ from TF's, and this way both paths compute the same updates and a
+resumed run repeats an uninterrupted one exactly.
+
+A gradient step is SB3's, in SB3's order: the temperature moves first (the step's losses use
+alpha from before that move), then the critics, then the actor against the updated critics,
+then the targets (every ``target_update_interval`` steps).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from rlbase.common import nested
+from rlbase.common.continuous import Critic
+from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
+from rlbase.sac import losses
+from rlbase.sac.networks import Actor
+
+# Means over the call's gradient steps (SB3's train/ keys).
+STAT_NAMES = ("critic_loss", "actor_loss", "ent_coef", "ent_coef_loss")
+
+
+class SACGraph:
+    """The graph code of :class:`~rlbase.sac.model.Model`."""
+
+    observation_space: gym.Space
+    actor: Actor
+    critics: list[Critic]
+    target_critics: list[Critic]
+    log_alpha: tf.Variable
+    updates: tf.Variable
+    actor_optimizer: keras.optimizers.Optimizer
+    critic_optimizer: keras.optimizers.Optimizer
+    alpha_optimizer: keras.optimizers.Optimizer
+    nb_actions: int
+    gamma: float
+    tau: float
+    target_entropy: float
+    auto_alpha: bool
+    target_update_interval: int
+    batch_size: int
+    gradient_steps: int
+    jit_compile: bool
+
+    # -- variables ---------------------------------------------------------------------------
+    @property
+    def critic_variables(self) -> list[tf.Variable]:
+        return [v for c in self.critics for v in c.trainable_variables]
+
+    def target_pairs(self) -> list[tuple[tf.Variable, tf.Variable]]:
+        """(online, target) variable pairs of both critics (SAC has no target actor)."""
+        return [pair for c, t in zip(self.critics, self.target_critics)
+                for pair in zip(c.weights, t.weights)]
+
+    # -- graph pieces ------------------------------------------------------------------------
+    def policy(self, obs: Any, noise: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """``(a, log pi(a|s))`` for ``a = tanh(mean + std * noise)``."""
+        mean, log_std = self.actor(obs)
+        return losses.squashed_sample(mean, log_std, noise)
+
+    def critic_targets(self, rewards: tf.Tensor, next_obs: Any, dones: tf.Tensor,
+                       noise: tf.Tensor, alpha: tf.Tensor) -> tf.Tensor:
+        """``r + gamma (1 - d) (min_i Q'_i(s', a') - alpha log pi(a'|s'))``, ``a'`` the
+        policy's action at s' drawn with ``noise``."""
+        next_actions, next_log_prob = self.policy(next_obs, noise)
+        q1, q2 = (t(next_obs, next_actions) for t in self.target_critics)
+        return losses.critic_target(rewards, dones, q1, q2, next_log_prob, alpha, self.gamma)
+
+    def _gradient_step(self, obs: Any, actions: tf.Tensor, rewards: tf.Tensor, next_obs: Any,
+                       dones: tf.Tensor, noise: tf.Tensor) -> tf.Tensor:
+        """One SAC update on one minibatch; returns its four statistics (STAT_NAMES)."""
+        alpha = tf.exp(self.log_alpha)  # this step's temperature, read before it moves
+        actor_vars = self.actor.trainable_variables
+        with tf.GradientTape(watch_accessed_variables=False) as actor_tape:
+            # Only the actor: the critics' weight gradients are never needed here.
+            actor_tape.watch([v.value for v in actor_vars])
+            actions_pi, log_prob = self.policy(obs, noise[0])
+        if self.auto_alpha:
+            with tf.GradientTape() as tape:
+                alpha_loss = losses.temperature_loss(self.log_alpha, log_prob,
+                                                     self.target_entropy)
+            self.alpha_optimizer.apply_gradients(
+                [(tape.gradient(alpha_loss, self.log_alpha), self.log_alpha)])
+        else:
+            alpha_loss = tf.constant(0.0)
+        targets = self.critic_targets(rewards, next_obs, dones, noise[1], alpha)
+        critic_vars = self.critic_variables
+        with tf.GradientTape() as tape:
+            q1, q2 = (c(obs, actions) for c in self.critics)
+            q_loss = losses.critic_loss(q1, q2, targets)
+        self.critic_optimizer.apply_gradients(zip(tape.gradient(q_loss, critic_vars),
+                                                  critic_vars))
+        with actor_tape:  # the updated critics judge the actions drawn above
+            q1_pi, q2_pi = (c(obs, actions_pi) for c in self.critics)
+            pi_loss = losses.actor_loss(log_prob, q1_pi, q2_pi, alpha)
+        self.actor_optimizer.apply_gradients(zip(actor_tape.gradient(pi_loss, actor_vars),
+                                                 actor_vars))
+        self.updates.assign_add(1)
+        if self.target_update_interval == 1:
+            losses.soft_update(self.target_pairs(), self.tau)
+        else:
+            due = tf.equal(self.updates % self.target_update_interval, 0)
+            tf.cond(due, self._update_targets, lambda: tf.constant(False))
+        return tf.stack([q_loss, pi_loss, alpha, alpha_loss])
+
+    def _update_targets(self) -> tf.Tensor:
+        losses.soft_update(self.target_pairs(), self.tau)
+        return tf.constant(True)
+
+    def _act(self, obs: Any, noise: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """(sampled actions, deterministic actions tanh(mean), the Gaussian's std)."""
+        mean, log_std = self.actor(obs)
+        sampled, _ = losses.squashed_sample(mean, log_std, noise)
+        return sampled, tf.tanh(mean), tf.exp(log_std)
+
+    def _train_graph(self, obs, actions, rewards, next_obs, dones, noise, act_obs, act_noise,
+                     lr):
+        for optimizer in (self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer):
+            optimizer.learning_rate.assign(lr)
+
+        def body(i, stats):
+            step = self._gradient_step(
+                tf.nest.map_structure(lambda x: x[i], obs), actions[i], rewards[i],
+                tf.nest.map_structure(lambda x: x[i], next_obs), dones[i], noise[i])
+            return i + 1, stats + step
+
+        nsteps = self.gradient_steps
+        _, stats = tf.while_loop(lambda i, _: i < nsteps, body,
+                                 (tf.constant(0), tf.zeros(len(STAT_NAMES))))
+        return (stats / nsteps, self._act(act_obs, act_noise)[0])
+
+    # -- compiled calls (traced once, on first use) ------------------------------------------
+    def _ob_spec(self, *lead: int | None) -> Any:
+        # Box observations travel as float32 (what the buffer stores); Dict/Tuple leaves in
+        # their own dtypes (uint8 images are scaled inside the call).
+        if nested.is_nested(self.observation_space):
+            return observation_spec(self.observation_space, lead)
+        return spec_like([*lead, *self.observation_space.shape], np.float32)
+
+    @cached_property
+    def act_fn(self) -> CompiledFunction:
+        return compile_fn(self._act, [self._ob_spec(None),
+                                      spec_like([None, self.nb_actions], np.float32)],
+                          jit_compile=self.jit_compile)
+
+    @cached_property
+    def train_fn(self) -> CompiledFunction:
+        g, b, a = self.gradient_steps, self.batch_size, self.nb_actions
+        vec = spec_like([g, b], np.float32)
+        return compile_fn(self._train_graph, [
+            self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
+            vec, spec_like([g, 2, b, a], np.float32), self._ob_spec(None),
+            spec_like([None, a], np.float32), spec_like([], np.float32)], self.jit_compile)

@@ -1,0 +1,32 @@
+"""Port of baselines/common/tests/test_env_after_learn.py: ``learn(total_timesteps=0)`` on a
+SubprocVecEnv of Pong leaves the env usable (it neither closes nor breaks it).
+
+Baselines' acktr and trpo_mpi are not in rlbase; ppo2 is ``ppo`` and deepq ``dqn`` (looked
+up by their Baselines names through the registry's aliases).
+"""
+
+import gymnasium as gym
+import pytest
+
+from rlbase.common.vec_env import SubprocVecEnv
+from rlbase.registry import get_algorithm
+
+pytest.importorskip("ale_py")
+
+ALGOS = ["a2c", "acer", "deepq", "ppo2"]
+
+
+def make_pong():
+    import ale_py
+
+    gym.register_envs(ale_py)
+    return gym.make("PongNoFrameskip-v4")
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_env_after_learn(algo):
+    env = SubprocVecEnv([make_pong])
+    learn = get_algorithm(algo).learn
+    learn(network="mlp", env=env, total_timesteps=0, load_path=None, seed=None)
+    env.reset()
+    env.close()

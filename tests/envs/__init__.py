@@ -1,0 +1,1 @@
+"""Small test-only envs (not part of the library)."""
