@@ -77,10 +77,10 @@ def check_writable(flag: str, path: str | None, is_file: bool) -> None:
 
 
 def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
-              env_kwargs: dict[str, Any]) -> Any:
+              env_kwargs: dict[str, Any] | None = None) -> Any:
     from rlbase.common.cmd_util import make_vec_env
 
-    kwargs = dict(env_kwargs)
+    kwargs = dict(env_kwargs or {})
     if args.save_video_interval:
         kwargs["render_mode"] = "rgb_array"
     env = make_vec_env(args.env, env_type, num_env, seed, reward_scale=args.reward_scale,
@@ -213,7 +213,8 @@ def check_media_packages(args: Any) -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     from rlbase import registry
-    from rlbase.common.cmd_util import common_arg_parser, parse_env_kwargs, parse_unknown_args
+    from rlbase.cli_args import common_arg_parser
+    from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
     from rlbase.common.misc_util import import_tensorflow_quietly
 
     parser = common_arg_parser()

@@ -115,7 +115,7 @@ def test_ale_path_is_the_default_and_gives_the_same_frames_layout(env_id, sticky
     env = make_vec_env(env_id, num_env=2, seed=0)
     inner = env.unwrapped
     assert isinstance(inner, AleVecEnv)
-    assert inner.vector_env.ale is not None and sticky == (0.25 if "ALE/" in env_id else 0.0)
+    assert len(inner.emulators) == 2 and sticky == (0.25 if "ALE/" in env_id else 0.0)
     obs = env.reset()
     assert obs.shape == (2, 84, 84, 4) and obs.dtype == np.uint8
     assert env.observation_space.shape == (84, 84, 4)
@@ -223,3 +223,46 @@ def test_ale_path_serves_again_after_a_lost_life():
         lives_lost += int(terminated[0] and "episode" not in infos[0])
     assert lives_lost >= 4 and games >= 1
     env.close()
+
+
+def test_ale_and_process_paths_give_the_same_transitions_across_lives_and_games():
+    """The ale path presses NOOP/FIRE after a lost life and FIRE after a game start inside the
+    reset, as wrap_deepmind does, so the agent is never credited with a press it did not make.
+
+    No-op starts are off: ale-py draws their count from its own C++ generator, gymnasium from
+    numpy's, and the two cannot be seeded alike. Sticky actions are off (v4's default) for the
+    same reason. With both off the emulators are deterministic and must agree frame for frame.
+    """
+    kwargs = dict(num_env=1, seed=3, wrapper_kwargs={"noop_max": 0},
+                  env_kwargs={"repeat_action_probability": 0.0})
+    process = make_vec_env("BreakoutNoFrameskip-v4", vec_env="dummy", **kwargs)
+    ale = make_vec_env("BreakoutNoFrameskip-v4", vec_env="ale", **kwargs)
+    assert type(ale.unwrapped).__name__ == "AleVecEnv"
+    np.testing.assert_array_equal(process.reset(), ale.reset())
+    # Random play loses a life every ~40 steps and a game every ~200; some NOOP-only stretches
+    # leave every serve to the env.
+    actions = np.random.default_rng(1).integers(4, size=700)
+    actions[100:160] = actions[400:460] = 0
+    lost_lives, games = 0, []
+    for t, action in enumerate(actions):
+        p_obs, p_rew, p_term, p_trunc, p_infos = process.step(np.array([action]))
+        a_obs, a_rew, a_term, a_trunc, a_infos = ale.step(np.array([action]))
+        where = f"step {t}"
+        np.testing.assert_array_equal(p_obs, a_obs, err_msg=where)
+        assert (p_rew[0], p_term[0], p_trunc[0]) == (a_rew[0], a_term[0], a_trunc[0]), where
+        p_info, a_info = p_infos[0], a_infos[0]
+        assert ("final_observation" in p_info) == ("final_observation" in a_info), where
+        if "final_observation" in p_info:
+            np.testing.assert_array_equal(p_info["final_observation"],
+                                          a_info["final_observation"], err_msg=where)
+        assert ("episode" in p_info) == ("episode" in a_info), where
+        if "episode" in p_info:  # the whole game's unclipped score and length, on both paths
+            assert p_info["episode"]["r"] == a_info["episode"]["r"], where
+            assert p_info["episode"]["l"] == a_info["episode"]["l"], where
+            games.append(a_info["episode"]["r"])
+        elif p_term[0]:
+            lost_lives += 1
+    assert len(games) >= 2 and lost_lives >= 4 * len(games)
+    assert process.episode_returns == ale.episode_returns == games
+    process.close()
+    ale.close()

@@ -6,7 +6,8 @@ import re
 import pytest
 
 from rlbase import registry
-from rlbase.common.docstrings import current_block, documented_parameters, generated_block
+from rlbase.common.docstrings import documented_parameters
+from rlbase.doc_pages import current_block, generated_block
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALGORITHMS = registry.available_algorithms()
@@ -21,7 +22,7 @@ def read(*parts: str) -> str:
 def test_parameter_table_is_the_docstring(alg):
     assert current_block(alg) == generated_block(alg), (
         f"rlbase/docs/algorithms/{alg}.md differs from learn()'s docstring: run "
-        "python -m rlbase.common.docstrings")
+        "python -m rlbase.doc_pages")
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS)

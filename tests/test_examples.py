@@ -117,7 +117,7 @@ def test_every_algorithm_page_documents_every_learn_parameter() -> None:
 
 
 def test_cli_page_lists_every_flag() -> None:
-    from rlbase.common.cmd_util import common_arg_parser
+    from rlbase.cli_args import common_arg_parser
 
     with open(os.path.join(DOCS, "cli.md"), encoding="utf-8") as f:
         page = f.read()

@@ -282,11 +282,11 @@ def test_non_finite_env_output_names_env_and_step(mode, what):
 
 
 def test_cli_wraps_envs_in_the_finite_check_by_default():
-    from rlbase.common.cmd_util import common_arg_parser
+    from rlbase.cli_args import common_arg_parser
     from rlbase.common.vec_env import find_wrapper
-    from rlbase.run import add_reliability_flags, build_env
+    from rlbase.run import build_env
 
-    parser = add_reliability_flags(common_arg_parser())
+    parser = common_arg_parser()
     for flags, expected in (([], True), (["--no-check_finite"], False)):
         args = parser.parse_known_args(["--num_env=1", *flags])[0]
         env = build_env(args, "classic_control", 1, 0)

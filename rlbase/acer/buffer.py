@@ -233,7 +233,7 @@ class NestedBuffer(Buffer):
 
     def _allocate_observations(self, lead: tuple[int, int]) -> None:
         leaves = nested.leaf_spaces(self.space)
-        self.obs_leaves = [np.zeros((*lead, self.nsteps + 1, *leaf.shape), dtype=leaf.dtype)
+        self.obs_leaves = [np.zeros((*lead, self.nsteps + 1, *(leaf.shape or ())), leaf.dtype)
                            for leaf in leaves]
         self.final_leaves: list[dict[int, np.ndarray]] = [{} for _ in leaves]
 
@@ -253,7 +253,7 @@ class NestedBuffer(Buffer):
         return nested.pack(self.space, [leaf[idx, env] for leaf in self.obs_leaves])
 
     def _final_observations(self, obs: Any, cut: list[tuple[int, int, int]]) -> Any:
-        leaves = [np.zeros((len(cut), *leaf.shape), leaf.dtype)
+        leaves = [np.zeros((len(cut), *(leaf.shape or ())), leaf.dtype)
                   for leaf in nested.leaf_spaces(self.space)]
         for j, (key, _, _) in enumerate(cut):
             for dst, store in zip(leaves, self.final_leaves):

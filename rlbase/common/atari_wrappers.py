@@ -50,6 +50,7 @@ class EpisodicLife(gym.Wrapper):
 
     On the reset after a lost life the emulator keeps going (one no-op step), so value
     estimates learn that losing a life is bad without the agent replaying the game's start.
+    ``AleVecEnv`` makes the same presses as this reset and ``FireReset``'s: change them together.
     """
 
     def __init__(self, env: gym.Env):
@@ -78,7 +79,11 @@ class EpisodicLife(gym.Wrapper):
 
 
 class FireReset(gym.Wrapper):
-    """Press FIRE after every reset, for games that wait for it (Breakout, Pong...)."""
+    """Press FIRE after every reset, for games that wait for it (Breakout, Pong...).
+
+    Wrapped around ``EpisodicLife``, that is after every game start and every lost life: these
+    presses are steps of the env, not the agent's actions (its next action runs as sent).
+    """
 
     def reset(self, **kwargs: Any):
         self.env.reset(**kwargs)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import ast
 import difflib
 import importlib
@@ -226,87 +225,6 @@ def as_vec_env(env: VecEnv | gym.Env | str, seed: int | None = None,
         return VecMonitor(venv, filename=_monitor_file(monitor_dir))
     raise RLBaseError(f"env must be a VecEnv, a gymnasium.Env or an env id, got "
                       f"{type(env).__name__}")
-
-
-def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentParser:
-    """The CLI's own flags; anything else is passed on as ``--key=value`` to learn()."""
-    import rlbase
-    from rlbase.registry import ALIASES, available_algorithms
-
-    algs = ", ".join(available_algorithms())
-    aliases = ", ".join(f"{a} ({t[0]})" for a, t in ALIASES.items())
-    p = argparse.ArgumentParser(
-        prog=prog, formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description=f"Train (and optionally play) an rlbase algorithm on a gymnasium env. "
-                    f"Algorithms: {algs}; also {aliases}. Unknown --key=value flags go to the "
-                    "algorithm's learn() or to the network builder; values are Python literals "
-                    "(ast.literal_eval). --num_timesteps=0 with --load_path and --play plays a "
-                    "saved model.")
-    p.add_argument("--version", action="version", version=f"rlbase {rlbase.__version__}")
-    p.add_argument("--alg", help=f"algorithm: {algs} (or {aliases})", type=str, default="a2c")
-    p.add_argument("--env", help="gymnasium env id (also module:EnvId-v0)", type=str,
-                   default="CartPole-v1")
-    p.add_argument("--env_type", type=str, default=None,
-                   help=f"env type for the defaults ({', '.join(ENV_TYPES)}); detected from "
-                        "the registry when not given")
-    p.add_argument("--env_kwargs", type=str, default=None,
-                   help="keyword arguments of every env made, as a Python dict literal, e.g. "
-                        "\"{'continuous': True}\" (saved with the model)")
-    p.add_argument("--gym_packages", nargs="*", default=None, metavar="PACKAGE",
-                   help="import these packages first (they register custom envs)")
-    p.add_argument("--seed", help="random seed", type=int, default=None)
-    p.add_argument("--num_timesteps", type=str, default="1e6",
-                   help="env steps to train for (e.g. 2e5; 0 with --load_path: no training)")
-    p.add_argument("--network", type=str, default=None,
-                   help="network name (mlp, cnn, cnn_small, conv_only, lstm, lnlstm, cnn_lstm, "
-                        "cnn_lnlstm, or your own @register'ed one); default: the algorithm's "
-                        "for the env type")
-    p.add_argument("--num_env", type=int, default=None,
-                   help="number of parallel envs (default: the algorithm's default for the env "
-                        "type, else the CPU count)")
-    p.add_argument("--reward_scale", type=float, default=1.0, help="multiply rewards by this")
-    p.add_argument("--save_path", type=str, default=None, help="save the trained model here")
-    p.add_argument("--load_path", type=str, default=None,
-                   help="start from this saved model (continues training)")
-    p.add_argument("--log_path", type=str, default=None,
-                   help="folder for progress.csv, log.txt, monitor.csv (default "
-                        "$RLBASE_LOGDIR; none: stdout only)")
-    p.add_argument("--log_format", type=str, default=None,
-                   help="comma-separated outputs among stdout, log, csv, json, tensorboard "
-                        "(default $RLBASE_LOG_FORMAT, else stdout,log,csv with --log_path)")
-    p.add_argument("--eval_freq", type=int, default=0,
-                   help="evaluate on a separate env every this many env steps (0: never); "
-                        "logged as eval/mean_reward, best model to <log_path>/best_model.zip")
-    p.add_argument("--eval_episodes", type=int, default=5, help="episodes per evaluation")
-    p.add_argument("--play", action="store_true", help="after training, run the policy and "
-                   "print each episode's return")
-    p.add_argument("--play_episodes", type=int, default=5, help="episodes to play with --play")
-    p.add_argument("--save_video_interval", type=int, default=0,
-                   help="record a training video every this many steps (0: never)")
-    p.add_argument("--save_video_length", type=int, default=200, help="frames per video")
-    p.add_argument("--save_plots", action="store_true",
-                   help="after training, plot the learning curves of --log_path to "
-                        "<log_path>/learning_curves.png")
-    p.add_argument("--save_videos", type=int, default=0, metavar="N",
-                   help="after training, record N episodes of the trained policy as H.264 "
-                        "mp4 files in <log_path or .>/videos")
-    p.add_argument("--normalize", action="store_true",
-                   help="normalize observations and rewards with running statistics "
-                        "(VecNormalize); they are saved with the model and used by --play")
-    p.add_argument("--no_progress", action="store_true", help="no progress bar")
-    p.add_argument("--vec_env", choices=VEC_ENV_KINDS, default="auto",
-                   help="how envs are stepped: dummy (in this process), subproc (a process "
-                        "per env), ale (Atari: ale-py's C++ emulator threads); auto picks ale "
-                        "for Atari when available, else subproc for all but cheap envs")
-    p.add_argument("--checkpoint_interval", type=int, default=0,
-                   help="write a resumable checkpoint every this many env steps")
-    p.add_argument("--checkpoint_path", type=str, default=None,
-                   help="the checkpoints' folder (default: <log_path>/checkpoints)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue from the newest checkpoint in the checkpoint folder")
-    p.add_argument("--check_finite", action=argparse.BooleanOptionalAction, default=True,
-                   help="stop at the first NaN/inf observation or reward")
-    return p
 
 
 def parse_unknown_args(args: list[str]) -> dict[str, Any]:

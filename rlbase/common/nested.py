@@ -74,12 +74,12 @@ def map_leaves(space: gym.Space, fn: Callable[[np.ndarray, gym.Space], Any], obs
 
 def empty(space: gym.Space, lead: Sequence[int]) -> Nested:
     """Uninitialized storage for observations with leading axes ``lead``."""
-    return pack(space, [np.empty((*lead, *sub.shape), dtype=sub.dtype)
+    return pack(space, [np.empty((*lead, *(sub.shape or ())), dtype=sub.dtype)
                         for sub in leaf_spaces(space)])
 
 
 def zeros(space: gym.Space, lead: Sequence[int]) -> Nested:
-    return pack(space, [np.zeros((*lead, *sub.shape), dtype=sub.dtype)
+    return pack(space, [np.zeros((*lead, *(sub.shape or ())), dtype=sub.dtype)
                         for sub in leaf_spaces(space)])
 
 
@@ -107,7 +107,7 @@ def batch_size(space: gym.Space, obs: Nested) -> int:
 def as_batch(space: gym.Space, obs: Any) -> tuple[Nested, bool]:
     """``(batch, was_batched)``: one observation gets a leading axis of 1."""
     leaves = [np.asarray(leaf) for leaf in flatten(space, obs)]
-    single = all(leaf.shape == tuple(sub.shape) for leaf, sub in zip(leaves,
+    single = all(leaf.shape == tuple(sub.shape or ()) for leaf, sub in zip(leaves,
                                                                       leaf_spaces(space)))
     if single:
         return pack(space, [leaf[None] for leaf in leaves]), False
@@ -143,7 +143,8 @@ def final_observations(space: gym.Space, new_obs: Nested, done: np.ndarray,
     """``new_obs`` with each finished env's row replaced by ``infos[i]["final_observation"]``
     (one nested observation), leaf by leaf; rlbase.common.transitions has the plain-array
     version and the why."""
-    rows = [int(i) for i in np.flatnonzero(done) if infos[i].get("final_observation") is not None]
+    rows = [i for i in np.flatnonzero(done).tolist()
+            if infos[i].get("final_observation") is not None]
     if not rows:
         return new_obs
     leaves = [leaf.copy() for leaf in flatten(space, new_obs)]

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
@@ -50,14 +51,14 @@ class ReplayBuffer:
     ac_shape / ac_dtype: one action's shape and dtype.
     """
 
-    def __init__(self, size: int, ob_shape: tuple, ob_dtype: np.dtype, ac_shape: tuple = (),
-                 ac_dtype: np.dtype = np.int64):
+    def __init__(self, size: int, ob_shape: tuple, ob_dtype: npt.DTypeLike, ac_shape: tuple = (),
+                 ac_dtype: npt.DTypeLike = np.int64):
         self.capacity = _check_size(size)
         self.obs = np.zeros((self.capacity, *ob_shape), dtype=ob_dtype)
         self.next_obs = np.zeros_like(self.obs)
         self._allocate_transitions(ac_shape, ac_dtype)
 
-    def _allocate_transitions(self, ac_shape: tuple, ac_dtype: np.dtype) -> None:
+    def _allocate_transitions(self, ac_shape: tuple, ac_dtype: npt.DTypeLike) -> None:
         self.actions = np.zeros((self.capacity, *ac_shape), dtype=ac_dtype)
         self.rewards = np.zeros(self.capacity, dtype=np.float32)
         self.dones = np.zeros(self.capacity, dtype=np.float32)
@@ -114,14 +115,14 @@ class NestedReplayBuffer(ReplayBuffer):
     """
 
     def __init__(self, size: int, ob_space: gym.Space, ac_shape: tuple = (),
-                 ac_dtype: np.dtype = np.int64):
+                 ac_dtype: npt.DTypeLike = np.int64):
         if not nested.is_nested(ob_space):
             raise RLBaseError(f"NestedReplayBuffer stores Dict/Tuple observations, got "
                               f"{ob_space}: use ReplayBuffer")
         # No super().__init__(): it would allocate the arrays of a single observation.
         self.capacity = _check_size(size)
         self.space = ob_space
-        self.obs_leaves = [np.zeros((self.capacity, *leaf.shape), dtype=leaf.dtype)
+        self.obs_leaves = [np.zeros((self.capacity, *(leaf.shape or ())), dtype=leaf.dtype)
                            for leaf in nested.leaf_spaces(ob_space)]
         self.next_obs_leaves = [np.zeros_like(leaf) for leaf in self.obs_leaves]
         self._allocate_transitions(ac_shape, ac_dtype)
@@ -143,7 +144,7 @@ class NestedReplayBuffer(ReplayBuffer):
 
 
 def make_replay_buffer(size: int, ob_space: gym.Space, ob_dtype: Any = None,
-                       ac_shape: tuple = (), ac_dtype: np.dtype = np.int64) -> ReplayBuffer:
+                       ac_shape: tuple = (), ac_dtype: npt.DTypeLike = np.int64) -> ReplayBuffer:
     """A :class:`NestedReplayBuffer` for Dict/Tuple spaces, else a :class:`ReplayBuffer` of
     observations of ``ob_dtype`` (None: the space's)."""
     if nested.is_nested(ob_space):
@@ -171,9 +172,9 @@ class FrameStackReplayBuffer:
     ac_shape / ac_dtype: one action's shape and dtype.
     """
 
-    def __init__(self, size: int, num_envs: int, ob_shape: tuple, ob_dtype: np.dtype,
+    def __init__(self, size: int, num_envs: int, ob_shape: tuple, ob_dtype: npt.DTypeLike,
                  nstack: int, stack_axis: int = -1, ac_shape: tuple = (),
-                 ac_dtype: np.dtype = np.int64):
+                 ac_dtype: npt.DTypeLike = np.int64):
         size = _check_size(size)
         ndim = len(ob_shape)
         axis = stack_axis % ndim if ndim else 0

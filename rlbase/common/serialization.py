@@ -284,8 +284,7 @@ def space_to_json(space: gym.Space) -> dict[str, Any]:
         return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(),
                 "start": space.start.tolist(), "dtype": str(space.dtype)}
     if isinstance(space, gym.spaces.MultiBinary):
-        n = space.n
-        return {"type": "MultiBinary", "n": int(n) if np.isscalar(n) else list(map(int, n))}
+        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}  # int or shape
     if isinstance(space, gym.spaces.Dict):
         bad = [k for k in space.spaces if not isinstance(k, str)]
         if bad:  # JSON keys are strings: the loaded space would not match the env's

@@ -79,7 +79,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
     target_noise: stddev of Gaussian noise on the target action (TD3: 0.2; 0: none).
     target_noise_clip: that noise is clipped to [-target_noise_clip, target_noise_clip].
     render: render the training env at every step.
-    jit_compile: compile the training call with XLA (None: on, except under MPI).
+    jit_compile: compile the training call with XLA (None: on, except under MPI and for
+        convnets (image entries of Dict/Tuple observations) on a CPU).
     log_interval: log every this many finished episodes.
     eval_env: an env (or env id, seeded with seed + 1000) to evaluate the deterministic
         policy on.

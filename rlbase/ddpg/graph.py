@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.continuous import Critic
+from rlbase.common.policies import xla_is_faster
 from rlbase.common.tf_util import (
     CompiledFunction,
     average_over_workers,
@@ -245,7 +246,9 @@ class DDPGGraph:
     @cached_property
     def act_fn(self) -> CompiledFunction:
         stat = self.obs_stats.spec()
-        return compile_fn(self._act, [self._ob_spec(None), stat, stat], jit_compile=True)
+        # XLA, except convnets (Dict/Tuple image entries) on a CPU: policies.xla_is_faster.
+        return compile_fn(self._act, [self._ob_spec(None), stat, stat],
+                          jit_compile=xla_is_faster(self.observation_space))
 
     @cached_property
     def train_fn(self) -> CompiledFunction:

@@ -40,6 +40,7 @@ from rlbase.common.off_policy import (
     random_streams,
     sample_minibatches,
 )
+from rlbase.common.policies import xla_is_faster
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import assign_from_arrays, configure_threads, variables_to_arrays
@@ -88,7 +89,8 @@ class Model(DDPGGraph, TFModel):
         self.batch_size, self.gradient_steps = int(hp["batch_size"]), int(hp["gradient_steps"])
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         jit = hp.get("jit_compile")
-        self.jit_compile = (True if jit is None else bool(jit)) and self.comm is None
+        auto = xla_is_faster(observation_space)  # on, except convnets on a CPU
+        self.jit_compile = (auto if jit is None else bool(jit)) and self.comm is None
         self.obs_stats = ObservationStats(observation_space, bool(hp["normalize_observations"]),
                                           self.comm)
         net_space = self.obs_stats.network_space()

@@ -47,11 +47,12 @@ class ObservationStats:
             if self.nested else [0]
         names = nested.leaf_names(space)
         self.names = [names[i] for i in self.leaves]
-        self.shapes = [tuple(leaves[i].shape) for i in self.leaves]
+        self.shapes = [tuple(leaves[i].shape or ()) for i in self.leaves]
         self.sizes = [int(np.prod(shape)) for shape in self.shapes]
         self.rms = [RunningMeanStd(shape=shape, comm=comm) for shape in self.shapes] \
             if enabled else []
-        self.mean = self.std = np.zeros(0, np.float32)
+        self.mean: np.ndarray = np.zeros(0, np.float32)
+        self.std: np.ndarray = np.zeros(0, np.float32)
         self.refresh()
 
     def network_space(self) -> gym.Space:

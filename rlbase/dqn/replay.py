@@ -11,9 +11,9 @@ from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.replay_buffer import (
     FrameStackReplayBuffer,
+    NestedReplayBuffer,
     PrioritizedReplayBuffer,
     ReplayBuffer,
-    make_replay_buffer as make_storage,
 )
 from rlbase.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize
 
@@ -59,10 +59,13 @@ def make_replay_buffer(observation_space: gym.Space, num_envs: int, size: int,
     prioritized on top when asked."""
     actions = np.dtype(np.int32)  # action indices 0..n-1
     storage: ReplayBuffer | FrameStackReplayBuffer
+    if nested.is_nested(observation_space):
+        storage = NestedReplayBuffer(size, observation_space, ac_dtype=actions)
+        return PrioritizedReplayBuffer(storage, alpha) if prioritized else storage
+    shape, dtype = tuple(observation_space.shape or ()), np.dtype(observation_space.dtype)
     if layout is not None:
-        shape, dtype = tuple(observation_space.shape or ()), np.dtype(observation_space.dtype)
         storage = FrameStackReplayBuffer(size, num_envs, shape, dtype, layout.nstack,
                                          layout.axis, ac_dtype=actions)
     else:
-        storage = make_storage(size, observation_space, ac_dtype=actions)
+        storage = ReplayBuffer(size, shape, dtype, ac_dtype=actions)
     return PrioritizedReplayBuffer(storage, alpha) if prioritized else storage

@@ -94,7 +94,7 @@ class Model(SACGraph, TFModel):
     algorithm = ALGORITHM
     # Nothing among the hyperparameters shapes the variables: the temperature and its
     # optimizer exist whether ent_coef is learned or fixed.
-    architecture: tuple[str, ...] = ()
+    architecture = ()
 
     def __init__(self, observation_space: gym.Space, action_space: gym.spaces.Box,
                  num_envs: int, network: Any, network_kwargs: dict[str, Any],

@@ -160,12 +160,12 @@ class AleVecEnv(VecEnv):
                infos: list[dict[str, Any]] | None) -> None:
         """Make each game's presses in order, as steps of those games alone.
 
-        They are what wrap_deepmind's ``FireReset(EpisodicLife(...)).reset`` steps, including
-        when a press ends something: after a FIRE that loses a life FireReset resets again,
-        which is EpisodicLife's NOOP and no FIRE; a press that ends the game (ale-py restarts
-        it at once) leaves only the FIRE that follows a game start. Their rewards count in the
-        game's score, not in the agent's reward; a game they end is reported in ``infos``
-        (if given).
+        They are what wrap_deepmind's ``FireReset(EpisodicLife(...)).reset`` steps, also when
+        a press ends something: a NOOP that ends the game (ale-py restarts it at once) is still
+        followed by the FIRE; a FIRE that ends the game is followed by nothing, and one that
+        loses a life by EpisodicLife's NOOP alone (FireReset resets once more). Their rewards
+        count in the game's score, not in the agent's reward; a game they end is reported in
+        ``infos`` when given.
         """
         while presses:
             games = list(presses)
@@ -194,7 +194,7 @@ class AleVecEnv(VecEnv):
             self._lengths[i] += 1
             episode = None
             # A game that ended was restarted in this same step: its frame counter went back.
-            if frames < self._frames[i] + self.frame_skip:
+            if (terminated[0] or truncated[0]) and frames < self._frames[i] + self.frame_skip:
                 episode = {"r": float(self._scores[i]), "l": int(self._lengths[i])}
                 self._scores[i], self._lengths[i] = 0.0, 0
             self._frames[i] = frames

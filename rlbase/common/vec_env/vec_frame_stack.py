@@ -85,7 +85,8 @@ class VecFrameStack(VecEnvWrapper):
         self.channels_order = channels_order
         self.space = space
         self._stacks = [_Stack(leaf, venv.num_envs, self.nstack, channels_order == "first")
-                        for leaf in nested.leaf_spaces(space)]
+                        for leaf in nested.leaf_spaces(space)
+                        if isinstance(leaf, gym.spaces.Box)]  # all are: checked above
         stacked = nested.replace_leaves(space, [s.space for s in self._stacks])
         super().__init__(venv, observation_space=stacked)
         self._nested = nested.is_nested(space)
@@ -111,7 +112,7 @@ class VecFrameStack(VecEnvWrapper):
         obs, rewards, terminated, truncated, infos = self.venv.step_wait()
         for stack in self._stacks:
             stack.age()
-        for i in np.flatnonzero(np.logical_or(terminated, truncated)):
+        for i in np.flatnonzero(np.logical_or(terminated, truncated)).tolist():
             final_obs = infos[i].get("final_observation")
             if final_obs is not None:
                 leaves = nested.flatten(self.space, final_obs)
