@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from rlbase.a2c.a2c import Model, learn
-from rlbase.common import identity_env as ie
+import identity_envs as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.model_io import save_model
+from legacy_format import save_model
 from rlbase.common.policies import build_policy
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor

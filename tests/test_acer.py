@@ -17,7 +17,7 @@ from rlbase.acer.acer import learn
 from rlbase.acer.buffer import Buffer
 from rlbase.acer.model import AcerPolicy, Model, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Runner, Sequences
-from rlbase.common import identity_env as ie
+import identity_envs as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy

@@ -19,7 +19,7 @@ from rlbase.acer.acer import learn
 from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
-from rlbase.common.identity_env import EndsAtThree
+from identity_envs import EndsAtThree
 from rlbase.common.serialization import load_file
 from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor

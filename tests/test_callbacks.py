@@ -14,7 +14,7 @@ from rlbase.api.callbacks import (
     StopTrainingOnRewardThreshold,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.identity_env import DiscreteIdentityEnv
+from identity_envs import DiscreteIdentityEnv
 
 
 def qmodel() -> QLearning:

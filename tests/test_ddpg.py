@@ -16,7 +16,7 @@ import tensorflow as tf
 from process_util import ENV, ROOT, kill_after_checkpoints, start_cli
 
 from rlbase import registry
-from rlbase.common import identity_env as ie
+import identity_envs as ie
 from rlbase.common import logger
 from rlbase.common.checkpoint import list_checkpoints, object_state
 from rlbase.common.continuous import build_torso, scale_actions, unscale_actions

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from rlbase import registry
-from rlbase.common import identity_env as ie
+import identity_envs as ie
 from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.loop import LoopOptions
-from rlbase.common.model_io import save_model
+from legacy_format import save_model
 from rlbase.common.models import network_kwarg_names
 from rlbase.common.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
 from rlbase.common.serialization import load_file

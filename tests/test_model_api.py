@@ -9,7 +9,7 @@ import pytest
 from rlbase import A2C, ACER, DDPG, DQN, ES, PPO, TD3, QLearning
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.identity_env import DiscreteIdentityEnv, EndsAtThree
+from identity_envs import DiscreteIdentityEnv, EndsAtThree
 
 TINY = {"num_layers": 1, "num_hidden": 8}
 # (class, env id, hyperparameters): a few hundred cheap steps each.

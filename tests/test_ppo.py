@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlbase.common import identity_env as ie
+import identity_envs as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy

@@ -13,7 +13,7 @@ import tensorflow as tf
 from process_util import ENV, ROOT
 
 from rlbase import registry
-from rlbase.common import identity_env as ie
+import identity_envs as ie
 from rlbase.common import logger
 from rlbase.common.checkpoint import generator_state, list_checkpoints, object_state
 from rlbase.common.errors import RLBaseError

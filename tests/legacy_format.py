@@ -1,4 +1,5 @@
-"""Saving and loading an algorithm's variables in the one safe model-file format."""
+"""Model files as rlbase 0.1 wrote them (before the one contract: no "format" entry), for the
+tests that check old files still load or are refused with a clear error."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common.errors import RLBaseError
-from rlbase.common.serialization import check_spaces, load_file, save_file, space_to_json
-from rlbase.common.tf_util import assign_from_arrays, variables_to_arrays
+from rlbase.common.serialization import save_file, space_to_json
+from rlbase.common.tf_util import variables_to_arrays
 
 
 def jsonable(params: dict[str, Any]) -> dict[str, Any]:
@@ -48,25 +48,3 @@ def save_model(path: str, algorithm: str, groups: dict[str, Sequence[tf.Variable
         **(extra_metadata or {}),
     }
     save_file(path, metadata, arrays)
-
-
-def load_model(path: str, algorithm: str, groups: dict[str, Sequence[tf.Variable]],
-               ob_space: gym.Space, ac_space: gym.Space, allow_pickle: bool = False
-               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Check a model file is this algorithm's, for these spaces, then assign its arrays."""
-    metadata, arrays, _ = load_file(path, allow_pickle=allow_pickle)
-    saved_alg = metadata.get("algorithm")
-    if saved_alg != algorithm:
-        raise RLBaseError(f"model file {path} holds a '{saved_alg}' model, not '{algorithm}'")
-    check_spaces(metadata, ob_space, ac_space)
-    steps = metadata.get("num_timesteps", 0)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise RLBaseError(f"model file {path} has num_timesteps {steps!r}: not a count")
-    for prefix, variables in groups.items():
-        assign_from_arrays(variables, arrays, prefix, path)
-    return metadata, arrays
-
-
-def read_metadata(path: str) -> dict[str, Any]:
-    """The metadata of a model file (no arrays assigned)."""
-    return load_file(path)[0]
