@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 import gymnasium as gym
+import identity_envs as ie
 import numpy as np
 import pytest
 import tensorflow as tf
 from process_util import ENV, ROOT
 
 from rlbase import registry
-import identity_envs as ie
 from rlbase.common import logger
 from rlbase.common.checkpoint import generator_state, list_checkpoints, object_state
 from rlbase.common.errors import RLBaseError

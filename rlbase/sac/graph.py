@@ -126,12 +126,16 @@ class SACGraph:
         sampled, _ = losses.squashed_sample(mean, log_std, noise)
         return sampled, tf.tanh(mean), tf.exp(log_std)
 
-    def _train_graph(self, obs, actions, rewards, next_obs, dones, noise, act_obs, act_noise,
-                     lr):
+    def _train_graph(self, obs: Any, actions: tf.Tensor, rewards: tf.Tensor, next_obs: Any,
+                     dones: tf.Tensor, noise: tf.Tensor, act_obs: Any, act_noise: tf.Tensor,
+                     lr: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """``gradient_steps`` steps on the stacked minibatches (``noise``: ``[g, 2, B, A]``,
+        for the policy's actions at s and at s'), then sampled actions for ``act_obs``.
+        Returns (the statistics' means over the steps, those actions)."""
         for optimizer in (self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer):
             optimizer.learning_rate.assign(lr)
 
-        def body(i, stats):
+        def body(i: Any, stats: tf.Tensor) -> tuple[Any, tf.Tensor]:
             step = self._gradient_step(
                 tf.nest.map_structure(lambda x: x[i], obs), actions[i], rewards[i],
                 tf.nest.map_structure(lambda x: x[i], next_obs), dones[i], noise[i])

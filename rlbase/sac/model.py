@@ -119,9 +119,9 @@ class Model(SACGraph, TFModel):
             return layer
 
         self.actor = Actor(observation_space, self.nb_actions, torso())
-        self.critics = [q_network(observation_space, self.nb_actions, torso()) for _ in "12"]
+        self.critics = [q_network(observation_space, self.nb_actions, torso()) for _ in range(2)]
         self.target_critics = [q_network(observation_space, self.nb_actions, torso())
-                               for _ in "12"]
+                               for _ in range(2)]
         for src, dst in self.target_pairs():
             dst.assign(src)
         self.log_alpha = tf.Variable(math.log(self.initial_alpha), dtype=tf.float32,

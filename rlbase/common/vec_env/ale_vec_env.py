@@ -13,7 +13,8 @@ What ale-py does not do the way rlbase needs, this class does:
   games with a FIRE action, a FIRE step after every lost life and every game start
   (``FireReset``; ale-py's own fire reset presses FIRE for one frame before the no-ops). So
   the observation after a lost life is already the served one, every action the agent sends
-  is executed as sent, and both paths give the same transitions;
+  is the one executed, and both paths give the same transitions (frame for frame with no-op
+  starts and sticky actions off: the two draw those from different random generators);
 - rewards are sign-clipped for training while ``info["episode"]`` carries the real, unclipped
   score of each whole game (the presses above included), as ``GameScore`` does on the other
   path.
@@ -102,7 +103,8 @@ class AleVecEnv(VecEnv):
         self._fire: int | None = meanings.index("FIRE") \
             if fire_reset and "FIRE" in meanings else None
         self._seeds: list[int] | None = None
-        self._actions: list[int] = []
+        self._actions = np.zeros(num_envs, dtype=np.int32)
+        self._strength = np.ones(1, dtype=np.float32)  # paddle strength: full, as gymnasium's
         self._obs = np.zeros((num_envs, frame_stack, screen_size, screen_size), np.uint8)
         self._scores = np.zeros(num_envs)
         self._lengths = np.zeros(num_envs, dtype=np.int64)
@@ -128,7 +130,7 @@ class AleVecEnv(VecEnv):
         return _channels_last(self._obs)
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions).reshape(self.num_envs).tolist()
+        self._actions = np.asarray(actions, dtype=np.int32).reshape(self.num_envs)
 
     def step_wait(self) -> VecStepResult:
         steps = self._step(range(self.num_envs), self._actions)
@@ -169,7 +171,7 @@ class AleVecEnv(VecEnv):
         """
         while presses:
             games = list(presses)
-            pressed = [presses[i].pop(0) for i in games]
+            pressed = np.array([presses[i].pop(0) for i in games], dtype=np.int32)
             for i, press, step in zip(games, pressed, self._step(games, pressed)):
                 if step.episode is not None:
                     if infos is not None:
@@ -179,31 +181,29 @@ class AleVecEnv(VecEnv):
                 if not presses[i]:
                     del presses[i]
 
-    def _step(self, games: Iterable[int], actions: Sequence[int]) -> list[_GameStep]:
+    def _step(self, games: Iterable[int], actions: np.ndarray) -> list[_GameStep]:
         """Step the given games once each, in parallel; their frames go to ``self._obs``."""
         games = list(games)
-        strength = [1.0]
-        for i, action in zip(games, actions):
-            self.emulators[i].ale.send([action], strength)
+        for k, i in enumerate(games):  # every game starts at once, then all are collected
+            self.emulators[i].ale.send(actions[k:k + 1], self._strength)
         steps = []
         for i in games:
-            obs, reward, terminated, truncated, info = self.emulators[i].ale.recv()
+            obs, rewards, terminated, truncated, info = self.emulators[i].ale.recv()
             self._obs[i] = obs[0]
+            reward, ended = float(rewards[0]), bool(terminated[0] or truncated[0])
             frames = int(info["episode_frame_number"][0])
-            self._scores[i] += reward[0]
+            self._scores[i] += reward
             self._lengths[i] += 1
-            episode = None
+            episode, final_obs = None, None
             # A game that ended was restarted in this same step: its frame counter went back.
-            if (terminated[0] or truncated[0]) and frames < self._frames[i] + self.frame_skip:
+            if ended and frames < self._frames[i] + self.frame_skip:
                 episode = {"r": float(self._scores[i]), "l": int(self._lengths[i])}
                 self._scores[i], self._lengths[i] = 0.0, 0
-            self._frames[i] = frames
-            final_obs = None
-            if episode is not None:
                 final_obs = info["final_obs"][0]
-            elif terminated[0] or truncated[0]:  # ale-py fills final_obs only when restarting
+            elif ended:  # a lost life: ale-py fills final_obs only when it restarts a game
                 final_obs = obs[0]
-            steps.append(_GameStep(float(reward[0]), bool(terminated[0]), bool(truncated[0]),
+            self._frames[i] = frames
+            steps.append(_GameStep(reward, bool(terminated[0]), bool(truncated[0]),
                                    int(info["lives"][0]), episode, final_obs))
         return steps
 
