@@ -37,23 +37,61 @@ def current_block(algorithm: str) -> str | None:
 
 def rewrite_page(algorithm: str) -> bool:
     """Put the generated table between the page's markers; True when the page changed."""
-    path = page_path(algorithm)
+    return _rewrite(page_path(algorithm), START, END, generated_block(algorithm))
+
+
+CLI_START = "<!-- cli-flags: generated from the CLI's parser, do not edit -->"
+CLI_END = "<!-- end cli-flags -->"
+
+
+def cli_flags_table() -> str:
+    """Every flag of ``python -m rlbase.run`` with its help and default, as --help has them."""
+    import argparse
+
+    from rlbase.cli_args import common_arg_parser
+
+    rows = ["| flag | meaning | default |", "|---|---|---|"]
+    for action in common_arg_parser()._actions:
+        flags = ", ".join(f"`{f}`" for f in action.option_strings)
+        default = action.default
+        shown = "" if default in (None, argparse.SUPPRESS, False) else f"`{default!r}`"
+        text = " ".join((action.help or "").split()).replace("|", "\\|")
+        rows.append(f"| {flags} | {text} | {shown} |")
+    return "\n".join(rows)
+
+
+def cli_path() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "cli.md")
+
+
+def _rewrite(path: str, start: str, end: str, block: str) -> bool:
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    block = generated_block(algorithm)
-    if START not in text:
-        raise SystemExit(f"{path} has no '{START}' marker")
-    new = re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    if start not in text:
+        raise SystemExit(f"{path} has no '{start}' marker")
+    new = re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
     if new != text:
         with open(path, "w", encoding="utf-8") as f:
             f.write(new)
     return new != text
 
 
+def cli_block() -> str:
+    return f"{CLI_START}\n{cli_flags_table()}\n{CLI_END}"
+
+
+def current_cli_block() -> str | None:
+    with open(cli_path(), encoding="utf-8") as f:
+        match = re.search(re.escape(CLI_START) + r".*?" + re.escape(CLI_END), f.read(), re.S)
+    return match.group(0) if match else None
+
+
 def main() -> None:
     from rlbase.registry import available_algorithms
 
     changed = [alg for alg in available_algorithms() if rewrite_page(alg)]
+    if _rewrite(cli_path(), CLI_START, CLI_END, cli_block()):
+        changed.append("cli")
     print(f"rewrote {', '.join(changed) if changed else 'nothing'}", file=sys.stderr)
 
 

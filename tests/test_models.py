@@ -131,8 +131,28 @@ def test_unknown_activation():
 
 
 def test_kwarg_names():
-    assert network_kwarg_names("mlp") == ["num_layers", "num_hidden", "activation", "layer_norm"]
-    assert set(network_kwarg_names("cnn_lstm")) == {"nlstm", "layer_norm", "num_hidden"}
+    assert network_kwarg_names("mlp") == ["num_layers", "num_hidden", "activation", "layer_norm",
+                                          "layer_sizes"]
+    assert set(network_kwarg_names("cnn_lstm")) == {"nlstm", "layer_norm", "num_hidden", "pad"}
+
+
+def test_mlp_layer_sizes_and_cnn_padding():
+    net = build_network("mlp", layer_sizes=(5, 3))
+    assert net(tf.zeros([2, 4])).shape == (2, 3)
+    assert [d.units for d in net.hidden] == [5, 3]
+    # The Nature convnet on 28x28 images: VALID strides leave nothing, SAME keeps them.
+    small = tf.zeros([1, 28, 28, 1])
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
+        build_network("cnn")(small)
+    assert build_network("cnn", pad="SAME")(small).shape == (1, 512)
+    with pytest.raises(RLBaseError, match="pad must be 'VALID' or 'SAME'"):
+        build_network("cnn", pad="FULL")
+
+
+def test_activation_by_tf_name():
+    # Baselines' README: --activation=tf.nn.relu
+    net = build_network("mlp", num_layers=1, num_hidden=3, activation="tf.nn.relu")
+    assert net.act is keras.activations.relu
 
 
 @pytest.fixture

@@ -181,14 +181,39 @@ def test_vec_normalize_save_load_round_trip(tmp_path):
     venv.close()
 
 
-def test_vec_normalize_refuses_dict_spaces():
-    def make():
-        env = gym.make("CartPole-v1")
-        return gym.wrappers.TransformObservation(
-            env, lambda o: {"x": o}, gym.spaces.Dict({"x": env.observation_space}))
+def test_vec_normalize_normalizes_each_dict_entry_with_its_own_statistics():
+    image_space = gym.spaces.Box(0, 255, (2, 2, 1), np.uint8)
+    space = gym.spaces.Dict({"x": gym.spaces.Box(-10.0, 10.0, (2,), np.float32),
+                             "image": image_space, "k": gym.spaces.Discrete(3)})
 
-    with pytest.raises(RLBaseError, match="Dict"):
-        VecNormalize(DummyVecEnv([make]))
+    class Steps(gym.Env):
+        observation_space, action_space = space, gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            self.t = 0
+            return self._obs(), {}
+
+        def _obs(self):
+            return {"x": np.array([self.t, 2.0 * self.t], np.float32),
+                    "image": np.full((2, 2, 1), self.t, np.uint8), "k": self.t % 3}
+
+        def step(self, action):
+            self.t += 1
+            return self._obs(), 1.0, False, self.t >= 50, {}
+
+    venv = VecNormalize(DummyVecEnv([Steps]), ret=False)
+    assert venv.observation_space["image"] == image_space  # images and discrete left alone
+    obs = venv.reset()
+    for _ in range(3):
+        obs, *_ = venv.step(np.array([0]))
+    rms = venv.stats.leaf_rms[2]  # leaf order: image, k, x (sorted keys)
+    xs = np.array([[0, 0], [1, 2], [2, 4], [3, 6]], np.float64)
+    np.testing.assert_allclose(rms.mean, xs.mean(axis=0), rtol=1e-3)
+    expected = (np.array([3.0, 6.0]) - rms.mean) / np.sqrt(rms.var + 1e-8)
+    np.testing.assert_allclose(obs["x"][0], expected, rtol=1e-5)
+    np.testing.assert_array_equal(obs["image"][0], np.full((2, 2, 1), 3, np.uint8))
+    assert obs["k"][0] == 0
+    assert sorted(venv.state_dict()) == ["ob_rms/x/count", "ob_rms/x/mean", "ob_rms/x/var"]
 
 
 # ---- VecMonitor ---------------------------------------------------------------------------

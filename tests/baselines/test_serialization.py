@@ -39,8 +39,13 @@ NETWORK_KWARGS = {
 }
 
 
+# The recurrent cases take 5 to 20 s each: slow.
+NETWORKS = [pytest.param(name, marks=pytest.mark.slow) if name.endswith("lstm") else name
+            for name in NETWORK_KWARGS]
+
+
 @pytest.mark.parametrize("learn_fn", LEARN_KWARGS)
-@pytest.mark.parametrize("network_fn", NETWORK_KWARGS)
+@pytest.mark.parametrize("network_fn", NETWORKS)
 def test_serialization(learn_fn, network_fn, tmp_path):
     """A trained model survives save and load."""
     if network_fn.endswith("lstm") and learn_fn == "deepq":

@@ -54,7 +54,8 @@ def _env_fns(num_envs, shape, dtype):
     return [(lambda seed=seed: SimpleEnv(seed, shape, dtype)) for seed in range(num_envs)]
 
 
-@pytest.mark.parametrize("klass", (ShmemVecEnv, SubprocVecEnv), ids=("ShmemVecEnv", "SubprocVecEnv"))
+@pytest.mark.parametrize("klass", (ShmemVecEnv, SubprocVecEnv),
+                         ids=("ShmemVecEnv", "SubprocVecEnv"))
 @pytest.mark.parametrize("dtype", ("uint8", "float32"))
 def test_vec_env(klass, dtype):
     """A multiprocess VecEnv behaves like DummyVecEnv (the simpler one to trust)."""
