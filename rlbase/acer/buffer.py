@@ -153,7 +153,9 @@ class Buffer:
             self.older[i] = np.stack([f[:, 0] for f in frames[:-1]], axis=1)
 
     def _put_final(self, key: int, final_obs: np.ndarray, j: int) -> None:
-        self.final_frames[key] = self._split(final_obs[j])[-1].copy()
+        # np.array, not .copy(): a Discrete observation's row is a numpy scalar, and
+        # checkpoints keep arrays only.
+        self.final_frames[key] = np.array(self._split(final_obs[j])[-1])
 
     def _drop_final(self, key: int) -> None:
         del self.final_frames[key]
@@ -243,7 +245,7 @@ class NestedBuffer(Buffer):
 
     def _put_final(self, key: int, final_obs: Any, j: int) -> None:
         for store, leaf in zip(self.final_leaves, nested.flatten(self.space, final_obs)):
-            store[key] = leaf[j].copy()
+            store[key] = np.array(leaf[j])  # an array even for a Discrete entry's scalar
 
     def _drop_final(self, key: int) -> None:
         for store in self.final_leaves:

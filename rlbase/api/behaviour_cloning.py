@@ -63,7 +63,7 @@ def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes:
     if save_path is not None:
         path = save_path if save_path.endswith(".npz") else save_path + ".npz"
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        np.savez(path, **arrays)
+        np.savez(path, **arrays)  # type: ignore[arg-type]  # numpy's stub types savez's kwargs
     return arrays
 
 
@@ -134,8 +134,9 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
                           f"the model's observation space {ob_space}")
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     optimizer.build(variables)
-    signature = [spec_like([None, *ob_space.shape], ob_space.dtype),
-                 spec_like([None, *ac_space.shape], ac_space.dtype)]
+    ob_shape, ac_shape = tuple(ob_space.shape or ()), tuple(ac_space.shape or ())
+    signature = [spec_like([None, *ob_shape], ob_space.dtype),
+                 spec_like([None, *ac_shape], ac_space.dtype)]
 
     @tf.function(input_signature=signature)
     def train_step(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
@@ -150,7 +151,7 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
 
     def cast(obs: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return obs.astype(ob_space.dtype), actions.astype(ac_space.dtype).reshape(
-            len(actions), *ac_space.shape)
+            len(actions), *ac_shape)
 
     history = []
     for epoch in range(1, n_epochs + 1):

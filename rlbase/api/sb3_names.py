@@ -103,10 +103,10 @@ def _net_arch(algorithm: str, arch: Any) -> dict[str, Any]:
         if algorithm in ("a2c", "ppo", "acer") and "vf" in parts:
             out["value_network"] = "copy"
         arch = widths[0]
-    widths = [int(w) for w in arch]
+    sizes = [int(w) for w in arch]
     if algorithm == "dqn":
         out["hiddens"] = []  # SB3's net_arch is the whole Q-network
-    out["layer_sizes"] = widths
+    out["layer_sizes"] = sizes
     return out
 
 

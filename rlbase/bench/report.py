@@ -133,9 +133,10 @@ def markdown_table(summary: list[dict[str, Any]], command: str, digits: int = 1)
         published = PUBLISHED.get((e["name"], e["env"]), "-")
         repro = f"`{base} --algs={e['name']} --envs={e['env']}`"
         lines.append(f"| {e['name']} | {e['env']} | {e['timesteps']:,} | {seeds} | "
-                     f"{fmt(*e['eval_return'], digits)} | "
-                     f"{fmt(*e['train_return_last100'], digits)} | "
-                     f"{fmt(*e['sps'], 0)} | {fmt(e['wall_s'][0], None, 0)} | {published} | "
+                     f"{fmt(e['eval_return'][0], e['eval_return'][1], digits)} | "
+                     f"{fmt(e['train_return_last100'][0], e['train_return_last100'][1], digits)}"
+                     f" | {fmt(e['sps'][0], e['sps'][1], 0)} | {fmt(e['wall_s'][0], None, 0)} | "
+                     f"{published} | "
                      f"{repro} |")
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ ROMs ship inside ``ale-py``: nothing is downloaded.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -19,6 +19,9 @@ from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
+
+if TYPE_CHECKING:
+    from ale_py import AtariEnv
 
 
 class GameScore(gym.Wrapper):
@@ -61,7 +64,7 @@ class EpisodicLife(gym.Wrapper):
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._game_over = terminated or truncated
-        lives = self.env.unwrapped.ale.lives()
+        lives = _ale(self.env).lives()
         if 0 < lives < self._lives:
             terminated = True
         self._lives = lives
@@ -74,7 +77,7 @@ class EpisodicLife(gym.Wrapper):
             obs, _, terminated, truncated, info = self.env.step(0)
             if terminated or truncated:  # the no-op ended the game after all
                 obs, info = self.env.reset(**kwargs)
-        self._lives = self.env.unwrapped.ale.lives()
+        self._lives = _ale(self.env).lives()
         return obs, info
 
 
@@ -105,10 +108,10 @@ def wrap_deepmind(env: gym.Env, episode_life: bool = True, clip_rewards: bool = 
     env = GameScore(env)
     if episode_life:
         env = EpisodicLife(env)
-    if fire_reset and "FIRE" in env.unwrapped.get_action_meanings():
+    if fire_reset and "FIRE" in _ale_env(env).get_action_meanings():
         env = FireReset(env)
     if clip_rewards:
-        env = gym.wrappers.TransformReward(env, lambda r: float(np.sign(r)))
+        env = gym.wrappers.TransformReward(env, lambda r: float(np.sign(float(r))))
     return env
 
 
@@ -151,11 +154,11 @@ def make_atari_vec_env(env_id: str, num_env: int, seed: int | None,
                               "(videos need render_mode): use vec_env 'subproc'")
         # Frames are stacked here, not by ale-py, so that both paths stack (and restart stacks
         # at lost lives) alike and replay buffers find the VecFrameStack to store frames once.
-        venv = AleVecEnv(env_id, num_env, frame_stack=1,
-                         repeat_action_probability=env_kwargs.get("repeat_action_probability"),
-                         full_action_space=bool(env_kwargs.get("full_action_space", False)),
-                         **_ale_wrapper_kwargs(wrapper_kwargs))
-        return VecFrameStack(venv, frame_stack) if frame_stack > 1 else venv
+        ale = AleVecEnv(env_id, num_env, frame_stack=1,
+                        repeat_action_probability=env_kwargs.get("repeat_action_probability"),
+                        full_action_space=bool(env_kwargs.get("full_action_space", False)),
+                        **_ale_wrapper_kwargs(wrapper_kwargs))
+        return VecFrameStack(ale, frame_stack) if frame_stack > 1 else ale
     rank = mpi_rank()
 
     def env_fn(index: int) -> Callable[[], gym.Env]:
@@ -168,7 +171,8 @@ def make_atari_vec_env(env_id: str, num_env: int, seed: int | None,
         return make
 
     fns = [env_fn(i) for i in range(num_env)]
-    venv = SubprocVecEnv(fns) if num_env > 1 and vec_env != "dummy" else DummyVecEnv(fns)
+    venv: VecEnv = SubprocVecEnv(fns) if num_env > 1 and vec_env != "dummy" \
+        else DummyVecEnv(fns)
     return VecFrameStack(venv, frame_stack) if frame_stack > 1 else venv
 
 
@@ -181,3 +185,18 @@ def _ale_wrapper_kwargs(wrapper_kwargs: dict[str, Any]) -> dict[str, Any]:
         raise RLBaseError(f"unknown Atari wrapper keyword(s) {unknown}; allowed: "
                           f"{sorted(allowed)}")
     return dict(wrapper_kwargs)
+
+
+def _ale_env(env: gym.Env) -> AtariEnv:
+    """The ale-py env under ``env``'s wrappers."""
+    import ale_py
+
+    inner = env.unwrapped
+    if not isinstance(inner, ale_py.env.AtariEnv):
+        raise TypeError(f"expected an ale-py Atari env, got {type(inner).__name__}")
+    return inner
+
+
+def _ale(env: gym.Env) -> Any:
+    """The emulator of the ale-py env under ``env``'s wrappers."""
+    return _ale_env(env).ale

@@ -93,8 +93,9 @@ def get_env_type(env_id: str) -> str:
     name = registered_id(env_id)
     if name not in gym.registry:
         check_env_id(env_id)
-    entry = gym.registry[name].entry_point
-    entry = entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__name__}"
+    creator = gym.registry[name].entry_point
+    entry = creator if isinstance(creator, str) else \
+        f"{getattr(creator, '__module__', '')}:{getattr(creator, '__name__', '')}"
     if entry.startswith("ale_py"):
         return "atari"
     for kind in ("classic_control", "box2d", "mujoco", "toy_text"):
@@ -136,7 +137,7 @@ def make_env(env_id: str, seed: int | None = None, reward_scale: float = 1.0,
     if seed is not None:
         env.action_space.seed(seed)
     if reward_scale != 1.0:
-        env = gym.wrappers.TransformReward(env, lambda r: r * reward_scale)
+        env = gym.wrappers.TransformReward(env, lambda r: float(r) * reward_scale)
     if wrapper is not None:
         env = wrapper(env)
     return env

@@ -74,8 +74,8 @@ class CompiledPolicy:
         """Sample actions for a rollout: (actions, next state). The fastest path available."""
         if self.actor is not None:
             return self.actor.act(obs), state
-        actions, _, state, _ = self.step_fn(obs, state, mask)
-        return actions.numpy(), state.numpy()
+        actions, _, new_state, _ = self.step_fn(obs, state, mask)
+        return actions.numpy(), new_state.numpy()
 
     def value(self, obs: np.ndarray, state: np.ndarray | None = None,
               mask: np.ndarray | None = None) -> np.ndarray:

@@ -104,6 +104,10 @@ class ObservationFeatures(keras.layers.Layer):
         self.encoder = ObservationEncoder(space) if nested.is_nested(space) else None
         self.flatten = layers.Flatten()
 
+    def build(self, input_shape: Any) -> None:
+        # Nothing of its own: the encoder builds its convnets at its first call.
+        self.built = True
+
     def call(self, obs: Any) -> tf.Tensor:
         return self.flatten(obs) if self.encoder is None else self.encoder(obs)
 

@@ -46,7 +46,8 @@ class Distribution:
     def entropy(self) -> tf.Tensor:
         raise NotImplementedError
 
-    def kl(self, other: "Distribution") -> tf.Tensor:
+    def kl(self, other: Distribution) -> tf.Tensor:
+        assert isinstance(other, Distribution)
         raise NotImplementedError
 
 
@@ -78,7 +79,8 @@ class Categorical(Distribution):
         logp = self.log_probs()
         return -tf.reduce_sum(tf.exp(logp) * logp, axis=-1)
 
-    def kl(self, other: "Categorical") -> tf.Tensor:
+    def kl(self, other: Distribution) -> tf.Tensor:
+        assert isinstance(other, Categorical)
         logp, logq = self.log_probs(), other.log_probs()
         return tf.reduce_sum(tf.exp(logp) * (logp - logq), axis=-1)
 
@@ -108,7 +110,8 @@ class MultiCategorical(Distribution):
     def entropy(self) -> tf.Tensor:
         return tf.add_n([p.entropy() for p in self.parts])
 
-    def kl(self, other: "MultiCategorical") -> tf.Tensor:
+    def kl(self, other: Distribution) -> tf.Tensor:
+        assert isinstance(other, MultiCategorical)
         return tf.add_n([p.kl(q) for p, q in zip(self.parts, other.parts)])
 
 
@@ -136,7 +139,8 @@ class Bernoulli(Distribution):
         ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=self.probs, logits=self.logits)
         return tf.reduce_sum(ce, axis=-1)
 
-    def kl(self, other: "Bernoulli") -> tf.Tensor:
+    def kl(self, other: Distribution) -> tf.Tensor:
+        assert isinstance(other, Bernoulli)
         cross = tf.nn.sigmoid_cross_entropy_with_logits(labels=self.probs, logits=other.logits)
         return tf.reduce_sum(cross, axis=-1) - self.entropy()
 
@@ -164,7 +168,8 @@ class DiagGaussian(Distribution):
     def entropy(self) -> tf.Tensor:
         return tf.reduce_sum(self.logstd + 0.5 * (LOG_2PI + 1.0), axis=-1)
 
-    def kl(self, other: "DiagGaussian") -> tf.Tensor:
+    def kl(self, other: Distribution) -> tf.Tensor:
+        assert isinstance(other, DiagGaussian)
         ratio = (tf.square(self.std) + tf.square(self.mean - other.mean)) / (
             2.0 * tf.square(other.std))
         return tf.reduce_sum(other.logstd - self.logstd + ratio - 0.5, axis=-1)
@@ -213,7 +218,7 @@ class DistributionHead(keras.layers.Layer):
 
     @property
     def action_shape(self) -> tuple[int, ...]:
-        return tuple(self.action_space.shape)
+        return tuple(self.action_space.shape or ())
 
     def call(self, latent: tf.Tensor) -> tf.Tensor:
         out = self.dense(latent)
@@ -223,10 +228,11 @@ class DistributionHead(keras.layers.Layer):
 
     def distribution(self, params: tf.Tensor) -> Distribution:
         dtype = tf.as_dtype(self.action_dtype)
-        if self.kind == "categorical":
-            return Categorical(params, int(self.action_space.start), dtype)
-        if self.kind == "multicategorical":
-            return MultiCategorical(params, self.action_space.nvec, dtype)
+        space = self.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return Categorical(params, int(space.start), dtype)
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            return MultiCategorical(params, space.nvec, dtype)
         if self.kind == "bernoulli":
             return Bernoulli(params, dtype)
         mean, logstd = tf.split(params, 2, axis=-1)

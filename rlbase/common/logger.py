@@ -88,7 +88,9 @@ class HumanOutputFormat(KVWriter, SeqWriter):
 
     def __init__(self, target: str | os.PathLike[str] | IO[str] | None = None) -> None:
         self._owns_file = isinstance(target, (str, os.PathLike))
-        self._file: IO[str] | None = open(target, "w") if self._owns_file else target  # noqa: SIM115
+        self._file: IO[str] | None = (
+            open(target, "w") if isinstance(target, (str, os.PathLike))  # noqa: SIM115
+            else target)
 
     @property
     def file(self) -> IO[str]:
@@ -205,15 +207,15 @@ class TensorBoardOutputFormat(KVWriter):
         self._dumps = 0
 
     def writekvs(self, kvs: Mapping[str, Any]) -> None:
-        step = kvs.get(self.STEP_KEY)
-        if not isinstance(step, numbers.Real) or isinstance(step, bool):
-            step = self._dumps
+        value = kvs.get(self.STEP_KEY)
+        step = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            else self._dumps
         with self._writer.as_default():
             for key, val in kvs.items():
                 if isinstance(val, numbers.Real) and not isinstance(val, bool):
                     tensor = self._tf.constant(float(val), dtype=self._tf.float32)
                     self._tf.summary.write(
-                        str(key), tensor, step=int(step), metadata=self._metadata
+                        str(key), tensor, step=step, metadata=self._metadata
                     )
         self._writer.flush()
         self._dumps += 1

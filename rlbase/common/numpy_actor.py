@@ -62,7 +62,7 @@ class NumpyActor:
         self.policy = policy
         torso: MLP = policy.torso
         self.encode = observation_encoder(policy.ob_space)
-        self.activation = ACTIVATIONS[torso.activation_name]
+        self.activation = ACTIVATIONS[str(torso.activation_name)]
         self.head = policy.pd_head
         self.rng = np.random.default_rng(seed)
         self._variables = [v for dense in torso.hidden for v in (dense.kernel, dense.bias)]
@@ -123,11 +123,11 @@ class NumpyActor:
         """One action per observation, with the dtype of the action space."""
         params = self.params(obs)
         space, kind = self.head.action_space, self.head.kind
-        if kind == "categorical":
+        if isinstance(space, gym.spaces.Discrete):
             if not deterministic:
                 params = params + self.rng.gumbel(size=params.shape)
             actions = np.argmax(params, axis=-1) + int(space.start)
-        elif kind == "multicategorical":
+        elif isinstance(space, gym.spaces.MultiDiscrete):
             if not deterministic:
                 params = params + self.rng.gumbel(size=params.shape)
             bounds = np.cumsum(space.nvec)[:-1]
@@ -137,6 +137,7 @@ class NumpyActor:
             threshold = 0.5 if deterministic else self.rng.random(params.shape)
             actions = (1.0 / (1.0 + np.exp(-params))) > threshold
         else:
+            assert self.logstd is not None
             actions = params if deterministic else \
                 params + np.exp(self.logstd) * self.rng.standard_normal(params.shape)
         return actions.astype(self.head.action_dtype, copy=False)

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.compiled_policy import CompiledPolicy
+from rlbase.common.distributions import Categorical, DiagGaussian
 from rlbase.common.errors import RLBaseError
 from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.rollout import Rollout
@@ -61,11 +61,11 @@ class OnPolicyModel(TFModel):
         """The update, traced at its first use (a model built only to act never traces it)."""
         return compile_fn(self.train_graph, self._signature(), self.jit_compile)
 
-    def _signature(self) -> list[tf.TensorSpec]:
+    def _signature(self) -> list[Any]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy
         nenvs, nbatch = self.nenvs, self.nenvs * self.nsteps
         return [observation_spec(ob, [nbatch]),                        # obs
-                spec_like([nbatch, *ac.shape], ac.dtype),             # actions
+                spec_like([nbatch, *(ac.shape or ())], ac.dtype),     # actions
                 spec_like([nenvs, self.nsteps], np.float32),          # rewards
                 spec_like([nenvs, self.nsteps], np.float32),          # dones
                 spec_like([nbatch], np.float32),                      # starts
@@ -118,9 +118,9 @@ class OnPolicyModel(TFModel):
         params = policy.forward(tf.nest.map_structure(tf.constant, obs), tf.constant(state),
                                 tf.constant(mask))[0]
         pd = policy.distribution(params)
-        if isinstance(self.action_space, gym.spaces.Discrete):
+        if isinstance(pd, Categorical):
             return (tf.nn.softmax(pd.logits).numpy(),)
-        if isinstance(self.action_space, gym.spaces.Box):
+        if isinstance(pd, DiagGaussian):
             mean = pd.mean.numpy()
             return mean, np.broadcast_to(pd.std.numpy(), mean.shape).copy()
         raise RLBaseError(f"action probabilities need a Discrete or Box action space, got "

@@ -21,7 +21,6 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.models import NATURE_CONVS, ConvStack, LSTMCore, build_network, ortho
 from rlbase.common.nested import is_nested, leaf_spaces
 
-
 LEAF_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
                gym.spaces.MultiBinary)
 
@@ -95,7 +94,7 @@ class ObservationEncoder(keras.layers.Layer):
             for i, leaf in enumerate(self.leaves):
                 if is_image_space(leaf):
                     # The Nature strides need 36x36 or more; smaller images keep their size.
-                    pad = "VALID" if min(leaf.shape[:2]) >= 36 else "SAME"
+                    pad = "VALID" if min((leaf.shape or (0,))[:2]) >= 36 else "SAME"
                     self._image_index[i] = len(self.image_nets)
                     self.image_nets.append(ConvStack(NATURE_CONVS, [image_features], pad=pad))
 

@@ -49,7 +49,7 @@ class RolloutRunner(AbstractEnvRunner):
         nenv, nsteps = self.nenv, self.nsteps
         obs_space, ac_space = self.env.observation_space, self.env.action_space
         mb_obs = nested.empty(obs_space, (nsteps, nenv))
-        mb_actions = np.empty((nsteps, nenv, *ac_space.shape), dtype=ac_space.dtype)
+        mb_actions = np.empty((nsteps, nenv, *(ac_space.shape or ())), dtype=ac_space.dtype)
         mb_rewards = np.empty((nsteps, nenv), dtype=np.float32)
         mb_dones = np.empty((nsteps, nenv), dtype=np.float32)
         mb_starts = np.empty((nsteps, nenv), dtype=np.float32)

@@ -12,7 +12,7 @@ are nodes ``capacity .. 2 * capacity - 1``; ``capacity`` is a power of two.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, overload
 
 import numpy as np
 
@@ -98,13 +98,22 @@ class SumSegmentTree(SegmentTree):
             return float(self.tree[1])
         return self.reduce(start, end)
 
-    def find_prefixsum_idx(self, prefixsum: float | np.ndarray) -> np.ndarray:
-        """For each value v, the smallest slot i with ``sum(0, i + 1) > v``.
+    @overload
+    def find_prefixsum_idx(self, prefixsum: float) -> int: ...
+
+    @overload
+    def find_prefixsum_idx(self, prefixsum: np.ndarray) -> np.ndarray: ...
+
+    def find_prefixsum_idx(self, prefixsum: float | np.ndarray) -> int | np.ndarray:
+        """For each value v, the smallest slot i with ``sum(0, i + 1) > v`` (an int for a
+        single number, as in Baselines; an array of slots for an array).
 
         Values are expected in ``[0, sum())``. The search never enters a subtree whose sum is
         zero, so a slot of priority zero is never returned, even when rounding pushes v to
         the total.
         """
+        if np.ndim(prefixsum) == 0:
+            return int(self.find_prefixsum_idx(np.array([prefixsum]))[0])
         value = np.array(prefixsum, dtype=np.float64, ndmin=1)
         nodes = np.ones(value.shape, dtype=np.int64)
         for _ in range(self.depth):

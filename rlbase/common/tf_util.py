@@ -214,7 +214,7 @@ def observation_spec(space: Any, lead: Sequence[int | None]) -> Any:
     observations of a Dict/Tuple space."""
     from rlbase.common import nested
 
-    return nested.pack(space, [spec_like([*lead, *leaf.shape], leaf.dtype)
+    return nested.pack(space, [spec_like([*lead, *(leaf.shape or ())], leaf.dtype)
                                for leaf in nested.leaf_spaces(space)])
 
 

@@ -43,6 +43,14 @@ def test_prefixsum_idx2():
         assert tree.find_prefixsum_idx(prefix) == index, prefix
 
 
+def test_prefixsum_idx_of_a_number_is_an_int():
+    """Baselines' callers index their storage with the slot found for one number."""
+    tree = _sum_tree({2: 1.0, 3: 3.0})
+    index = tree.find_prefixsum_idx(1.5)
+    assert isinstance(index, int) and index == 3
+    assert tree.find_prefixsum_idx(np.array([0.5, 1.5])).tolist() == [2, 3]
+
+
 def _check_min(tree: MinSegmentTree, expected: dict) -> None:
     for (start, end), low in expected.items():
         got = tree.min() if start is None else tree.min(start, end)

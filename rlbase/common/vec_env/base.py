@@ -117,8 +117,9 @@ class VecEnvWrapper(VecEnv):
 
 def find_wrapper(venv: VecEnv, cls: type) -> VecEnv | None:
     """The first wrapper of type ``cls`` in the chain ``venv, venv.venv, ...``, or None."""
-    while venv is not None:
-        if isinstance(venv, cls):
-            return venv
-        venv = getattr(venv, "venv", None)
+    current: VecEnv | None = venv
+    while current is not None:
+        if isinstance(current, cls):
+            return current
+        current = current.venv if isinstance(current, VecEnvWrapper) else None
     return None

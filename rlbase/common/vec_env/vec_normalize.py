@@ -44,7 +44,7 @@ class NormalizationStats:
             single = not nested.is_nested(observation_space)
             self.names = ["ob_rms"] if single else \
                 [f"ob_rms/{n}" for n in nested.leaf_names(observation_space)]
-            self.leaf_rms = [RunningMeanStd(shape=leaf.shape, comm=comm)
+            self.leaf_rms = [RunningMeanStd(shape=leaf.shape or (), comm=comm)
                              if single or normalizable(leaf) else None
                              for leaf in nested.leaf_spaces(observation_space)]
         self.ret_rms = RunningMeanStd(shape=(), comm=comm) if ret else None
@@ -66,6 +66,8 @@ class NormalizationStats:
                    config["clipob"], config["cliprew"], config["gamma"], config["epsilon"])
 
     def update_obs(self, obs: Any) -> None:
+        if self.space is None:
+            return
         for rms, leaf in zip(self.leaf_rms, nested.flatten(self.space, obs)):
             if rms is not None:
                 rms.update(leaf)
@@ -278,7 +280,7 @@ class VecNormalize(VecEnvWrapper):
             raise RLBaseError(f"{path} holds {metadata.get('kind')!r}, not {_KIND} statistics")
         serialization.check_spaces(metadata, venv.observation_space, venv.action_space)
         config = metadata.get("config")
-        if not _valid_config(config):
+        if not isinstance(config, dict) or not _valid_config(config):
             raise RLBaseError(f"{path} has a malformed VecNormalize config {config!r}: expected "
                               f"keys {list(_CONFIG_KEYS)}")
         wrapper = cls(venv, training=training, **config)
