@@ -1,15 +1,15 @@
 """A2C: learning on identity envs and CartPole, truncation bootstrapping, saving, tracing."""
 
+import identity_envs as ie
 import keras
 import numpy as np
 import pytest
+from legacy_format import save_model
 
 from rlbase.a2c.a2c import Model, learn
-import identity_envs as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
-from legacy_format import save_model
 from rlbase.common.policies import build_policy
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor

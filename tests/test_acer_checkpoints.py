@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 from fault_envs import FaultyEnv
+from identity_envs import EndsAtThree
 from process_util import ENV, ROOT, kill_after_checkpoints
 
 from rlbase import registry
@@ -19,7 +20,6 @@ from rlbase.acer.acer import learn
 from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
-from identity_envs import EndsAtThree
 from rlbase.common.serialization import load_file
 from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor

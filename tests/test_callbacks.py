@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+from identity_envs import DiscreteIdentityEnv
 
 from rlbase import A2C, QLearning
 from rlbase.api.callbacks import (
@@ -14,7 +15,6 @@ from rlbase.api.callbacks import (
     StopTrainingOnRewardThreshold,
 )
 from rlbase.common.errors import RLBaseError
-from identity_envs import DiscreteIdentityEnv
 
 
 def qmodel() -> QLearning:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from identity_envs import DiscreteIdentityEnv, EndsAtThree
 
 from rlbase import A2C, ACER, DDPG, DQN, ES, PPO, TD3, QLearning
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
-from identity_envs import DiscreteIdentityEnv, EndsAtThree
 
 TINY = {"num_layers": 1, "num_hidden": 8}
 # (class, env id, hyperparameters): a few hundred cheap steps each.

@@ -1,10 +1,10 @@
 """PPO: GAE and the clipped losses against hand-computed values, learning, memory, saving."""
 
+import identity_envs as ie
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import identity_envs as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
