@@ -3,7 +3,8 @@ loaded with ``learn(total_timesteps=0, load_path=...)`` has the same parameters 
 same; and two models live side by side.
 
 Deliberate differences:
-- the image env is DigitsEnv (envs.py), MnistEnv's shape without its download;
+- the image env is DigitsEnv (envs.py): MnistEnv's 28x28x1 images and ten classes without
+  the download, in a uint8 image space (MnistEnv declared floats in [0, 1] but sent 0..255);
 - no TF graphs or sessions: the parameters compared are ``model.get_parameters()`` (every
   array a model file holds), not the graph's trainable variables;
 - ``model.step`` takes a batch: test_coexistence steps a batch of one observation (Baselines

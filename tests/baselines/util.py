@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -98,13 +100,21 @@ def rollout(env: Any, model: Any, n_trials: int) -> tuple[list, list, list]:
     return observations, actions, rewards
 
 
-def smoketest(argstr: str, timeout: float = 600, **kwargs: Any) -> subprocess.CompletedProcess:
-    """Run ``python -m rlbase.run <argstr> --key=value...`` with a fresh log folder."""
+def smoketest(argstr: str, log_dir: str | None = None, timeout: float = 600,
+              **kwargs: Any) -> subprocess.CompletedProcess:
+    """Run ``python -m rlbase.run <argstr> --key=value...`` logging into ``log_dir`` (None: a
+    new temporary folder)."""
     args = [sys.executable, "-m", "rlbase.run", *argstr.split()]
     args += [f"--{key}={value}" for key, value in kwargs.items()]
-    env = dict(os.environ, RLBASE_LOGDIR=tempfile.mkdtemp())
+    env = dict(os.environ, RLBASE_LOGDIR=log_dir or tempfile.mkdtemp())
     return subprocess.run(args, env=env, cwd=REPO_DIR, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def _mpiexec() -> str | None:
+    """mpiexec on the PATH, else the one installed beside this Python (the mpich wheel)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return shutil.which("mpiexec") or (beside if os.path.isfile(beside) else None)
 
 
 def with_mpi(nproc: int = 2, timeout: float = 30, skip_if_no_mpi: bool = True) -> Callable:
@@ -119,21 +129,16 @@ def with_mpi(nproc: int = 2, timeout: float = 30, skip_if_no_mpi: bool = True) -
             payload = base64.b64encode(cloudpickle.dumps(lambda: fn(*args, **kwargs)))
             path = os.pathsep.join([TESTS_DIR, os.environ.get("PYTHONPATH", "")])
             subprocess.check_call(
-                ["mpiexec", "-n", str(nproc), sys.executable, "-m", "baselines.util",
-                 payload.decode()], env=dict(os.environ, PYTHONPATH=path), timeout=timeout)
+                [_mpiexec() or "mpiexec", "-n", str(nproc), sys.executable, "-m",
+                 "baselines.util", payload.decode()],
+                env=dict(os.environ, PYTHONPATH=path), timeout=timeout)
 
         if not skip_if_no_mpi:
             return run
-        missing = _find_spec("mpi4py") is None
-        return pytest.mark.skipif(missing, reason="mpi4py is not installed")(run)
+        missing = importlib.util.find_spec("mpi4py") is None or _mpiexec() is None
+        return pytest.mark.skipif(missing, reason="mpi4py or mpiexec is not installed")(run)
 
     return decorate
-
-
-def _find_spec(name: str) -> Any:
-    import importlib.util
-
-    return importlib.util.find_spec(name)
 
 
 if __name__ == "__main__":  # the process side of with_mpi
