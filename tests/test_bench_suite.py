@@ -119,7 +119,14 @@ def test_select_filters_and_rejects_bad_names() -> None:
     with pytest.raises(RLBaseError, match="unknown preset 'nope'; available: classic"):
         bench_suite.select("nope")
     with pytest.raises(RLBaseError, match="--algs value.*'classic'; valid: a2c, acer"):
-        bench_suite.select("classic", algs=["sac"])
+        bench_suite.select("classic", algs=["trpo"])
+    mujoco = bench_suite.select("mujoco", algs=["sac", "ppo"], envs=["HalfCheetah-v5"])
+    assert [(s.name, s.env, s.timesteps) for s in mujoco] == [
+        ("ppo", "HalfCheetah-v5", 1_000_000), ("sac", "HalfCheetah-v5", 1_000_000)]
+    from rlbase.bench.report import PUBLISHED
+    for spec in bench_suite.PRESETS["mujoco"] + bench_suite.PRESETS["box2d"]:
+        if spec.name in ("td3", "sac"):  # every off-policy row names its published figure
+            assert (spec.name, spec.env) in PUBLISHED, spec
     with pytest.raises(RLBaseError, match="--seeds must be at least 1, got 0"):
         bench_suite.select("classic", seeds=0)
 
@@ -159,8 +166,8 @@ def test_cli_bad_preset_is_one_line_exit_2(tmp_path) -> None:
                            f"--out={tmp_path}"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "rlbase.bench: error: unknown preset 'nope'; available: classic, atari-cpu, "
-        "throughput, tiny"]
+        "rlbase.bench: error: unknown preset 'nope'; available: classic, atari-cpu, mujoco, "
+        "box2d, throughput, tiny"]
 
 
 def test_result_json_written_atomically(tiny_suite: tuple[str, dict]) -> None:

@@ -48,6 +48,23 @@ PUBLISHED: dict[tuple[str, str], str] = {
     ("ppo", "BreakoutNoFrameskip-v4"): "398.0 (1e7, rl-zoo3); Baselines ppo2 114.3",
     ("dqn", "BreakoutNoFrameskip-v4"): "358.3 (1e7, rl-zoo3)",
     ("acer", "BreakoutNoFrameskip-v4"): "456 (1e7, PPO paper); Baselines 82.9",
+    # rl-baselines3-zoo's benchmark (MuJoCo v3 ids, deterministic evaluation of one agent,
+    # per-env tuned settings: rlbase's rows run its mujoco() defaults).
+    ("ppo", "HalfCheetah-v5"): "5,819 (1e6, rl-zoo3 tuned)",
+    ("td3", "HalfCheetah-v5"): "9,656 (1e6, rl-zoo3)",
+    ("sac", "HalfCheetah-v5"): "9,535 (1e6, rl-zoo3)",
+    ("td3", "Hopper-v5"): "3,606 (1e6, rl-zoo3)",
+    ("sac", "Hopper-v5"): "2,326 (1e6, rl-zoo3)",
+    ("ppo", "Walker2d-v5"): "3,479 (1e6, rl-zoo3 tuned)",
+    ("td3", "Walker2d-v5"): "4,718 (1e6, rl-zoo3)",
+    ("sac", "Walker2d-v5"): "3,863 (1e6, rl-zoo3)",
+    ("td3", "Ant-v5"): "5,813 (1e6, rl-zoo3)",
+    ("sac", "Ant-v5"): "4,616 (1e6, rl-zoo3)",
+    ("td3", "BipedalWalker-v3"): "306 (1e6, rl-zoo3)",
+    ("sac", "BipedalWalker-v3"): "298 (5e5, rl-zoo3)",
+    ("td3", "LunarLanderContinuous-v3"): "207 (3e5, rl-zoo3)",
+    ("sac", "LunarLanderContinuous-v3"): "260 (5e5, rl-zoo3)",
+    ("sac", "Pendulum-v1"): "-157 (2e4, rl-zoo3)",
 }
 
 

@@ -63,6 +63,11 @@ TD3 = dict(twin_q=True, policy_delay=2, target_noise=0.2)
 ES_PENDULUM = dict(network="mlp", num_layers=1, num_hidden=16, activation="relu", popsize=16,
                    noise_stdev=0.1, lr=0.05, paired_starts=True)
 _ATARI = ("PongNoFrameskip-v4", "BreakoutNoFrameskip-v4")
+_MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5")
+# rl-baselines3-zoo sac.yml LunarLanderContinuous: its row differs from BipedalWalker's, which
+# SAC's box2d() defaults carry.
+SAC_LUNAR = dict(lr=7.3e-4, buffer_size=1_000_000, gamma=0.99, tau=0.01, train_freq=1,
+                 gradient_steps=1, layer_sizes=(400, 300))
 
 PRESETS: dict[str, list[RunSpec]] = {
     "classic": [
@@ -73,6 +78,7 @@ PRESETS: dict[str, list[RunSpec]] = {
         RunSpec("es", "es", "CartPole-v1", 50_000),
         RunSpec("ddpg", "ddpg", "Pendulum-v1", 20_000),
         RunSpec("td3", "ddpg", "Pendulum-v1", 20_000, extra=TD3),
+        RunSpec("sac", "sac", "Pendulum-v1", 20_000),
         RunSpec("ppo", "ppo", "Pendulum-v1", 300_000),
         RunSpec("es", "es", "Pendulum-v1", 2_000_000, extra=ES_PENDULUM),
         # gymnasium 1.x has no Taxi-v3: Taxi-v4 is the same task.
@@ -81,6 +87,19 @@ PRESETS: dict[str, list[RunSpec]] = {
     ],
     "atari-cpu": [RunSpec(alg, alg, env, 1_000_000, seeds=(0,), eval_episodes=3)
                   for env in _ATARI for alg in ("a2c", "ppo", "acer", "dqn")],
+    # The references' MuJoCo budgets (1e6 steps each, seed 0) at each algorithm's mujoco()
+    # defaults: over an hour per off-policy run on 2 cores; select rows with --algs/--envs.
+    "mujoco": [RunSpec(name, "ddpg" if name == "td3" else name, env, 1_000_000, seeds=(0,),
+                       extra=TD3 if name == "td3" else {})
+               for env in _MUJOCO for name in ("ppo", "td3", "ddpg", "sac", "a2c")],
+    # Box2D continuous control at the rl-zoo budgets (seed 0).
+    "box2d": [
+        RunSpec("sac", "sac", "BipedalWalker-v3", 500_000, seeds=(0,)),
+        RunSpec("td3", "ddpg", "BipedalWalker-v3", 1_000_000, seeds=(0,), extra=TD3),
+        RunSpec("sac", "sac", "LunarLanderContinuous-v3", 500_000, seeds=(0,),
+                extra=SAC_LUNAR),
+        RunSpec("td3", "ddpg", "LunarLanderContinuous-v3", 300_000, seeds=(0,), extra=TD3),
+    ],
     # Steps/s at fixed, short settings (no evaluation), with raw env steps/s beside them.
     "throughput": [
         RunSpec("a2c", "a2c", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
