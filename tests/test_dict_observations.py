@@ -55,7 +55,9 @@ SMALL: dict[str, tuple[type, dict[str, Any], int]] = {
                          "policy_kwargs": {"num_hidden": 8}}, 96),
     "acer": (rlbase.ACER, {"n_steps": 5, "replay_start": 10, "buffer_size": 50,
                            "policy_kwargs": {"num_hidden": 8}}, 100),
+    # Prioritized replay over the nested buffer, parameter noise's perturbed Q-networks.
     "dqn": (rlbase.DQN, {"learning_starts": 40, "batch_size": 8, "hiddens": [8],
+                         "prioritized_replay": True, "param_noise": True,
                          "policy_kwargs": {"num_hidden": 8}}, 100),
     # DDPG's defaults: adaptive parameter noise and observation normalization (per entry).
     "ddpg": (rlbase.DDPG, {"learning_starts": 40, "batch_size": 8,
@@ -106,15 +108,20 @@ def test_learn_predict_save_load(alg, structure, tmp_path):
     assert np.shape(action) == env.action_space.shape and len(actions) == env.num_envs
     np.testing.assert_allclose(action, actions[0], rtol=1e-5, atol=1e-6)
     assert env.action_space.contains(np.asarray(action, env.action_space.dtype))
+    partial = {k: v for k, v in single.items() if k != "cue"} if structure == "dict" \
+        else single[:-1]
+    with pytest.raises(RLBaseError, match="does not fit the observation space"):
+        agent.predict(partial)
 
-    # Another learn() call and other batch sizes trace nothing again.
+    # Another learn() call and other batch sizes trace nothing again (ES acts in numpy).
     counts = tracing_counts(agent.model)
-    assert counts, "the model holds no compiled call"
+    assert counts or alg == "es", "the model holds no compiled call"
     agent.learn(steps, reset_num_timesteps=False)
     agent.predict(nested.take(space, batch, slice(0, 1)), deterministic=True)
     after = tracing_counts(agent.model)
     assert {k: after[k] for k in counts} == counts
     assert all(n <= 1 for n in after.values()), after
+    actions, _ = agent.predict(batch, deterministic=True)
 
     # Save/load by file and by the registry: the same structure, the same actions.
     path = str(tmp_path / "model.zip")
@@ -273,24 +280,30 @@ def test_acer_nested_buffer_keeps_final_observations_through_a_checkpoint():
 
 # -- VecNormalize and VecFrameStack per entry ------------------------------------------------------
 class ScriptedEnv(gym.Env):
-    """Dict observations {"image", "pos", "speed", "flag"} from a script of (pos, speed) values:
-    the image and flag hold the step index; the episode terminates after ``length`` steps."""
+    """Dict observations {"image", "pos", "speed"} (and "flag" with ``flag``) from a script of
+    (pos, speed) values: the image (and flag) hold the step index; the episode terminates
+    after ``length`` steps."""
 
-    def __init__(self, script: list[tuple[list[float], list[float]]], length: int = 3):
-        self.script, self.length = script, length
-        self.observation_space = gym.spaces.Dict({
+    def __init__(self, script: list[tuple[list[float], list[float]]], length: int = 3,
+                 flag: bool = True):
+        self.script, self.length, self.flag = script, length, flag
+        entries: dict[str, gym.Space] = {
             "image": gym.spaces.Box(0, 255, (2, 2, 1), np.uint8),
             "pos": gym.spaces.Box(-100.0, 100.0, (2,), np.float32),
-            "speed": gym.spaces.Box(-100.0, 100.0, (1,), np.float32),
-            "flag": gym.spaces.Discrete(10)})
+            "speed": gym.spaces.Box(-100.0, 100.0, (1,), np.float32)}
+        if flag:
+            entries["flag"] = gym.spaces.Discrete(10)
+        self.observation_space = gym.spaces.Dict(entries)
         self.action_space = gym.spaces.Discrete(2)
         self.t = 0
 
     def _obs(self) -> dict[str, Any]:
         pos, speed = self.script[self.t % len(self.script)]
-        return {"image": np.full((2, 2, 1), self.t + 1, np.uint8),
-                "pos": np.asarray(pos, np.float32), "speed": np.asarray(speed, np.float32),
-                "flag": self.t}
+        obs = {"image": np.full((2, 2, 1), self.t + 1, np.uint8),
+               "pos": np.asarray(pos, np.float32), "speed": np.asarray(speed, np.float32)}
+        if self.flag:
+            obs["flag"] = self.t
+        return obs
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -321,7 +334,7 @@ def test_vec_normalize_per_entry_exact_values():
                                rtol=1e-6)
     np.testing.assert_allclose(obs["speed"], expected(np.array([[100.0], [-100.0]])),
                                rtol=1e-6)
-    np.testing.assert_allclose(obs["pos"], [[-1, -1], [1, 1]], atol=1e-4)
+    np.testing.assert_allclose(obs["pos"], [[-1, -1], [1, 1]], atol=1e-3)  # two values
     assert obs["image"].dtype == np.uint8 and np.all(obs["image"] == 1)  # unchanged
     assert obs["flag"].tolist() == [0, 0]
     assert sorted(venv.state_dict()) == [f"ob_rms/{k}/{s}" for k in ("pos", "speed")
@@ -335,7 +348,8 @@ def test_vec_frame_stack_per_entry_over_an_episode_boundary():
     venv = VecFrameStack(DummyVecEnv([lambda: ScriptedEnv([([1.0, 10.0], [5.0]),
                                                            ([2.0, 20.0], [6.0]),
                                                            ([3.0, 30.0], [7.0]),
-                                                           ([4.0, 40.0], [8.0])])]), 2)
+                                                           ([4.0, 40.0], [8.0])],
+                                                          flag=False)]), 2)
     space = venv.observation_space
     assert space["image"].shape == (2, 2, 2) and space["pos"].shape == (4,)
 
@@ -358,12 +372,26 @@ def test_vec_frame_stack_per_entry_over_an_episode_boundary():
     assert final["pos"].tolist() == [3, 30, 4, 40] and final["speed"].tolist() == [7, 8]
 
 
+@pytest.mark.parametrize("alg", ["dqn", "acer"])
+def test_frame_stacked_nested_observations_are_stored_whole(alg):
+    """Behind a VecFrameStack, Dict/Tuple observations skip the frame-deduplicating buffers."""
+    env = VecFrameStack(DummyVecEnv([lambda: ScriptedEnv([([1.0, 2.0], [3.0])], flag=False)
+                                     for _ in range(2)]), 2)
+    kwargs = {"learning_starts": 10, "batch_size": 4} if alg == "dqn" else \
+        {"nsteps": 4, "replay_start": 8, "buffer_size": 16}
+    model = registry.get_algorithm(alg).learn("mlp", env, total_timesteps=40, seed=0,
+                                              num_hidden=8, **kwargs)
+    stored = model.replay_buffer
+    assert isinstance(stored, NestedReplayBuffer if alg == "dqn" else NestedBuffer)
+    assert stored.obs_leaves[1].shape[-1] == 4  # "pos": two stacked 2-vectors
+
+
 def test_vec_frame_stack_refuses_non_box_entries():
     with pytest.raises(RLBaseError, match="entry 'flag'"):
         VecFrameStack(DummyVecEnv([lambda: ScriptedEnv([([0.0, 0.0], [0.0])])]), 2)
 
 
-# -- the space's structure in files -----------------------------------------------------------------
+# -- the space's structure in files ---------------------------------------------------------------
 def test_space_json_keeps_nesting_and_key_order():
     inner = gym.spaces.Dict(OrderedDict([("z", gym.spaces.Discrete(3, start=1)),
                                          ("a", gym.spaces.MultiBinary(4))]))

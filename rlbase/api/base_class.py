@@ -405,11 +405,16 @@ def _nested_batch(space: gym.Space, observation: Any) -> tuple[Any, bool, int]:
     """:meth:`BaseRLModel._batch` for Dict/Tuple spaces: every entry one observation, or every
     entry a batch of the same size."""
     try:
-        obs, batched = nested.as_batch(space, observation)
-        leaves = nested.flatten(space, obs)
+        found = len(nested.flatten(space, observation))
     except (KeyError, IndexError, TypeError) as exc:
         raise RLBaseError(f"observation {type(observation).__name__} does not fit the "
                           f"observation space {space} (missing {exc})") from None
+    expected = len(nested.leaf_spaces(space))
+    if found != expected:  # a tuple too short (zip stops early)
+        raise RLBaseError(f"observation {type(observation).__name__} does not fit the "
+                          f"observation space {space}: {found} entries, not {expected}")
+    obs, batched = nested.as_batch(space, observation)
+    leaves = nested.flatten(space, obs)
     sizes = set()
     for name, leaf, sub in zip(nested.leaf_names(space), leaves, nested.leaf_spaces(space)):
         if leaf.shape[1:] != tuple(sub.shape or ()):

@@ -249,8 +249,10 @@ class FrameStackReplayBuffer:
         self.ended[row] = ended
         self.starts[row] = self._next_is_start
         for env in np.flatnonzero(self._next_is_start):
+            # nstack 1: no older frames, an empty array (checkpoints keep arrays only).
             self.start_frames[row * self.num_envs + int(env)] = \
-                np.stack([f[env] for f in frames[:-1]]) if self.nstack > 1 else None
+                np.stack([f[env] for f in frames[:-1]]) if self.nstack > 1 else \
+                np.zeros((0, *frames[-1].shape[1:]), frames[-1].dtype)
         if np.any(np.logical_and(truncated, np.logical_not(terminated))):
             final = self._split(np.asarray(next_obs))[-1]
             for env in np.flatnonzero(np.logical_and(truncated, np.logical_not(terminated))):

@@ -53,7 +53,8 @@ class SACGraph:
     target_update_interval: int
     batch_size: int
     gradient_steps: int
-    jit_compile: bool
+    jit_train: bool
+    jit_act: bool
 
     # -- variables ---------------------------------------------------------------------------
     @property
@@ -142,7 +143,7 @@ class SACGraph:
             return i + 1, stats + step
 
         nsteps = self.gradient_steps
-        if nsteps == 1:  # (no loop: its frames cost ~10% of a step in plain TF)
+        if nsteps == 1:  # the usual cadence: no loop frame around the one step
             stats = body(0, tf.zeros(len(STAT_NAMES)))[1]
         else:
             _, stats = tf.while_loop(lambda i, _: i < nsteps, body,
@@ -161,7 +162,7 @@ class SACGraph:
     def act_fn(self) -> CompiledFunction:
         return compile_fn(self._act, [self._ob_spec(None),
                                       spec_like([None, self.nb_actions], np.float32)],
-                          jit_compile=self.jit_compile)
+                          jit_compile=self.jit_act)
 
     @cached_property
     def train_fn(self) -> CompiledFunction:
@@ -170,4 +171,4 @@ class SACGraph:
         return compile_fn(self._train_graph, [
             self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
             vec, spec_like([g, 2, b, a], np.float32), self._ob_spec(None),
-            spec_like([None, a], np.float32), spec_like([], np.float32)], self.jit_compile)
+            spec_like([None, a], np.float32), spec_like([], np.float32)], self.jit_train)
