@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import gymnasium as gym
+import identity_envs as ie
 import keras
 import numpy as np
 import pytest
@@ -17,7 +18,6 @@ from rlbase.acer.acer import learn
 from rlbase.acer.buffer import Buffer
 from rlbase.acer.model import AcerPolicy, Model, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Runner, Sequences
-import identity_envs as ie
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy

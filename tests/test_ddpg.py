@@ -10,13 +10,13 @@ import subprocess
 import sys
 
 import gymnasium as gym
+import identity_envs as ie
 import numpy as np
 import pytest
 import tensorflow as tf
 from process_util import ENV, ROOT, kill_after_checkpoints, start_cli
 
 from rlbase import registry
-import identity_envs as ie
 from rlbase.common import logger
 from rlbase.common.checkpoint import list_checkpoints, object_state
 from rlbase.common.continuous import build_torso, scale_actions, unscale_actions

@@ -404,3 +404,26 @@ def test_space_json_keeps_nesting_and_key_order():
     assert list(loaded.spaces) == ["t", "b"] and list(loaded["t"][0].spaces) == ["z", "a"]
     with pytest.raises(RLBaseError, match="not strings"):
         space_to_json(gym.spaces.Dict({1: gym.spaces.Discrete(2)}))
+
+
+@pytest.mark.parametrize("alg", ["ppo", "dqn"])
+def test_a_dict_with_one_entry(alg):
+    # One leaf per nested argument: the compiled calls must still see a dict, not its leaf.
+    class OneEntry(gym.Env):
+        observation_space = gym.spaces.Dict({"x": gym.spaces.Box(-1.0, 1.0, (3,), np.float32)})
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            return self.observation_space.sample(), {}
+
+        def step(self, action):
+            return self.observation_space.sample(), 1.0, False, True, {}
+
+    env = VecMonitor(DummyVecEnv([OneEntry, OneEntry]))
+    kwargs = dict(nsteps=8, nminibatches=2) if alg == "ppo" else dict(learning_starts=8,
+                                                                      batch_size=4)
+    model = registry.get_algorithm(alg).learn("mlp", env, total_timesteps=32, seed=0,
+                                              log_interval=10**9, **kwargs)
+    actions = model.step(env.reset(), deterministic=True)[0]
+    assert actions.shape == (2,)

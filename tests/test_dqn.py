@@ -7,19 +7,19 @@ import sys
 import warnings
 
 import gymnasium as gym
+import identity_envs as ie
 import keras
 import numpy as np
 import pytest
+from legacy_format import save_model
 
 from rlbase import registry
-import identity_envs as ie
 from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.loop import LoopOptions
-from legacy_format import save_model
 from rlbase.common.models import network_kwarg_names
 from rlbase.common.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
 from rlbase.common.serialization import load_file

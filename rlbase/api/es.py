@@ -9,4 +9,4 @@ class ES(BaseRLModel):
     (Discrete) or the action with a zero std (Box)."""
 
     algorithm = "es"
-    policies = ("MlpPolicy",)
+    policies = ("MlpPolicy", "MultiInputPolicy")

@@ -55,7 +55,9 @@ class ReplayBuffer:
                  ac_dtype: npt.DTypeLike = np.int64):
         self.capacity = _check_size(size)
         self.obs = np.zeros((self.capacity, *ob_shape), dtype=ob_dtype)
-        self.next_obs = np.zeros_like(self.obs)
+        # np.zeros, not zeros_like: untouched pages stay unallocated (a 50000-frame Atari
+        # buffer would otherwise be written through, ~5 GB, before the first step).
+        self.next_obs = np.zeros(self.obs.shape, self.obs.dtype)
         self._allocate_transitions(ac_shape, ac_dtype)
 
     def _allocate_transitions(self, ac_shape: tuple, ac_dtype: npt.DTypeLike) -> None:
@@ -124,7 +126,7 @@ class NestedReplayBuffer(ReplayBuffer):
         self.space = ob_space
         self.obs_leaves = [np.zeros((self.capacity, *(leaf.shape or ())), dtype=leaf.dtype)
                            for leaf in nested.leaf_spaces(ob_space)]
-        self.next_obs_leaves = [np.zeros_like(leaf) for leaf in self.obs_leaves]
+        self.next_obs_leaves = [np.zeros(leaf.shape, leaf.dtype) for leaf in self.obs_leaves]
         self._allocate_transitions(ac_shape, ac_dtype)
 
     def add(self, obs: Any, actions: np.ndarray, rewards: np.ndarray, next_obs: Any,

@@ -162,7 +162,7 @@ class CompiledFunction:
                                     jit_compile=jit_compile, autograph=False)
         self.concrete = self.function.get_concrete_function()
         self.signature = tf.nest.flatten(list(signature))
-        self._nested = len(self.signature) != len(signature)
+        self._nested = any(tf.nest.is_nested(spec) for spec in signature)
         self._dtypes = [spec.dtype for spec in self.signature]
         self._np_dtypes = [spec.dtype.as_numpy_dtype for spec in self.signature]
         self._enums = [spec.dtype.as_datatype_enum for spec in self.signature]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from rlbase.common import nested
 from rlbase.common.errors import NonFiniteError
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
 
@@ -45,9 +46,9 @@ class VecCheckFinite(VecEnvWrapper):
         super().__init__(venv)
         self.steps = 0  # vectorized steps since creation
 
-    def reset(self) -> np.ndarray:
+    def reset(self) -> Any:
         obs = self.venv.reset()
-        self._check("observation", obs, "reset")
+        self._check_observation(obs, "reset")
         return obs
 
     def step_wait(self) -> VecStepResult:
@@ -55,13 +56,25 @@ class VecCheckFinite(VecEnvWrapper):
         self.steps += 1
         where = f"step {self.steps}"
         self._check("reward", rewards, where)
-        self._check("observation", obs, where)
+        self._check_observation(obs, where)
+        space = self.venv.observation_space
         for i, info in enumerate(infos):
             final = info.get("final_observation")
-            if final is not None and not _finite(final):
-                raise NonFiniteError(f"env {i} returned a non-finite final observation at "
-                                     f"{where}: {np.asarray(final).ravel()[:8]}")
+            if final is None:
+                continue
+            for name, leaf in zip(nested.leaf_names(space), nested.flatten(space, final)):
+                if not _finite(leaf):
+                    entry = "" if name == "obs" else f" (entry {name})"
+                    raise NonFiniteError(f"env {i} returned a non-finite final observation"
+                                         f"{entry} at {where}: {np.asarray(leaf).ravel()[:8]}")
         return obs, rewards, terminated, truncated, infos
+
+    def _check_observation(self, obs: Any, where: str) -> None:
+        """Each entry of a Dict/Tuple observation on its own (an object array checks nothing)."""
+        space = self.venv.observation_space
+        for name, leaf in zip(nested.leaf_names(space), nested.flatten(space, obs)):
+            self._check("observation" if name == "obs" else f"observation (entry {name})",
+                        leaf, where)
 
     def _check(self, what: str, values: np.ndarray, where: str) -> None:
         if _finite(values):
