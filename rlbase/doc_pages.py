@@ -60,6 +60,40 @@ def cli_flags_table() -> str:
     return "\n".join(rows)
 
 
+SB3_START = "<!-- sb3-names: generated from rlbase/api/sb3_names.py, do not edit -->"
+SB3_END = "<!-- end sb3-names -->"
+
+
+def sb3_names_table() -> str:
+    """Each class's Stable-Baselines3 names and what they become in rlbase."""
+    from rlbase.api.sb3_names import SB3_NAMES
+
+    rows = ["| class | SB3 name | rlbase |", "|---|---|---|"]
+    for alg, table in SB3_NAMES.items():
+        for name, rule in table.items():
+            if isinstance(rule, str):
+                meaning = f"`{rule}`"
+            else:
+                doc = (rule.__doc__ or "").strip().split("\n\n")[0]
+                meaning = " ".join(doc.split()).replace("|", "\\|") or rule.__name__
+            rows.append(f"| {alg} | `{name}` | {meaning} |")
+    return "\n".join(rows)
+
+
+def sb3_path() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "sb3_names.md")
+
+
+def sb3_block() -> str:
+    return f"{SB3_START}\n{sb3_names_table()}\n{SB3_END}"
+
+
+def current_sb3_block() -> str | None:
+    with open(sb3_path(), encoding="utf-8") as f:
+        match = re.search(re.escape(SB3_START) + r".*?" + re.escape(SB3_END), f.read(), re.S)
+    return match.group(0) if match else None
+
+
 def cli_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "cli.md")
 
@@ -92,6 +126,8 @@ def main() -> None:
     changed = [alg for alg in available_algorithms() if rewrite_page(alg)]
     if _rewrite(cli_path(), CLI_START, CLI_END, cli_block()):
         changed.append("cli")
+    if _rewrite(sb3_path(), SB3_START, SB3_END, sb3_block()):
+        changed.append("sb3_names")
     print(f"rewrote {', '.join(changed) if changed else 'nothing'}", file=sys.stderr)
 
 

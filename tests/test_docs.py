@@ -7,7 +7,14 @@ import pytest
 
 from rlbase import registry
 from rlbase.common.docstrings import documented_parameters
-from rlbase.doc_pages import cli_block, current_block, current_cli_block, generated_block
+from rlbase.doc_pages import (
+    cli_block,
+    current_block,
+    current_cli_block,
+    current_sb3_block,
+    generated_block,
+    sb3_block,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALGORITHMS = registry.available_algorithms()
@@ -23,6 +30,10 @@ def test_parameter_table_is_the_docstring(alg):
     assert current_block(alg) == generated_block(alg), (
         f"rlbase/docs/algorithms/{alg}.md differs from learn()'s docstring: run "
         "python -m rlbase.doc_pages")
+
+
+def test_sb3_names_table_is_the_code():
+    assert current_sb3_block() == sb3_block(), "run python -m rlbase.doc_pages"
 
 
 def test_cli_flag_table_is_the_parser():

@@ -24,6 +24,7 @@ def _ppo_batch_size(value: Any, given: dict[str, Any], num_envs: int) -> dict[st
 
 
 def _both_learning_rates(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
+    """Both `actor_lr` and `critic_lr`."""
     return {"actor_lr": value, "critic_lr": value}
 
 
@@ -33,11 +34,13 @@ def _accept(expected: Any) -> Rule:
         if value != expected:
             raise RLBaseError(f"rlbase supports only {expected!r} here, got {value!r}")
         return {}
+    rule.__doc__ = f"Accepted when {expected!r}: what rlbase always does."
     return rule
 
 
 def _device(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
-    # TensorFlow places work itself (a visible GPU is used); nothing to pass on.
+    """Accepted ('auto', 'cpu', 'cuda'): TensorFlow places the work itself (a visible GPU is
+    used)."""
     if value not in ("auto", "cpu", "cuda", "gpu"):
         raise RLBaseError(f"device must be 'auto', 'cpu' or 'cuda', got {value!r}")
     return {}
@@ -54,11 +57,12 @@ def _train_freq_steps(value: Any) -> int:
     return value
 
 
-def _sac_train_freq(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
+def _train_freq(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
+    """`train_freq` in env steps: n or (n, 'step')."""
     return {"train_freq": _train_freq_steps(value)}
 
 
-def _sac_gradient_steps(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
+def _gradient_steps(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
     """SB3's -1: as many gradient steps as env steps were collected since the last phase."""
     if value == -1:
         return {"gradient_steps": int(_train_freq_steps(given.get("train_freq", 1))) * num_envs}
@@ -73,10 +77,12 @@ SB3_NAMES: dict[str, dict[str, Rule]] = {
             "n_epochs": "noptepochs", "gae_lambda": "lam", "clip_range": "cliprange",
             "normalize_advantage": _accept(True)},
     "acer": {**COMMON, "n_steps": "nsteps"},
-    "dqn": {**COMMON, "target_update_interval": "target_network_update_freq"},
+    "dqn": {**COMMON, "target_update_interval": "target_network_update_freq",
+            "train_freq": _train_freq, "gradient_steps": _gradient_steps},
     "ddpg": {**COMMON, "learning_rate": _both_learning_rates,
-             "target_policy_noise": "target_noise"},
-    "sac": {**COMMON, "train_freq": _sac_train_freq, "gradient_steps": _sac_gradient_steps,
+             "target_policy_noise": "target_noise", "train_freq": _train_freq,
+             "gradient_steps": _gradient_steps},
+    "sac": {**COMMON, "train_freq": _train_freq, "gradient_steps": _gradient_steps,
             "use_sde": _accept(False), "use_sde_at_warmup": _accept(False),
             "action_noise": _accept(None), "optimize_memory_usage": _accept(False)},
     "es": {**COMMON},

@@ -1,0 +1,61 @@
+"""The model classes take Stable-Baselines3's parameter names (rlbase/docs/sb3_names.md)."""
+
+import pytest
+
+from rlbase import A2C, DQN, PPO, TD3
+from rlbase.api.sb3_names import translate
+from rlbase.common.errors import RLBaseError
+
+
+def test_ppo_with_sb3_names_builds_what_rlbase_names_build():
+    model = PPO("MlpPolicy", "CartPole-v1", learning_rate=3e-4, n_steps=64, batch_size=32,
+                n_epochs=3, gae_lambda=0.9, clip_range=0.1,
+                policy_kwargs=dict(net_arch=[32, 16], activation_fn="relu"))
+    hp = model.model.hyperparameters
+    assert (hp["lr"], hp["nsteps"], hp["nminibatches"], hp["noptepochs"], hp["lam"],
+            hp["cliprange"]) == (3e-4, 64, 2, 3, 0.9, 0.1)
+    torso = model.model.policy.torso
+    assert [d.units for d in torso.hidden] == [32, 16]
+    model.learn(64)  # and it trains
+
+
+def test_torch_activation_classes_are_read_by_name():
+    class ReLU:  # stands for torch.nn.ReLU
+        pass
+
+    _, kwargs = translate("ppo", {}, {"activation_fn": ReLU}, 1)
+    assert kwargs == {"activation": "relu"}
+
+
+def test_net_arch_dict_gives_a_separate_value_torso():
+    _, kwargs = translate("a2c", {}, {"net_arch": dict(pi=[64, 64], vf=[64, 64])}, 1)
+    assert kwargs == {"value_network": "copy", "layer_sizes": [64, 64]}
+    with pytest.raises(RLBaseError, match="same widths"):
+        translate("a2c", {}, {"net_arch": dict(pi=[64], vf=[32])}, 1)
+
+
+def test_dqn_net_arch_is_the_whole_q_network_and_train_freq_tuples():
+    hyper, kwargs = translate("dqn", {"train_freq": (4, "step"), "target_update_interval": 50},
+                              {"net_arch": [256, 256]}, 1)
+    assert hyper == {"train_freq": 4, "target_network_update_freq": 50, "hiddens": []}
+    assert kwargs == {"layer_sizes": [256, 256]}
+    with pytest.raises(RLBaseError, match="env steps"):
+        translate("dqn", {"train_freq": (1, "episode")}, {}, 1)
+    model = DQN("MlpPolicy", "CartPole-v1", learning_rate=1e-3, buffer_size=1000,
+                learning_starts=10, policy_kwargs=dict(net_arch=[8]))
+    assert model.model.hyperparameters["lr"] == 1e-3
+
+
+def test_td3_learning_rate_sets_both_networks():
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_rate=5e-4, learning_starts=10,
+                policy_kwargs=dict(net_arch=[16, 16]))
+    hp = model.model.hyperparameters
+    assert hp["actor_lr"] == hp["critic_lr"] == 5e-4
+    assert hp["twin_q"] and hp["policy_delay"] == 2
+
+
+def test_one_setting_under_two_names_is_an_error():
+    with pytest.raises(RLBaseError, match="nsteps is given twice"):
+        A2C("MlpPolicy", "CartPole-v1", n_steps=5, nsteps=5)
+    with pytest.raises(RLBaseError, match="batch_size=30 must divide"):
+        PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=30)
