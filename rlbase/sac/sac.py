@@ -54,8 +54,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     target_update_interval: update the target critics every this many gradient steps
         (counted over the run).
     target_entropy: the entropy the learned alpha aims for ('auto': -dim(action space)).
-    jit_compile: compile the training and the acting calls with XLA (None: the acting call
-        only; see rlbase/docs/algorithms/sac.md).
+    jit_compile: compile the training and the acting calls with XLA (None: on, except for a
+        training call of one gradient step, faster here as a plain TF graph).
     log_interval: log every this many finished episodes.
     eval_env: an env (or env id, seeded with seed + 1000) to evaluate the deterministic
         policy (tanh of the Gaussian's mean) on.
