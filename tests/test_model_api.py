@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from identity_envs import DiscreteIdentityEnv, EndsAtThree
 
-from rlbase import A2C, ACER, DDPG, DQN, ES, PPO, TD3, QLearning
+from rlbase import A2C, ACER, DDPG, DQN, ES, PPO, SAC, TD3, QLearning
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 
@@ -25,6 +25,8 @@ CASES = {
     "td3": (TD3, "Pendulum-v1", {"train_freq": 50, "gradient_steps": 2,
                                  "batch_size": 16, "jit_compile": False}),
     "es": (ES, "CartPole-v1", {"popsize": 4}),
+    "sac": (SAC, "Pendulum-v1", {"train_freq": 50, "gradient_steps": 2, "batch_size": 16,
+                                 "learning_starts": 50, "jit_compile": False}),
 }
 
 

@@ -96,7 +96,7 @@ class BaseRLModel:
 
     # -- construction helpers ----------------------------------------------------------------
     def _network_for(self, policy: str | Callable | None) -> str | Callable | None:
-        if policy is None:
+        if policy is None or policy == self.default_network:
             return self.default_network
         if callable(policy):
             return policy

@@ -129,7 +129,10 @@ def translate(algorithm: str, hyperparameters: dict[str, Any], policy_kwargs: di
         elif isinstance(rule, str):
             mapped = {rule: value}
         else:
-            mapped = rule(value, hyperparameters, num_envs)
+            try:
+                mapped = rule(value, hyperparameters, num_envs)
+            except RLBaseError as exc:
+                raise RLBaseError(f"{name}={value!r}: {exc}") from None
         for key, val in mapped.items():
             if key in out or (key != name and key in hyperparameters):
                 raise RLBaseError(f"{key} is given twice (as {name} and under another name)")

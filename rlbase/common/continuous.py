@@ -37,7 +37,7 @@ def check_continuous_action_space(space: gym.Space, algorithm: str) -> gym.space
     algorithms that fit."""
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
         raise RLBaseError(f"{algorithm} needs a 1-D continuous (Box) action space, got "
-                          f"{space}; use dqn, a2c or ppo for discrete actions")
+                          f"{space}; for discrete actions use dqn, ppo, a2c, acer or qlearning")
     if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
         raise RLBaseError(f"{algorithm} needs finite action bounds, got low={space.low} "
                           f"high={space.high}")
