@@ -259,7 +259,10 @@ def main(argv: list[str] | None = None) -> Any:
     ckpt = checkpoint_args(args)
     alg_kwargs.update(ckpt)
     if args.load_path:
-        load_file(os.path.expanduser(args.load_path))  # a bad file fails before any training
+        # A bad file fails before any training; a model saved with env kwargs keeps them.
+        saved = load_file(os.path.expanduser(args.load_path))[0]
+        if args.env_kwargs is None:
+            env_kwargs = dict((saved.get("hyperparameters") or {}).get("env_kwargs") or {})
 
     abort_on_error()  # under mpiexec a rank's crash ends every rank (no job hangs)
     rank = mpi_rank()
@@ -269,10 +272,6 @@ def main(argv: list[str] | None = None) -> Any:
         write_run_metadata(args.log_path, alg, args.env, args.seed, num_env)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)
     alg_kwargs.update(eval_args(args, env_kwargs))
-    if env_kwargs:
-        alg_kwargs["env_kwargs"] = env_kwargs  # saved with the model's hyperparameters
-        if "env_kwargs" not in entry.learn_parameters():
-            alg_kwargs.pop("env_kwargs")
     show_progress = rank == 0 and not args.no_progress and sys.stderr.isatty()
     if show_progress and "callback" not in alg_kwargs and total > 0:
         alg_kwargs["callback"] = ProgressBar(total)
@@ -290,6 +289,8 @@ def main(argv: list[str] | None = None) -> Any:
         finally:
             env.close()
         interrupted = stop_requested()
+    if env_kwargs:  # saved with the model: playing it later makes the same envs
+        model.hyperparameters["env_kwargs"] = env_kwargs
     if interrupted:
         if rank == 0:
             target = os.path.expanduser(args.save_path) if args.save_path else \

@@ -427,7 +427,7 @@ def configure(
     formats = _parse_formats(format_strs) if isinstance(format_strs, str) else list(format_strs)
     _check_formats(formats)  # before any file is created
     if dir is None:
-        dir = os.environ.get(LOGDIR_ENV)
+        dir = os.environ.get(LOGDIR_ENV) or None  # set but empty: as if unset
         if dir is None and not set(formats) - {"stdout"}:
             # Nothing to write to files: no folder (and no empty one left behind).
             return _use(Logger(dir=None, output_formats=[
