@@ -18,6 +18,9 @@ SPACES = {
     "multibinary": (BOX_OBS, gym.spaces.MultiBinary(3)),
     "discrete_obs": (gym.spaces.Discrete(6), gym.spaces.Discrete(2)),
     "multidiscrete_obs": (gym.spaces.MultiDiscrete([2, 3]), gym.spaces.Discrete(2)),
+    # 2-D nvec: each entry one-hot in its own size, in numpy as in TF (27 features).
+    "multidiscrete_2d_obs": (gym.spaces.MultiDiscrete([[2, 3, 4], [5, 6, 7]]),
+                             gym.spaces.Discrete(2)),
     "multibinary_obs": (gym.spaces.MultiBinary(4), gym.spaces.Discrete(2)),
 }
 

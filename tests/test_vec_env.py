@@ -384,3 +384,26 @@ def test_vec_video_recorder_writes_mp4(tmp_path):
         frames.append(frame)
     capture.release()
     assert len(frames) == 30 and frames[0].shape == (400, 600, 3)
+
+
+def test_nested_info_dicts_are_split_per_env_on_every_step():
+    class NestedInfo(gym.Env):
+        observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            self.t = 0
+            return np.zeros(1, np.float32), {"stats": {"x": 0}}
+
+        def step(self, action):
+            self.t += 1
+            info = {"stats": {"x": self.t, "y": {"z": 2 * self.t}}}
+            return np.zeros(1, np.float32), 0.0, False, self.t >= 3, info
+
+    venv = DummyVecEnv([NestedInfo, NestedInfo])
+    venv.reset()
+    _, _, _, _, infos = venv.step(np.array([0, 1]))  # a non-final step
+    assert infos == [{"stats": {"x": 1, "y": {"z": 2}}}] * 2
+    venv.step(np.array([0, 0]))
+    _, _, _, truncated, infos = venv.step(np.array([0, 0]))  # the final step
+    assert truncated.all() and infos[0]["stats"] == {"x": 3, "y": {"z": 6}}

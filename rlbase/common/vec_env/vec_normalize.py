@@ -166,7 +166,7 @@ class VecNormalize(VecEnvWrapper):
                                   f"observation space, got {space}")
             stats = NormalizationStats(space if ob else None, ret, clipob, cliprew, gamma,
                                        epsilon, comm)
-        elif stats.space is not None and stats.space != space:
+        elif stats.space is not None and not _same_layout(stats.space, space):
             raise RLBaseError(f"normalization statistics of {stats.space} do not fit "
                               f"observations of {space}")
         super().__init__(venv, observation_space=stats.normalized_space())
@@ -286,6 +286,17 @@ class VecNormalize(VecEnvWrapper):
         wrapper = cls(venv, training=training, **config)
         wrapper.load_state_dict(arrays)
         return wrapper
+
+
+def _same_layout(a: gym.Space, b: gym.Space) -> bool:
+    """The same entries with the same shapes (bounds may differ: a model's space is the
+    normalized one, the env's the raw one)."""
+    if nested.is_nested(a) != nested.is_nested(b):
+        return False
+    if nested.is_nested(a) and nested.leaf_names(a) != nested.leaf_names(b):
+        return False
+    return [leaf.shape for leaf in nested.leaf_spaces(a)] == \
+        [leaf.shape for leaf in nested.leaf_spaces(b)]
 
 
 def normalizable(space: gym.Space) -> bool:
