@@ -78,6 +78,35 @@ def test_runner_bootstraps_on_truncation_only():
     np.testing.assert_array_equal(rollout.starts.reshape(2, 4), [[1, 0, 0, 1], [1, 0, 0, 1]])
     np.testing.assert_allclose(rollout.obs.reshape(2, 4), [[0, .1, .2, 0], [0, .1, .2, 0]],
                                atol=1e-7)
+    # With gamma = 1 a bootstrapped truncation would be an infinite return: it ends the
+    # return like a termination (rlbase.common.transitions).
+    rollout = RolloutRunner(env, model, nsteps=4, gamma=1.0).run()
+    np.testing.assert_allclose(rollout.rewards, [[1, 1, 1, 1], [1, 1, 1, 1]])
+
+
+def test_a2c_lam_one_is_n_step_returns_and_gae_otherwise():
+    import tensorflow as tf
+
+    env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(True)]))
+    policy = build_policy(env.observation_space, env.action_space, identity_network)
+    policy.value_head.set_weights([np.ones((1, 1), np.float32), np.zeros(1, np.float32)])
+    rewards = tf.constant([[1.0, 1.0, 1.0]])
+    dones = tf.constant([[0.0, 0.0, 0.0]])
+    values = tf.constant([0.0, 0.1, 0.2])
+    last = tf.constant([0.3])
+    gamma, lam = 0.9, 0.5
+    n_step = Model(policy, 1, 3, 0.0, 0.5, 0.5, 0.99, 1e-5, gamma)._returns(
+        rewards, dones, values, last).numpy()
+    np.testing.assert_allclose(n_step, [1 + .9 + .81 + .729 * .3, 1 + .9 + .81 * .3,
+                                        1 + .9 * .3], rtol=1e-6)
+    gae = Model(policy, 1, 3, 0.0, 0.5, 0.5, 0.99, 1e-5, gamma, lam=lam)._returns(
+        rewards, dones, values, last).numpy()
+    v = [0.0, 0.1, 0.2, 0.3]
+    deltas = [1 + gamma * v[t + 1] - v[t] for t in range(3)]
+    adv = [0.0, 0.0, deltas[2]]
+    adv[1] = deltas[1] + gamma * lam * adv[2]
+    adv[0] = deltas[0] + gamma * lam * adv[1]
+    np.testing.assert_allclose(gae, np.array(adv) + v[:3], rtol=1e-6)
 
 
 @pytest.mark.parametrize("env_id,network,kwargs,numpy_act", [
