@@ -419,7 +419,8 @@ def test_no_retracing_over_several_training_calls():
 
 
 def test_bad_input_is_a_clear_error():
-    with pytest.raises(RLBaseError, match=r"Discrete\(2\); for discrete actions use dqn, ppo, a2c, acer or qlearning") as info:
+    with pytest.raises(RLBaseError, match=r"Discrete\(2\); for discrete actions use dqn, "
+                                          r"ppo, a2c, acer or qlearning") as info:
         learn("mlp", "CartPole-v1", total_timesteps=10)
     assert "\n" not in str(info.value) and "Box" in str(info.value)
     for bad, match in ((dict(ent_coef="autox"), "ent_coef"), (dict(ent_coef="auto_-1"), "auto_"),
