@@ -3,27 +3,15 @@ tests that check old files still load or are refused with a clear error."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common.base_model import jsonable
 from rlbase.common.serialization import save_file, space_to_json
 from rlbase.common.tf_util import variables_to_arrays
-
-
-def jsonable(params: dict[str, Any]) -> dict[str, Any]:
-    """Hyperparameters for the metadata: values JSON cannot hold are kept as their repr."""
-    out = {}
-    for key, value in params.items():
-        try:
-            json.dumps(value)
-            out[key] = value
-        except (TypeError, ValueError):
-            out[key] = repr(value)
-    return out
 
 
 def save_model(path: str, algorithm: str, groups: dict[str, Sequence[tf.Variable]],

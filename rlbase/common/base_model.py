@@ -265,3 +265,21 @@ def check_model_metadata(metadata: dict[str, Any], path: str, algorithm: str) ->
     steps = metadata.get("num_timesteps", 0)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise RLBaseError(f"model file {path} has num_timesteps {steps!r}: not a count")
+
+
+class SavesExplorationRate(BaseModel):
+    """For epsilon-greedy models (DQN, Q-learning): the current exploration rate ``epsilon``
+    is saved in the file's metadata, so a loaded model acts (and continues) as it would."""
+
+    epsilon: float
+
+    def metadata(self) -> dict[str, Any]:
+        return {**super().metadata(), "exploration_rate": self.epsilon}
+
+    def load(self, path: str, allow_pickle: bool = False
+             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        metadata, arrays = super().load(path, allow_pickle)
+        rate = metadata.get("exploration_rate")
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+            self.epsilon = float(rate)
+        return metadata, arrays

@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common import logger, nested
+from rlbase.common.base_model import SavesExplorationRate
 from rlbase.common.checkpoint import (
     generator_state,
     object_state,
@@ -57,7 +58,7 @@ def huber(x: tf.Tensor, delta: float = 1.0) -> tf.Tensor:
     return tf.where(ax < delta, 0.5 * tf.square(x), delta * (ax - 0.5 * delta))
 
 
-class Model(TFModel):
+class Model(SavesExplorationRate, TFModel):
     """Online and target :class:`QNetwork`, the optimizer, the replay buffer, acting and the
     compiled update.
 
@@ -319,18 +320,6 @@ class Model(TFModel):
         if self.mirror is not None:
             self.mirror.sync()
         self._target_stale = False  # the file's own target network is kept
-
-    def metadata(self) -> dict[str, Any]:
-        # The exploration rate is saved, so a loaded model acts as it would (SB3 does too).
-        return {**super().metadata(), "exploration_rate": self.epsilon}
-
-    def load(self, path: str, allow_pickle: bool = False
-             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        metadata, arrays = super().load(path, allow_pickle)
-        rate = metadata.get("exploration_rate")
-        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
-            self.epsilon = float(rate)
-        return metadata, arrays
 
     def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The replay buffer, the generator, epsilon, the update count, the noise scale and

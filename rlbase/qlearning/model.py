@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlbase.common.base_model import BaseModel
+from rlbase.common.base_model import SavesExplorationRate
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
 from rlbase.qlearning.states import StateIndexer
@@ -21,7 +21,7 @@ MAX_TABLE_ENTRIES = 50_000_000  # 200 MB of float32: beyond this a table is a mi
 NETWORK = "tabular"  # the model's network name: a table has none
 
 
-class Model(BaseModel):
+class Model(SavesExplorationRate):
     """A Q-table and the policies it defines.
 
     observation_space / action_space: the env's single observation and (Discrete) action
@@ -119,18 +119,6 @@ class Model(BaseModel):
                               f"{None if table is None else table.shape}, this env needs "
                               f"{self.q_table.shape} (grid_size={self.grid_size})")
         self.q_table = np.array(table, np.float64)
-
-    def metadata(self) -> dict[str, Any]:
-        # The exploration rate is saved, so a loaded model acts (and continues) as it would.
-        return {**super().metadata(), "exploration_rate": self.epsilon}
-
-    def load(self, path: str, allow_pickle: bool = False
-             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        metadata, arrays = super().load(path, allow_pickle)
-        rate = metadata.get("exploration_rate")
-        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
-            self.epsilon = float(rate)
-        return metadata, arrays
 
     def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta, arrays = super().resume_state()
