@@ -295,13 +295,13 @@ def main(argv: list[str] | None = None) -> Any:
         if rank == 0:
             target = os.path.expanduser(args.save_path) if args.save_path else \
                 fallback_save_path(args, ckpt, "interrupted")
-            saved = save_model(model, target, args, ckpt)
-            print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {saved}",
+            kept = save_model(model, target, args, ckpt)
+            print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {kept}",
                   flush=True)
         raise SystemExit(INTERRUPTED_EXIT_CODE)
     if args.save_path and rank == 0:
-        saved = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
-        print(f"Saved model to {saved}", flush=True)
+        kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
+        print(f"Saved model to {kept}", flush=True)
     if args.play and rank == 0:
         play(model, args.env, args.play_episodes, args.seed, env_kwargs)
     if rank == 0:

@@ -50,8 +50,9 @@ def checkpoint_folder(checkpoint_path: str | None) -> str:
     """``checkpoint_path``, else ``<logger dir>/checkpoints``; an error when there is neither."""
     if checkpoint_path:
         return os.path.expanduser(os.fspath(checkpoint_path))
-    if logger.get_dir():
-        return os.path.join(logger.get_dir(), "checkpoints")
+    logdir = logger.get_dir()
+    if logdir:
+        return os.path.join(logdir, "checkpoints")
     raise RLBaseError("checkpoints need a folder: pass checkpoint_path (CLI: --checkpoint_path) "
                       "or configure a log directory (CLI: --log_path)")
 
@@ -158,10 +159,15 @@ class Checkpointer:
 # ---- random generators ----------------------------------------------------------------------
 
 
+def _numpy_state() -> tuple[Any, ...]:
+    """numpy's global MT19937 state as the legacy tuple (name, keys, pos, has_gauss, cached)."""
+    return tuple(np.random.get_state(legacy=True))
+
+
 def rng_state_meta() -> dict[str, Any]:
     """The JSON part of Python's and numpy's global generator states."""
     version, _, gauss = random.getstate()
-    _, _, pos, has_gauss, cached = np.random.get_state()
+    _, _, pos, has_gauss, cached = _numpy_state()
     return {"python": {"version": version, "gauss": gauss},
             "numpy": {"pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)}}
 
@@ -169,7 +175,7 @@ def rng_state_meta() -> dict[str, Any]:
 def rng_state_arrays() -> dict[str, np.ndarray]:
     """The array part of Python's and numpy's global generator states."""
     return {"rng/python": np.array(random.getstate()[1], dtype=np.uint64),
-            "rng/numpy": np.asarray(np.random.get_state()[1], dtype=np.uint32)}
+            "rng/numpy": np.asarray(_numpy_state()[1], dtype=np.uint32)}
 
 
 def set_rng_state(meta: Any, arrays: dict[str, np.ndarray], path: str = "") -> None:
@@ -178,8 +184,8 @@ def set_rng_state(meta: Any, arrays: dict[str, np.ndarray], path: str = "") -> N
         py, npy = meta["python"], meta["numpy"]
         random.setstate((int(py["version"]), tuple(int(x) for x in arrays["rng/python"]),
                          py["gauss"]))
-        np.random.set_state(("MT19937", arrays["rng/numpy"].astype(np.uint32), int(npy["pos"]),
-                             int(npy["has_gauss"]), float(npy["cached"])))
+        np.random.set_state(("MT19937", arrays["rng/numpy"].astype(np.uint32),  # type: ignore[arg-type]
+                             int(npy["pos"]), int(npy["has_gauss"]), float(npy["cached"])))
     except (KeyError, TypeError, ValueError) as exc:
         raise RLBaseError(f"checkpoint {path} has a malformed random-generator state "
                           f"({type(exc).__name__}: {exc})") from exc
@@ -187,7 +193,7 @@ def set_rng_state(meta: Any, arrays: dict[str, np.ndarray], path: str = "") -> N
 
 def generator_state(rng: np.random.Generator) -> dict[str, Any]:
     """A numpy Generator's state as JSON-serializable data."""
-    return rng.bit_generator.state
+    return dict(rng.bit_generator.state)
 
 
 def set_generator_state(rng: np.random.Generator, state: Any) -> None:

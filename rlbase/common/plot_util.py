@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from rlbase.common.errors import RLBaseError
@@ -168,7 +169,7 @@ def _load_dir(dirname: str, enable_progress: bool, enable_monitor: bool) -> Resu
 # --- smoothing --------------------------------------------------------------------------------
 
 
-def smooth(y: Sequence[float], radius: int, mode: str = "two_sided", valid_only: bool = False):
+def smooth(y: npt.ArrayLike, radius: int, mode: str = "two_sided", valid_only: bool = False):
     """Moving average of ``y``; near the ends it averages over the points that exist.
 
     :param y: the values.
@@ -178,12 +179,12 @@ def smooth(y: Sequence[float], radius: int, mode: str = "two_sided", valid_only:
     """
     if mode not in ("two_sided", "causal"):
         raise RLBaseError(f"smooth mode {mode!r} is not allowed; valid modes: two_sided, causal")
-    y = np.asarray(y, dtype=np.float64)
-    n = len(y)
+    values = np.asarray(y, dtype=np.float64)
+    n = len(values)
     if radius <= 0 or n == 0:
-        return y.copy()
+        return values.copy()
     # Prefix sums give every window's sum in O(n).
-    csum = np.concatenate([[0.0], np.cumsum(y)])
+    csum = np.concatenate([[0.0], np.cumsum(values)])
     idx = np.arange(n)
     lo = np.maximum(idx - radius, 0)
     hi = np.minimum(idx + radius + 1, n) if mode == "two_sided" else idx + 1
@@ -195,21 +196,21 @@ def smooth(y: Sequence[float], radius: int, mode: str = "two_sided", valid_only:
     return out
 
 
-def window_func(x: Sequence[float], y: Sequence[float], window: int, func: Callable) -> tuple:
+def window_func(x: npt.ArrayLike, y: npt.ArrayLike, window: int, func: Callable) -> tuple:
     """Apply ``func`` (e.g. ``np.mean``) over each full window of ``window`` points of ``y``.
 
     :return: ``(x[window-1:], values)``, one value per window ending at that x.
     """
-    x, y = np.asarray(x), np.asarray(y)
-    if not 1 <= window <= len(y):
-        raise RLBaseError(f"window={window} must be between 1 and len(y)={len(y)}")
-    windows = np.lib.stride_tricks.sliding_window_view(y, window)
-    return x[window - 1:], func(windows, axis=-1)
+    xs, ys = np.asarray(x), np.asarray(y)
+    if not 1 <= window <= len(ys):
+        raise RLBaseError(f"window={window} must be between 1 and len(y)={len(ys)}")
+    windows = np.lib.stride_tricks.sliding_window_view(ys, window)
+    return xs[window - 1:], func(windows, axis=-1)
 
 
 def one_sided_ema(
-    xolds: Sequence[float],
-    yolds: Sequence[float],
+    xolds: npt.ArrayLike,
+    yolds: npt.ArrayLike,
     low: float | None = None,
     high: float | None = None,
     n: int = 512,
@@ -229,10 +230,10 @@ def one_sided_ema(
     :param low_counts_threshold: grid points with less total weight than this get NaN.
     :return: ``(xs, ys, weights)`` on the grid.
     """
-    xolds = np.asarray(xolds, dtype=np.float64)
-    yolds = np.asarray(yolds, dtype=np.float64)
-    low = xolds[0] if low is None else low
-    high = xolds[-1] if high is None else high
+    xold = np.asarray(xolds, dtype=np.float64)
+    yold = np.asarray(yolds, dtype=np.float64)
+    low = xold[0] if low is None else low
+    high = xold[-1] if high is None else high
     xs = np.linspace(low, high, n)
     period = (high - low) / max(n - 1, 1) * decay_steps or 1.0
     ys = np.full(n, np.nan)
@@ -242,9 +243,9 @@ def one_sided_ema(
     j = 0
     for i, x_new in enumerate(xs):
         # Fold in every point up to this grid x, decaying the running sums to each point's x.
-        while j < len(xolds) and xolds[j] <= x_new:
-            decay = np.exp(-(xolds[j] - t) / period) if np.isfinite(t) else 0.0
-            total, weight, t = total * decay + yolds[j], weight * decay + 1.0, xolds[j]
+        while j < len(xold) and xold[j] <= x_new:
+            decay = np.exp(-(xold[j] - t) / period) if np.isfinite(t) else 0.0
+            total, weight, t = total * decay + yold[j], weight * decay + 1.0, xold[j]
             j += 1
         if np.isfinite(t):
             decay = np.exp(-(x_new - t) / period)
@@ -256,8 +257,8 @@ def one_sided_ema(
 
 
 def symmetric_ema(
-    xolds: Sequence[float],
-    yolds: Sequence[float],
+    xolds: npt.ArrayLike,
+    yolds: npt.ArrayLike,
     low: float | None = None,
     high: float | None = None,
     n: int = 512,
@@ -265,13 +266,13 @@ def symmetric_ema(
     low_counts_threshold: float = 1e-8,
 ):
     """Like :func:`one_sided_ema`, but averaging points on both sides of each grid x."""
-    xolds = np.asarray(xolds, dtype=np.float64)
-    yolds = np.asarray(yolds, dtype=np.float64)
-    low = xolds[0] if low is None else low
-    high = xolds[-1] if high is None else high
-    xs, fwd, wf = one_sided_ema(xolds, yolds, low, high, n, decay_steps, 0.0)
+    xold = np.asarray(xolds, dtype=np.float64)
+    yold = np.asarray(yolds, dtype=np.float64)
+    low = xold[0] if low is None else low
+    high = xold[-1] if high is None else high
+    xs, fwd, wf = one_sided_ema(xold, yold, low, high, n, decay_steps, 0.0)
     # The backward pass is the forward one on the mirrored axis.
-    _, bwd, wb = one_sided_ema(-xolds[::-1], yolds[::-1], -high, -low, n, decay_steps, 0.0)
+    _, bwd, wb = one_sided_ema(-xold[::-1], yold[::-1], -high, -low, n, decay_steps, 0.0)
     bwd, wb = bwd[::-1], wb[::-1]
     weights = wf + wb
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -35,7 +35,8 @@ class GymVecEnv(VecEnv):
             self._seeds = [int(s) for s in seed]
 
     def reset(self) -> np.ndarray:
-        obs, _ = self.vector_env.reset(seed=self._seeds)
+        # gymnasium takes one seed per env as a list (its stub says int).
+        obs, _ = self.vector_env.reset(seed=self._seeds)  # type: ignore[arg-type]
         self._seeds = None  # seed once; later resets continue the envs' own RNG streams
         return obs
 
@@ -63,7 +64,7 @@ class GymVecEnv(VecEnv):
                     infos[i][key] = _split_info_one(value, i) if isinstance(value, dict) \
                         else value[i]
         if final_obs_mask is not None:
-            for i in np.flatnonzero(final_obs_mask):
+            for i in np.flatnonzero(final_obs_mask).tolist():
                 if final_info:
                     infos[i].update(_split_info_one(final_info, i))
                 infos[i]["final_observation"] = info["final_obs"][i]
@@ -74,14 +75,16 @@ class GymVecEnv(VecEnv):
 
     def render(self) -> np.ndarray | None:
         frames = self.vector_env.render()
-        return None if frames is None else frames[0]
+        return None if frames is None else np.asarray(frames[0])
 
     @property
     def render_fps(self) -> float | None:
         return (self.vector_env.metadata or {}).get("render_fps")
 
     def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
-        return list(self.vector_env.call(name, *args, **kwargs))
+        venv = self.vector_env
+        assert isinstance(venv, (SyncVectorEnv, AsyncVectorEnv))
+        return list(venv.call(name, *args, **kwargs))
 
 
 def _split_info_one(info: dict[str, Any], i: int) -> dict[str, Any]:
@@ -99,11 +102,12 @@ class DummyVecEnv(GymVecEnv):
     """Steps every env in this process, one after the other (``gymnasium.vector.SyncVectorEnv``)."""
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]):
-        super().__init__(SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode.SAME_STEP))
+        self._sync = SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode.SAME_STEP)
+        super().__init__(self._sync)
 
     @property
     def envs(self) -> list[gym.Env]:
-        return list(self.vector_env.envs)
+        return list(self._sync.envs)
 
 
 class EnvWorkerError(RuntimeError):
@@ -141,12 +145,13 @@ class SubprocVecEnv(GymVecEnv):
         except (EOFError, OSError) as exc:  # a worker died while building its env
             raise EnvWorkerError("an env worker died while creating its env (its traceback is "
                                  f"printed above): {type(exc).__name__}: {exc}") from exc
+        self._async = vector_env
         super().__init__(vector_env)
 
     def reset(self) -> np.ndarray:
         try:
-            self.vector_env.reset_async(seed=self._seeds)
-            obs, _ = self.vector_env.reset_wait(timeout=self.timeout)
+            self._async.reset_async(seed=self._seeds)  # type: ignore[arg-type]  # one per env
+            obs, _ = self._async.reset_wait(timeout=self.timeout)
         except Exception as exc:  # noqa: BLE001 - any worker failure is reported the same way
             raise self._fault("reset", exc) from exc
         self._seeds = None
@@ -154,13 +159,13 @@ class SubprocVecEnv(GymVecEnv):
 
     def step_async(self, actions: np.ndarray) -> None:
         try:
-            self.vector_env.step_async(actions)
+            self._async.step_async(actions)
         except Exception as exc:  # noqa: BLE001
             raise self._fault("step", exc) from exc
 
     def step_wait(self) -> VecStepResult:
         try:
-            obs, rewards, terminated, truncated, info = self.vector_env.step_wait(
+            obs, rewards, terminated, truncated, info = self._async.step_wait(
                 timeout=self.timeout)
         except Exception as exc:  # noqa: BLE001
             raise self._fault("step", exc) from exc
@@ -168,7 +173,7 @@ class SubprocVecEnv(GymVecEnv):
 
     def _fault(self, call: str, exc: BaseException) -> EnvWorkerError:
         """Describe which worker failed and why, then stop every worker."""
-        venv = self.vector_env
+        venv = self._async
         if isinstance(exc, multiprocessing.TimeoutError):
             message = f"env workers did not answer {call} within {self.timeout} s (hung)"
         else:
@@ -198,7 +203,7 @@ class SubprocVecEnv(GymVecEnv):
     def _shutdown(self) -> None:
         """Terminate every worker and close the pipes (gymnasium's close would wait on the
         pending call of a worker that is gone)."""
-        venv = self.vector_env
+        venv = self._async
         for p in venv.processes:
             if p.is_alive():
                 p.terminate()

@@ -89,7 +89,7 @@ class VecMonitor(VecEnvWrapper):
         obs, rewards, terminated, truncated, infos = self.venv.step_wait()
         self._returns += rewards
         self._lengths += 1
-        for i in np.flatnonzero(np.logical_or(terminated, truncated)):
+        for i in np.flatnonzero(np.logical_or(terminated, truncated)).tolist():
             self._end_episode(i, infos[i])
         return obs, rewards, terminated, truncated, infos
 
@@ -121,7 +121,7 @@ class VecMonitor(VecEnvWrapper):
             # Trim in batches (amortized O(1)); the lists stay plain lists for callers.
             for records in (self.episode_returns, self.episode_lengths, self.episode_times):
                 del records[:-self.max_episodes]
-        if self._writer is not None:
+        if self._writer is not None and self._file is not None:
             self._writer.writerow((round(ret, 6), length, elapsed, *extras))
             self._file.flush()
 
