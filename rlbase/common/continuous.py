@@ -24,7 +24,7 @@ from keras import layers
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import build_network
+from rlbase.common.models import build_network, is_recurrent
 from rlbase.common.policies import ObservationEncoder, check_network_for_space
 from rlbase.common.policies import check_observation_space as check_leaf_spaces
 
@@ -84,7 +84,7 @@ def build_torso(network: str | Callable[..., keras.layers.Layer],
     recurrent one is an error (off-policy replay here samples single transitions)."""
     torso = build_network(network, **network_kwargs)
     # The registry's convention: recurrent layers say so with ``recurrent = True``.
-    if getattr(torso, "recurrent", False):
+    if is_recurrent(torso):
         raise RLBaseError(f"{algorithm} needs a feed-forward network, got recurrent "
                           f"{network!r}")
     return torso

@@ -190,7 +190,7 @@ class DistributionHead(keras.layers.Layer):
         if isinstance(action_space, gym.spaces.Discrete):
             self.kind, size = "categorical", int(action_space.n)
         elif isinstance(action_space, gym.spaces.MultiDiscrete):
-            if action_space.nvec.ndim != 1 or np.any(getattr(action_space, "start", 0) != 0):
+            if action_space.nvec.ndim != 1 or np.any(action_space.start != 0):
                 raise RLBaseError(f"MultiDiscrete action spaces must be 1-D and start at 0, "
                                   f"got {action_space}")
             self.kind, size = "multicategorical", int(action_space.nvec.sum())

@@ -65,6 +65,17 @@ def build_network(name: str | NetworkBuilder, **kwargs: Any) -> keras.layers.Lay
     return builder(**kwargs)
 
 
+def is_recurrent(network: keras.layers.Layer) -> bool:
+    """A network from the registry (or a user's builder) is recurrent when it says so with a
+    ``recurrent = True`` attribute (the registry's convention, see this module's docstring)."""
+    return bool(getattr(network, "recurrent", False))
+
+
+def recurrent_state_size(network: keras.layers.Layer) -> int:
+    """The width of a recurrent network's state (0 for a feed-forward one)."""
+    return int(getattr(network, "state_size", 0)) if is_recurrent(network) else 0
+
+
 def ortho(scale: float = np.sqrt(2)) -> keras.initializers.Initializer:
     return keras.initializers.Orthogonal(gain=scale)
 

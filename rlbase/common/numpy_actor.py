@@ -44,7 +44,7 @@ def observation_encoder(space: gym.Space) -> Callable[[np.ndarray], np.ndarray]:
         return lambda obs: eye[np.asarray(obs, np.int64) - int(space.start)]
     if isinstance(space, gym.spaces.MultiDiscrete):
         eyes = [np.eye(int(n), dtype=np.float32) for n in space.nvec.ravel()]
-        starts = np.asarray(getattr(space, "start", np.zeros_like(space.nvec))).ravel()
+        starts = np.asarray(space.start).ravel()
 
         def multi(obs: np.ndarray) -> np.ndarray:
             obs = np.asarray(obs, np.int64).reshape(len(obs), -1) - starts

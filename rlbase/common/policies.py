@@ -18,7 +18,15 @@ from keras import layers
 from rlbase.common import nested
 from rlbase.common.distributions import Distribution, DistributionHead
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import NATURE_CONVS, ConvStack, LSTMCore, build_network, ortho
+from rlbase.common.models import (
+    NATURE_CONVS,
+    ConvStack,
+    LSTMCore,
+    build_network,
+    is_recurrent,
+    ortho,
+    recurrent_state_size,
+)
 from rlbase.common.nested import is_nested, leaf_spaces
 
 LEAF_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
@@ -134,7 +142,7 @@ class ActorCriticPolicy(keras.Model):
         self.network_name = network if isinstance(network, str) else network.__name__
         self.network_kwargs = dict(network_kwargs or {})
         self.torso = build_network(network, **self.network_kwargs)
-        self.recurrent = bool(getattr(self.torso, "recurrent", False))
+        self.recurrent = is_recurrent(self.torso)
         check_network_for_space(self.network_name, self.torso, ob_space)
         if value_network not in (None, "shared", "copy"):
             raise RLBaseError(f"value_network must be 'shared' or 'copy', got {value_network!r}")
@@ -150,7 +158,7 @@ class ActorCriticPolicy(keras.Model):
             if not isinstance(ac_space, gym.spaces.Discrete):
                 raise RLBaseError(f"a Q head needs a Discrete action space, got {ac_space}")
             self.q_head = layers.Dense(int(ac_space.n), kernel_initializer=ortho(1.0))
-        self.state_size = int(getattr(self.torso, "state_size", 0))
+        self.state_size = recurrent_state_size(self.torso)
         # Sampling seeds: a counter advanced on every draw, started from numpy's global RNG
         # (seeded by set_global_seeds), so seeded runs repeat exactly.
         self.sample_seed = tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64,

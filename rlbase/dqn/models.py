@@ -13,7 +13,7 @@ from keras import layers
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import build_network, get_network_builder
+from rlbase.common.models import build_network, get_network_builder, is_recurrent
 from rlbase.common.policies import ObservationEncoder, check_network_for_space
 
 # What each action space can be trained with, for the error DQN gives on the others.
@@ -123,7 +123,7 @@ class QNetwork(keras.Model):
         # No weights for a non-nested space, so files saved before Dict support still load.
         self.encoder = ObservationEncoder(ob_space)
         self.torso = build_network(network, **self.network_kwargs)
-        if getattr(self.torso, "recurrent", False):
+        if is_recurrent(self.torso):
             raise RLBaseError(f"dqn needs a feed-forward network, got the recurrent "
                               f"'{self.network_name}'; use mlp, cnn, cnn_small or conv_only")
         check_network_for_space(self.network_name, self.torso, ob_space)
