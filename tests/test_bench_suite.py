@@ -178,3 +178,20 @@ def test_result_json_written_atomically(tiny_suite: tuple[str, dict]) -> None:
         with open(os.path.join(out, "runs", run, "result.json")) as f:
             record = json.load(f)
         assert re.fullmatch(r"\w+__[\w.-]+__s\d+", run) and record["seed"] == 0
+
+
+def test_report_rebuilds_a_folder_and_refuses_another(tiny_suite: tuple[str, dict],
+                                                      tmp_path) -> None:
+    out, _ = tiny_suite
+    os.remove(os.path.join(out, "results.md"))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{bench_report.README_START}\nold\n{bench_report.README_END}\n")
+    bench_report.main([out, f"--readme={readme}"])
+    assert os.path.isfile(os.path.join(out, "results.md"))
+    assert "| a2c | CartPole-v1 |" in readme.read_text()
+    proc = subprocess.run([sys.executable, "-m", "rlbase.bench", "report", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"rlbase.bench: error: '{tmp_path}' is not a benchmark suite folder (it has no runs/ "
+        "folder); pass the --out folder of `python -m rlbase.bench suite`"]

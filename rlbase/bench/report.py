@@ -6,6 +6,7 @@ can be rebuilt at any time: ``python -m rlbase.bench report <folder>``.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import glob
 import json
@@ -19,6 +20,8 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
+
+from rlbase.common.errors import RLBaseError
 
 CSV_COLUMNS = ["name", "alg", "env", "seed", "timesteps", "eval_return", "eval_std",
                "train_return_last100", "wall_s", "sps", "num_env", "rlbase", "tensorflow",
@@ -234,7 +237,17 @@ def update_readme(path: str, body: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """``report [FOLDER]``: rebuild a suite folder's results.md, results.csv and plots."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    folder = argv[0] if argv else "bench_results/classic"
-    write_report(folder, os.path.basename(os.path.normpath(folder)))
-    print(f"wrote {folder}/results.md and results.csv")
+    parser = argparse.ArgumentParser(prog="python -m rlbase.bench report",
+                                     description="Rebuild a suite folder's results.csv, "
+                                                 "results.md and learning-curve PNGs.")
+    parser.add_argument("folder", nargs="?", default="bench_results/classic",
+                        help="the suite's --out folder (default: %(default)s)")
+    parser.add_argument("--readme", default=None,
+                        help="also put the table between this README's bench-suite markers")
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if not os.path.isdir(os.path.join(args.folder, "runs")):
+        raise RLBaseError(f"{args.folder!r} is not a benchmark suite folder (it has no runs/ "
+                          "folder); pass the --out folder of `python -m rlbase.bench suite`")
+    write_report(args.folder, os.path.basename(os.path.normpath(args.folder)),
+                 readme=args.readme)
+    print(f"wrote {args.folder}/results.md and results.csv")
