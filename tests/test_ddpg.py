@@ -35,6 +35,7 @@ from rlbase.ddpg.noise import (
     SumNoise,
     parse_noise_type,
 )
+from tests.envs.ramp import Ramp
 
 SMALL = dict(layer_sizes=(16, 16), batch_size=16, train_freq=1, gradient_steps=1,
              jit_compile=False)
@@ -663,31 +664,6 @@ def test_resume_restores_everything_exactly(tmp_path):
     with pytest.raises(RLBaseError, match="buffer size"):
         learn("mlp", "Pendulum-v1", total_timesteps=300, checkpoint_path=folder,
               resume=True, **dict(CKPT, buffer_size=50))
-
-
-class Ramp(gym.Env):
-    """Deterministic: observation (t/10, (t mod 3)/3), reward -(a - t/10)^2, truncated after
-    10 steps; every reset is the same, so a run resumed at an episode boundary can repeat an
-    uninterrupted one exactly."""
-
-    observation_space = gym.spaces.Box(-1.0, 2.0, (2,), np.float32)
-    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-
-    def __init__(self):
-        self.t = 0
-
-    def _obs(self):
-        return np.array([self.t / 10, (self.t % 3) / 3], np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self._obs(), {}
-
-    def step(self, action):
-        reward = -float((np.asarray(action)[0] - self.t / 10) ** 2)
-        self.t += 1
-        return self._obs(), reward, False, self.t >= 10, {}
 
 
 def test_resume_continues_exactly(tmp_path):

@@ -23,6 +23,7 @@ from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.sac import losses
 from rlbase.sac.model import Model, parse_ent_coef
 from rlbase.sac.sac import learn, train
+from tests.envs.ramp import Ramp
 
 SMALL = dict(layer_sizes=(16, 16), batch_size=16, train_freq=1, gradient_steps=1,
              jit_compile=False)
@@ -464,31 +465,6 @@ def test_save_load_round_trip(tmp_path):
     smaller = learn("mlp", "Pendulum-v1", total_timesteps=0, **dict(kw, layer_sizes=(8, 8)))
     with pytest.raises(RLBaseError, match="shape"):
         smaller.load(path)
-
-
-class Ramp(gym.Env):
-    """Deterministic: observation (t/10, (t mod 3)/3), reward -(a - t/10)^2, truncated after
-    10 steps; every reset is the same, so a run resumed at an episode boundary can repeat an
-    uninterrupted one exactly."""
-
-    observation_space = gym.spaces.Box(-1.0, 2.0, (2,), np.float32)
-    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-
-    def __init__(self):
-        self.t = 0
-
-    def _obs(self):
-        return np.array([self.t / 10, (self.t % 3) / 3], np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self._obs(), {}
-
-    def step(self, action):
-        reward = -float((np.asarray(action)[0] - self.t / 10) ** 2)
-        self.t += 1
-        return self._obs(), reward, False, self.t >= 10, {}
 
 
 def _assert_same_state(model, again):
