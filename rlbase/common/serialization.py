@@ -17,7 +17,7 @@ import os
 import secrets
 import sys
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -354,3 +354,32 @@ def check_spaces(metadata: Mapping[str, Any], observation_space: gym.Space | Non
         if saved != space:
             raise RLBaseError(f"model was saved for {key.replace('_', ' ')} {saved}, "
                               f"the env has {space}")
+
+
+def numbered_arrays(arrays: Mapping[str, np.ndarray], prefix: str,
+                    shapes: Sequence[Sequence[int]], path: str = "") -> list[np.ndarray]:
+    """The arrays saved as ``prefix/0000``, ``prefix/0001``, ... in order, checked against the
+    shapes the model expects (a count or shape mismatch is a one-line error), so that a load
+    can check everything before it changes anything."""
+    keys = sorted(k for k in arrays if k.startswith(prefix + "/"))
+    if len(keys) != len(shapes):
+        raise RLBaseError(f"model file {path} holds {len(keys)} '{prefix}' arrays, the model has "
+                          f"{len(shapes)} variables: it was saved for another network or other "
+                          "settings")
+    for key, shape in zip(keys, shapes):
+        if tuple(np.shape(arrays[key])) != tuple(shape):
+            raise RLBaseError(f"model file {path}: '{prefix}' array {key} has shape "
+                              f"{np.shape(arrays[key])}, the model expects {tuple(shape)}")
+    return [arrays[key] for key in keys]
+
+
+def check_named_arrays(arrays: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                       path: str = "", missing: str = "it was saved with other settings") -> None:
+    """Every array in ``expected`` is in ``arrays`` with the same shape (else a one-line error;
+    ``missing`` says what a missing one means)."""
+    for name, current in expected.items():
+        if name not in arrays:
+            raise RLBaseError(f"model file {path} lacks {name}: {missing}")
+        if np.shape(arrays[name]) != np.shape(current):
+            raise RLBaseError(f"model file {path}: {name} has shape {np.shape(arrays[name])}, "
+                              f"the model expects {np.shape(current)}")

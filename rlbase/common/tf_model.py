@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.base_model import BaseModel
-from rlbase.common.errors import RLBaseError
+from rlbase.common.serialization import check_named_arrays, numbered_arrays
 
 
 class TFModel(BaseModel):
@@ -42,26 +42,10 @@ class TFModel(BaseModel):
     def load_parameter_arrays(self, arrays: dict[str, np.ndarray], source: str = "") -> None:
         plan: list[tuple[tf.Variable, np.ndarray]] = []
         for group, variables in self.variable_groups().items():
-            keys = sorted(k for k in arrays if k.startswith(group + "/"))
-            if len(keys) != len(variables):
-                raise RLBaseError(f"model file {source} holds {len(keys)} '{group}' arrays, the "
-                                  f"model has {len(variables)} variables: it was saved for "
-                                  f"another network or other settings")
-            for var, key in zip(variables, keys):
-                if tuple(arrays[key].shape) != tuple(var.shape):
-                    raise RLBaseError(f"model file {source}: '{group}' array {key} has shape "
-                                      f"{arrays[key].shape}, the model expects "
-                                      f"{tuple(var.shape)}")
-                plan.append((var, arrays[key]))
+            saved = numbered_arrays(arrays, group, [v.shape for v in variables], source)
+            plan.extend(zip(variables, saved))
         extra = self.extra_arrays()
-        for name, current in extra.items():
-            if name not in arrays:
-                raise RLBaseError(f"model file {source} lacks {name}: it was saved with other "
-                                  "settings")
-            if np.shape(arrays[name]) != np.shape(current):
-                raise RLBaseError(f"model file {source}: {name} has shape "
-                                  f"{np.shape(arrays[name])}, the model expects "
-                                  f"{np.shape(current)}")
+        check_named_arrays(arrays, extra, source)
         # Assign only once every array has been checked: a bad file leaves the model untouched.
         for var, value in plan:
             var.assign(value)

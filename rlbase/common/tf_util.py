@@ -244,16 +244,9 @@ def variables_to_arrays(variables: Sequence[tf.Variable], prefix: str) -> dict[s
 def assign_from_arrays(variables: Sequence[tf.Variable], arrays: dict[str, np.ndarray],
                        prefix: str, path: str = "") -> None:
     """Inverse of :func:`variables_to_arrays`; a count or shape mismatch is a clear error."""
-    from rlbase.common.errors import RLBaseError
+    from rlbase.common.serialization import numbered_arrays
 
-    keys = sorted(k for k in arrays if k.startswith(prefix + "/"))
-    if len(keys) != len(variables):
-        raise RLBaseError(f"model file {path} holds {len(keys)} '{prefix}' arrays, the model has "
-                          f"{len(variables)} variables: it was saved for another network")
-    for var, key in zip(variables, keys):
-        if tuple(arrays[key].shape) != tuple(var.shape):
-            raise RLBaseError(f"model file {path}: '{prefix}' array {key} has shape "
-                              f"{arrays[key].shape}, the model expects {tuple(var.shape)}")
+    saved = numbered_arrays(arrays, prefix, [v.shape for v in variables], path)
     # Assign only once every array has been checked: a bad file leaves the model untouched.
-    for var, key in zip(variables, keys):
-        var.assign(arrays[key])
+    for var, value in zip(variables, saved):
+        var.assign(value)

@@ -14,6 +14,7 @@ from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
 from rlbase.common.mpi_util import mpi_rank, mpi_size
 from rlbase.common.running_mean_std import RunningMeanStd
+from rlbase.common.serialization import check_named_arrays, numbered_arrays
 from rlbase.es.noise_table import NoiseTable, default_size
 from rlbase.es.optimizer import FITNESS_SHAPINGS, Adam
 from rlbase.es.policy import ESPolicy
@@ -110,28 +111,13 @@ class Model(BaseModel):
         return arrays
 
     def load_parameter_arrays(self, arrays: dict[str, np.ndarray], source: str = "") -> None:
-        shapes = self.policy.shapes
-        keys = sorted(k for k in arrays if k.startswith(POLICY))
-        if len(keys) != len(shapes):
-            raise RLBaseError(f"model file {source} holds {len(keys)} 'policy' arrays, the "
-                              f"model has {len(shapes)} variables: it was saved for another "
-                              "network")
-        for key, shape in zip(keys, shapes):
-            if tuple(np.shape(arrays[key])) != shape:
-                raise RLBaseError(f"model file {source}: 'policy' array {key} has shape "
-                                  f"{np.shape(arrays[key])}, the model expects {shape}")
-        for name, current in self.parameter_arrays().items():
-            if name.startswith(POLICY):
-                continue
-            if name not in arrays:
-                raise RLBaseError(f"model file {source} lacks ES array '{name}': not an ES "
-                                  "model")
-            if np.shape(arrays[name]) != np.shape(current):
-                raise RLBaseError(f"model file {source}: {name} has shape "
-                                  f"{np.shape(arrays[name])}, the model expects "
-                                  f"{np.shape(current)}")
+        saved = numbered_arrays(arrays, POLICY.rstrip("/"), self.policy.shapes, source)
+        check_named_arrays(arrays, {name: current for name, current in
+                                    self.parameter_arrays().items()
+                                    if not name.startswith(POLICY)},
+                           source, missing="not an ES model")
         # Everything checked: only now change the model.
-        self.theta = np.concatenate([np.asarray(arrays[k], np.float32).ravel() for k in keys])
+        self.theta = np.concatenate([np.asarray(a, np.float32).ravel() for a in saved])
         self.obs_rms.load_state_dict({k: arrays[OBS_RMS + k] for k in ("mean", "var", "count")})
         self.optimizer.load_state_dict({k: arrays[ADAM + k] for k in ("m", "v", "t")})
         self.sync_obs_stats()
