@@ -50,3 +50,15 @@ def test_no_algorithm_imports_another(alg):
         text = path.read_text()
         for other in others:
             assert f"rlbase.{other}" not in text, f"{path} imports rlbase.{other}"
+
+
+@pytest.mark.parametrize("alg", ALGORITHMS)
+def test_the_env_first_order_is_a_clear_error(alg):
+    # Baselines' deepq.learn(env, network, ...) order, ported as is.
+    import gymnasium as gym
+
+    from rlbase.common.errors import RLBaseError
+
+    env = gym.make("CartPole-v1")
+    with pytest.raises(RLBaseError, match=r"takes the network first: learn\(network, env"):
+        registry.get_algorithm(alg).learn(env, "mlp", total_timesteps=10)

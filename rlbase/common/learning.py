@@ -91,6 +91,11 @@ def start_learning(algorithm: str, build_model: BuildModel[ModelT], arguments: d
     saved by any path loads here) and continues from the file's weights and timestep count.
     """
     arguments = dict(arguments)
+    if isinstance(arguments["network"], (VecEnv, gym.Env)):
+        # Baselines' deepq.learn (and rlbase 0.1's dqn and qlearning) took the env first.
+        raise RLBaseError(f"{algorithm}.learn takes the network first: learn(network, env, ...)"
+                          f", got an env as network (Baselines' deepq order); pass both by "
+                          f"keyword: learn(network=..., env=...)")
     network_kwargs = dict(arguments.pop("network_kwargs", {}) or {})
     seed = arguments.get("seed")
     set_global_seeds(seed)
