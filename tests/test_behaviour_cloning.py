@@ -11,6 +11,10 @@ import pytest
 from rlbase import A2C, DQN, ES, PPO, ExpertDataset, generate_expert_traj
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.vec_env import DummyVecEnv
+from tests.envs.dict_envs import CueEnv
+
+EPISODE = 20  # CueEnv's episode length: the return of a policy that reads the cue
 
 
 def cartpole_expert(obs: np.ndarray) -> int:
@@ -65,6 +69,38 @@ def test_pretrain_box_actions():
     model.pretrain(ExpertDataset(data, batch_size=50), n_epochs=20, learning_rate=1e-2)
     after = np.abs(model.action_probability(obs)[0] - data["actions"][:200]).mean()
     assert after < 0.2 < before
+
+
+@pytest.mark.parametrize("cls,structure", [(PPO, "dict"), (PPO, "tuple"), (DQN, "dict")])
+def test_pretrain_with_nested_observations(cls, structure, tmp_path):
+    # The expert reads the cue out of a Dict (or nested Tuple) observation; the file stores
+    # one array per leaf and the cloned MultiInputPolicy reads the cue too.
+    def expert(obs):
+        return int(obs["cue"] if structure == "dict" else obs[3])
+
+    path = str(tmp_path / "cue")
+    generate_expert_traj(expert, CueEnv(structure), n_episodes=10, save_path=path, seed=0)
+    with np.load(path + ".npz") as data:
+        names = sorted(k for k in data.files if k.startswith("obs"))
+        leaves = {k: data[k] for k in names}
+    if structure == "dict":
+        assert names == ["obs/cue", "obs/image", "obs/vector"]
+        assert leaves["obs/image"].shape == (200, 8, 8, 1)
+        np.testing.assert_array_equal(leaves["obs/image"][:, 0, 0, 0], 255 * leaves["obs/cue"])
+    else:
+        assert names == ["obs/0/phase", "obs/0/position", "obs/1", "obs/2", "obs/3", "obs/4"]
+    kwargs = {"n_steps": 16, "batch_size": 16} if cls is PPO else {}
+    model = cls("MultiInputPolicy", DummyVecEnv([lambda: CueEnv(structure)]), seed=0,
+                policy_kwargs={"num_hidden": 16}, **kwargs)
+    untrained, _ = evaluate_policy(model, CueEnv(structure), 5)
+    model.pretrain(ExpertDataset(path + ".npz", batch_size=32), n_epochs=30,
+                   learning_rate=3e-3, val_interval=10)
+    cloned, _ = evaluate_policy(model, CueEnv(structure), 5)
+    assert model.num_timesteps == 0
+    assert cloned == EPISODE and untrained < EPISODE  # random play earns about half
+    cartpole = PPO("MlpPolicy", "CartPole-v1", n_steps=8, batch_size=8)
+    with pytest.raises(RLBaseError, match="do not match the model's observation space"):
+        cartpole.pretrain(ExpertDataset(path + ".npz"))
 
 
 def test_bad_input(expert_file, tmp_path):

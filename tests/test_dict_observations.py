@@ -14,7 +14,6 @@ from collections import OrderedDict
 from typing import Any
 
 import gymnasium as gym
-import keras
 import numpy as np
 import pytest
 
@@ -32,9 +31,9 @@ from rlbase.common.replay_buffer import (
     PrioritizedReplayBuffer,
 )
 from rlbase.common.serialization import space_from_json, space_to_json
-from rlbase.common.tf_util import CompiledFunction
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 from tests.envs.dict_envs import CueEnv, random_return
+from tests.envs.tracing import tracing_counts
 
 EPISODE = 20  # CueEnv's episode length: the best discrete return
 
@@ -72,24 +71,6 @@ SMALL: dict[str, tuple[type, dict[str, Any], int]] = {
                        "policy_kwargs": {"num_hidden": 8}}, 100),
 }
 CONTINUOUS = ("ddpg", "td3", "sac")
-
-
-def compiled_functions(obj: Any, prefix: str = "", depth: int = 0) -> dict[str, CompiledFunction]:
-    """Every compiled call an rlbase object holds (its own, its policy calls', its parameter
-    noise's), by attribute path."""
-    found: dict[str, CompiledFunction] = {}
-    for name, value in vars(obj).items():
-        if isinstance(value, CompiledFunction):
-            found[prefix + name] = value
-        elif depth < 2 and type(value).__module__.startswith("rlbase.") and \
-                not isinstance(value, (keras.layers.Layer, tuple)):
-            found.update(compiled_functions(value, f"{prefix}{name}.", depth + 1))
-    return found
-
-
-def tracing_counts(model: Any) -> dict[str, int]:
-    return {name: fn.function.experimental_get_tracing_count()
-            for name, fn in compiled_functions(model).items()}
 
 
 @pytest.mark.parametrize("structure", ["dict", "tuple"])

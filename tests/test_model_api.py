@@ -7,12 +7,12 @@ import tempfile
 import gymnasium as gym
 import numpy as np
 import pytest
-import tensorflow as tf
 from identity_envs import DiscreteIdentityEnv, EndsAtThree
 
 from rlbase import A2C, ACER, DDPG, DQN, ES, PPO, SAC, TD3, QLearning
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from tests.envs.tracing import tracing_counts
 
 TINY = {"num_layers": 1, "num_hidden": 8}
 # (class, env id, hyperparameters): a few hundred cheap steps each.
@@ -80,25 +80,6 @@ def test_life_cycle(name, tmp_path):
                           for k, v in loaded.get_parameters().items())
 
 
-def compiled_functions(root: object) -> list:
-    """Every tf.function reachable from ``root`` through attributes (and lists/dicts of them)."""
-    found, seen, todo = [], set(), [root]
-    while todo:
-        obj = todo.pop()
-        if id(obj) in seen or isinstance(obj, (str, bytes, int, float, np.ndarray, tf.Variable)):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, tf.types.experimental.PolymorphicFunction):
-            found.append(obj)
-        elif isinstance(obj, (list, tuple)):
-            todo.extend(obj)
-        elif isinstance(obj, dict):
-            todo.extend(obj.values())
-        elif type(obj).__module__.startswith("rlbase"):
-            todo.extend(vars(obj).values())
-    return found
-
-
 # One case of each training loop shape per family runs by default; the rest with --runslow.
 IN_MEMORY_FAST = ("a2c", "dqn", "sac")
 
@@ -112,15 +93,14 @@ def test_a_second_learn_trains_the_same_model_in_memory(name, tmp_path, monkeypa
     model = make(name)
     model.learn(300)
     held = model.model
-    functions = compiled_functions(held)
-    assert functions, "no compiled calls found on the model"
-    traces = [f.experimental_get_tracing_count() for f in functions]
+    traces = tracing_counts(held)
+    assert traces, "no compiled calls found on the model"
     weights = [w.copy() for w in model.get_parameters().values()]
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where a temporary file would go
     model.learn(300, reset_num_timesteps=False)
     assert model.model is held
     assert model.num_timesteps >= 600
-    assert [f.experimental_get_tracing_count() for f in functions] == traces
+    assert tracing_counts(held) == traces
     assert not list(tmp_path.iterdir()), "learn() wrote files"
     assert any(not np.array_equal(a, b)
                for a, b in zip(weights, model.get_parameters().values())), "nothing trained"

@@ -9,11 +9,13 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common import logger
+from rlbase.common import logger, nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.tf_util import spec_like
+from rlbase.common.tf_util import observation_spec, spec_like
 
 KEYS = ("obs", "actions", "rewards", "episode_starts", "episode_returns")
+# Dict/Tuple observations are stored leaf by leaf as "obs/<leaf name>" (nested.leaf_names).
+LEAF_PREFIX = "obs/"
 
 
 def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes: int = 10,
@@ -21,7 +23,8 @@ def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes:
                          seed: int | None = None) -> dict[str, np.ndarray]:
     """Play ``n_episodes`` with an expert and return (and save as ``save_path`` .npz) arrays
     ``obs``, ``actions``, ``rewards``, ``episode_starts`` (one per step) and
-    ``episode_returns`` (one per episode).
+    ``episode_returns`` (one per episode). Observations of a Dict or Tuple space are stored
+    one array per leaf, named ``obs/<key>`` (``obs/state/position`` when nested deeper).
 
     model_or_callable: a model class instance (its deterministic predict) or ``obs -> action``.
     env: a gymnasium env (not vectorized) or an env id.
@@ -57,7 +60,15 @@ def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes:
             start, done = False, terminated or truncated
         out["episode_returns"].append(total)
         obs, _ = env.reset()
+    observations = out.pop("obs")
     arrays = {k: np.asarray(v) for k, v in out.items()}
+    space = env.observation_space
+    if nested.is_nested(space):
+        leaves = nested.flatten(space, nested.stack(space, observations))
+        arrays.update({LEAF_PREFIX + name: leaf
+                       for name, leaf in zip(nested.leaf_names(space), leaves)})
+    else:
+        arrays["obs"] = np.asarray(observations)
     arrays["rewards"] = arrays["rewards"].astype(np.float32)
     arrays["episode_starts"] = arrays["episode_starts"].astype(bool)
     if save_path is not None:
@@ -86,7 +97,10 @@ class ExpertDataset:
                 raise RLBaseError(f"expert data file {path} does not exist")
             with np.load(path, allow_pickle=False) as npz:
                 data = {k: npz[k] for k in npz.files}
-        lacking = [k for k in ("obs", "actions", "episode_starts") if k not in data]
+        leaves = {k[len(LEAF_PREFIX):]: np.asarray(v) for k, v in data.items()
+                  if k.startswith(LEAF_PREFIX)}
+        lacking = [k for k in ("obs", "actions", "episode_starts")
+                   if k not in data and not (k == "obs" and leaves)]
         if lacking:
             raise RLBaseError(f"expert data lacks {lacking}; generate_expert_traj writes "
                               f"{', '.join(KEYS)}")
@@ -94,12 +108,15 @@ class ExpertDataset:
             raise RLBaseError(f"train_fraction must be in (0, 1], got {train_fraction!r}")
         if batch_size < 1:
             raise RLBaseError(f"batch_size must be positive, got {batch_size!r}")
-        n = len(data["obs"])
+        n = len(data["actions"])
         if traj_limitation > 0:
             starts = np.flatnonzero(data["episode_starts"])
             if traj_limitation < len(starts):
                 n = int(starts[traj_limitation])
-        self.observations = np.asarray(data["obs"][:n])
+        # One array, or a dict of leaf arrays by leaf name for Dict/Tuple observations.
+        self.observations: np.ndarray | dict[str, np.ndarray] = \
+            {name: leaf[:n] for name, leaf in leaves.items()} if leaves \
+            else np.asarray(data["obs"][:n])
         self.actions = np.asarray(data["actions"][:n])
         self.returns = np.asarray(data.get("episode_returns", np.zeros(0)))
         self.batch_size = int(batch_size)
@@ -116,7 +133,9 @@ class ExpertDataset:
         idx = self.rng.permutation(idx)
         for i in range(0, len(idx), self.batch_size):
             take = idx[i:i + self.batch_size]
-            yield self.observations[take], self.actions[take]
+            obs = self.observations
+            yield ({name: leaf[take] for name, leaf in obs.items()} if isinstance(obs, dict)
+                   else obs[take]), self.actions[take]
 
 
 def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor],
@@ -129,13 +148,11 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
 
     if not isinstance(dataset, ExpertDataset):
         raise RLBaseError(f"pretrain needs an ExpertDataset, got {type(dataset).__name__}")
-    if dataset.observations.shape[1:] != ob_space.shape:
-        raise RLBaseError(f"expert observations have shape {dataset.observations.shape[1:]}, "
-                          f"the model's observation space {ob_space}")
+    _check_observations(dataset.observations, ob_space)
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     optimizer.build(variables)
-    ob_shape, ac_shape = tuple(ob_space.shape or ()), tuple(ac_space.shape or ())
-    signature = [spec_like([None, *ob_shape], ob_space.dtype),
+    ac_shape = tuple(ac_space.shape or ())
+    signature = [observation_spec(ob_space, [None]),
                  spec_like([None, *ac_shape], ac_space.dtype)]
 
     @tf.function(input_signature=signature)
@@ -149,9 +166,13 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
     def eval_step(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
         return loss_fn(obs, actions)
 
-    def cast(obs: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return obs.astype(ob_space.dtype), actions.astype(ac_space.dtype).reshape(
-            len(actions), *ac_shape)
+    def cast(obs: np.ndarray | dict[str, np.ndarray], actions: np.ndarray
+             ) -> tuple[Any, np.ndarray]:
+        leaves = [obs[name] for name in nested.leaf_names(ob_space)] \
+            if isinstance(obs, dict) else [obs]
+        typed = nested.pack(ob_space, [leaf.astype(sub.dtype) for leaf, sub in
+                                       zip(leaves, nested.leaf_spaces(ob_space))])
+        return typed, actions.astype(ac_space.dtype).reshape(len(actions), *ac_shape)
 
     history = []
     for epoch in range(1, n_epochs + 1):
@@ -163,3 +184,21 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
                 logger.log(f"pretrain epoch {epoch}: train loss {history[-1]:.4f}, "
                            f"validation loss {val:.4f}")
     return history
+
+
+def _check_observations(observations: np.ndarray | dict[str, np.ndarray],
+                        ob_space: gym.Space) -> None:
+    """The expert's observations must have the model's structure and shapes."""
+    names, subs = nested.leaf_names(ob_space), nested.leaf_spaces(ob_space)
+    if isinstance(observations, dict) != nested.is_nested(ob_space) or (
+            isinstance(observations, dict) and sorted(observations) != sorted(names)):
+        given = sorted(observations) if isinstance(observations, dict) else "one array"
+        raise RLBaseError(f"expert observations ({given}) do not match the model's observation "
+                          f"space {ob_space} (leaves {names})")
+    leaves = [observations[name] for name in names] if isinstance(observations, dict) \
+        else [observations]
+    for name, leaf, sub in zip(names, leaves, subs):
+        if leaf.shape[1:] != tuple(sub.shape or ()):
+            which = f" '{name}'" if isinstance(observations, dict) else ""
+            raise RLBaseError(f"expert observations{which} have shape {leaf.shape[1:]}, the "
+                              f"model's observation space {sub}")

@@ -133,7 +133,7 @@ class OnPolicyModel(TFModel):
                               f"network {policy.network_name!r}")
 
         def loss(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
-            n = tf.shape(obs)[0]
+            n = tf.shape(tf.nest.flatten(obs)[0])[0]  # Dict/Tuple observations: any leaf
             params = policy.forward(obs, tf.zeros([n, 0]), tf.zeros([n]))[0]
             return tf.reduce_mean(policy.distribution(params).neglogp(actions))
 
