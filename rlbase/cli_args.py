@@ -54,10 +54,13 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
     p.add_argument("--log_format", type=str, default=None,
                    help="comma-separated outputs among stdout, log, csv, json, tensorboard "
                         "(default $RLBASE_LOG_FORMAT, else stdout,log,csv with --log_path)")
-    p.add_argument("--eval_freq", type=int, default=0,
-                   help="evaluate on a separate env every this many env steps (0: never); "
+    p.add_argument("--eval_freq", type=int, default=None,
+                   help="evaluate on a separate env every this many env steps (0: never; default: "
+                        "the algorithm's for the env type, else 0); "
                         "logged as eval/mean_reward, best model to <log_path>/best_model.zip")
-    p.add_argument("--eval_episodes", type=int, default=5, help="episodes per evaluation")
+    p.add_argument("--eval_episodes", type=int, default=None,
+                   help="episodes per evaluation (default: the algorithm's for the env type, "
+                        "else 5)")
     p.add_argument("--play", action="store_true", help="after training, run the policy and "
                    "print each episode's return")
     p.add_argument("--play_episodes", type=int, default=5, help="episodes to play with --play")

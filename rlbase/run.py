@@ -123,21 +123,31 @@ class ProgressBar:
         return "progress bar"
 
 
-def play(model: Any, env_id: str, episodes: int, seed: int | None,
-         env_kwargs: dict[str, Any] | None = None) -> list[float]:
-    """Run the trained policy and print each episode's return (observations normalized as
-    in training)."""
+def play_returns(model: Any, env_id: str, episodes: int, seed: int | None,
+                 env_kwargs: dict[str, Any] | None = None) -> tuple[list[float], list[int]]:
+    """The returns and lengths of ``episodes`` deterministic episodes of the trained policy on
+    a fresh env (observations normalized as in training): what --play prints and what the
+    benchmark reports."""
     from rlbase.common.cmd_util import make_vec_env
     from rlbase.common.evaluation import run_episodes
 
     env = make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 12345,
                        env_kwargs=env_kwargs or None)
     env = model.normalized_like_training(env)
-    returns, lengths = run_episodes(model, env, episodes, deterministic=True)
+    try:
+        returns, lengths = run_episodes(model, env, episodes, deterministic=True)
+    finally:
+        env.close()
+    return list(returns), list(lengths)
+
+
+def play(model: Any, env_id: str, episodes: int, seed: int | None,
+         env_kwargs: dict[str, Any] | None = None) -> list[float]:
+    """Run the trained policy and print each episode's return."""
+    returns, lengths = play_returns(model, env_id, episodes, seed, env_kwargs)
     for i, (ret, length) in enumerate(zip(returns, lengths)):
         print(f"episode {i + 1}: return {ret:.2f}, length {length}", flush=True)
     print(f"mean return over {len(returns)} episodes: {np.mean(returns):.2f}", flush=True)
-    env.close()
     return returns
 
 
@@ -156,19 +166,31 @@ def checkpoint_args(args: Any) -> dict[str, Any]:
             "checkpoint_path": os.path.expanduser(folder)}
 
 
-def eval_args(args: Any, env_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """--eval_freq / --eval_episodes: periodic evaluation on a separate env of the same id."""
-    if not args.eval_freq:
+def eval_args(args: Any, alg_kwargs: dict[str, Any], env_kwargs: dict[str, Any]
+              ) -> dict[str, Any]:
+    """Periodic evaluation on a separate env of the same id: --eval_freq / --eval_episodes, or
+    the algorithm's defaults for the env type when they ask for it (DQN on classic control
+    keeps its best evaluated model). The defaults' values are taken out of ``alg_kwargs``."""
+    freq = alg_kwargs.pop("eval_freq", 0) if args.eval_freq is None else args.eval_freq
+    episodes = alg_kwargs.pop("eval_episodes", 5) if args.eval_episodes is None \
+        else args.eval_episodes
+    alg_kwargs.pop("eval_freq", None)
+    alg_kwargs.pop("eval_episodes", None)
+    if not freq:
         return {}
-    if args.eval_freq < 0 or args.eval_episodes < 1:
+    if freq < 0 or episodes < 1:
         raise RLBaseError(f"--eval_freq must be >= 0 and --eval_episodes >= 1, got "
-                          f"{args.eval_freq} and {args.eval_episodes}")
+                          f"{freq} and {episodes}")
+    return {"eval_env": evaluation_env(args.env, args.seed, env_kwargs),
+            "eval_freq": freq, "eval_episodes": episodes}
+
+
+def evaluation_env(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:
+    """The env that periodic evaluation scores on (the CLI's and the benchmark's)."""
     from rlbase.common.cmd_util import make_vec_env
 
-    seed = None if args.seed is None else args.seed + 1000
-    return {"eval_env": make_vec_env(args.env, num_env=1, seed=seed,
-                                     env_kwargs=env_kwargs or None),
-            "eval_freq": args.eval_freq, "eval_episodes": args.eval_episodes}
+    return make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 1000,
+                        env_kwargs=env_kwargs or None)
 
 
 def fallback_save_path(args: Any, ckpt: dict[str, Any], name: str) -> str:
@@ -271,7 +293,7 @@ def main(argv: list[str] | None = None) -> Any:
     if args.log_path and rank == 0:
         write_run_metadata(args.log_path, alg, args.env, args.seed, num_env)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)
-    alg_kwargs.update(eval_args(args, env_kwargs))
+    alg_kwargs.update(eval_args(args, alg_kwargs, env_kwargs))
     show_progress = rank == 0 and not args.no_progress and sys.stderr.isatty()
     if show_progress and "callback" not in alg_kwargs and total > 0:
         alg_kwargs["callback"] = ProgressBar(total)

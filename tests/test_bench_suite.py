@@ -63,7 +63,26 @@ def test_markdown_agrees_with_csv(tiny_suite: tuple[str, dict]) -> None:
         mean, std = bench_report.mean_std(list(group["eval_return"]))
         assert cells[4] == bench_report.fmt(mean, std)
         assert cells[6] == bench_report.fmt(*bench_report.mean_std(list(group["sps"])), 0)
-        assert f"--algs={name} --envs={env}" in cells[9]
+        if name == "random":  # no training: the suite's own command
+            assert f"--algs={name} --envs={env}" in cells[9]
+        else:
+            assert cells[9].startswith(f"`python -m rlbase.run --alg={group['alg'].iloc[0]} "
+                                       f"--env={env} ")
+
+
+def test_a_row_is_what_its_cli_command_hands_back(tiny_suite: tuple[str, dict]) -> None:
+    # The README's promise: the row's command, run as a user copies it, prints the row's
+    # evaluation (same settings, same seed, same evaluation episodes).
+    out, _ = tiny_suite
+    row = pd.read_csv(os.path.join(out, "results.csv")).set_index("name").loc["a2c"]
+    args = row["cli"].split()[3:]  # after "python -m rlbase.run"
+    assert "--num_env=2" in args and "--play_episodes=2" in args
+    done = subprocess.run([sys.executable, "-m", "rlbase.run", *args, "--no_progress"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    played = re.search(r"mean return over 2 episodes: (\S+)", done.stdout)
+    assert played is not None, done.stdout
+    assert float(played.group(1)) == pytest.approx(row["eval_return"], abs=0.005)
 
 
 def test_resume_skips_finished_runs(tiny_suite: tuple[str, dict]) -> None:

@@ -2,6 +2,7 @@
 parameter noise, the best-model rule, saving and loading, and the command line."""
 
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -620,19 +621,13 @@ def test_cli_train_save_and_play(tmp_path):
 
 
 @pytest.mark.slow
-def test_cartpole_at_the_peer_settings():
-    # The bench's settings (rl-zoo, no double Q or dueling). Measured at 5e4 steps, seeds 0-7
-    # evaluate at 135, 264, 500, 500, 500, 480, 500, 500: DQN at this budget is a coin with
-    # good odds (the peer's own anchors show seed 0 failing too), so this checks the odds.
-    from rlbase.bench.settings import PEER_SETTINGS
-
-    kwargs = dict(PEER_SETTINGS[("dqn", "CartPole-v1")])
-    kwargs.pop("num_env")
-    network = kwargs.pop("network")
-    means = []
-    for seed in range(4):
-        model = learn(network, make_vec_env("CartPole-v1", seed=seed), seed=seed,
-                      total_timesteps=50_000, **kwargs)
-        eval_env = make_vec_env("CartPole-v1", seed=123)
-        means.append(evaluate_policy(model, eval_env, n_eval_episodes=10)[0])
-    assert sum(m >= 475 for m in means) >= 2 and min(means) > 100, means
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_cli_solves_cartpole_at_the_zoo_settings(seed):
+    # The command a user copies from the README (the classic_control defaults are the
+    # rl-zoo's settings, with the best evaluated model handed back) solves CartPole on every
+    # seed the README reports: >= 475 over the 10 episodes --play prints.
+    code, out, err = run_cli("--alg=dqn", "--env=CartPole-v1", "--num_timesteps=5e4",
+                             f"--seed={seed}", "--play", "--play_episodes=10")
+    assert code == 0, err
+    mean = float(re.search(r"mean return over 10 episodes: (\S+)", out).group(1))
+    assert mean >= 475, out[-2000:]

@@ -17,57 +17,125 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from rlbase.bench.settings import PEER_SETTINGS
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """One benchmark run's settings, resolved as the CLI resolves them (the env type's
+    defaults, the alias's preset, then the overrides), with the CLI flags that give the same
+    run: a row's figures are what ``python -m rlbase.run`` with those flags hands back.
+
+    alg: the name given (a CLI --alg such as ``td3``); algorithm: its package.
+    overrides: the settings beyond the CLI's defaults for the env type, as CLI flags.
+    """
+
+    alg: str
+    algorithm: str
+    env_id: str
+    env_type: str
+    network: str
+    num_env: int
+    normalize: bool
+    eval_freq: int
+    eval_episodes: int
+    learn_kwargs: dict[str, Any]
+    overrides: dict[str, Any]
+
+    def cli_command(self, timesteps: int, seed: int | str, play_episodes: int) -> str:
+        """The ``python -m rlbase.run`` command that trains and evaluates this run."""
+        parts = ["python -m rlbase.run", f"--alg={self.alg}", f"--env={self.env_id}",
+                 f"--num_timesteps={timesteps:g}", f"--seed={seed}", f"--num_env={self.num_env}"]
+        parts += [_flag(key, value) for key, value in self.overrides.items()]
+        if play_episodes > 0:
+            parts += ["--play", f"--play_episodes={play_episodes}"]
+        return " ".join(parts)
+
+
+def _flag(key: str, value: Any) -> str:
+    if value is True and key == "normalize":
+        return "--normalize"
+    text = value if isinstance(value, str) else repr(value)
+    return shlex.quote(f"--{key}={text}")
+
+
+def resolve_settings(alg: str, env_id: str, num_env: int | None,
+                     extra: dict[str, Any], normalize: bool = False) -> RunSettings:
+    """The CLI's defaults for ``alg`` on ``env_id``, then ``PEER_SETTINGS`` (the anchor runs'
+    settings), then ``extra``; ``overrides`` keeps what differs from the CLI's defaults."""
+    from rlbase import registry
+    from rlbase.common.cmd_util import get_env_type
+
+    name, preset = registry.resolve(alg)
+    env_type = get_env_type(env_id)
+    defaults = {**registry.get_algorithm(name).defaults(env_type), **preset}
+    wanted = {**defaults, **PEER_SETTINGS.get((alg, env_id), PEER_SETTINGS.get((name, env_id),
+                                                                                {})), **extra}
+    if num_env is not None:
+        wanted["num_env"] = num_env
+    if normalize:
+        wanted["normalize"] = True
+    overrides = {k: v for k, v in wanted.items()
+                 if k != "num_env" and (k not in defaults or defaults[k] != v)}
+    kwargs = dict(wanted)
+    return RunSettings(
+        alg=alg, algorithm=name, env_id=env_id, env_type=env_type,
+        network=kwargs.pop("network", "mlp"), num_env=int(kwargs.pop("num_env", 1)),
+        normalize=bool(kwargs.pop("normalize", False)),
+        eval_freq=int(kwargs.pop("eval_freq", 0)), eval_episodes=int(kwargs.pop("eval_episodes",
+                                                                                 5)),
+        learn_kwargs=kwargs, overrides=overrides)
 
 
 def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int | None,
                        seed: int, eval_episodes: int, extra: dict[str, Any],
                        normalize: bool = False,
                        monitor_dir: str | None = None) -> dict[str, Any]:
-    """Train with ``learn()``, time it, then evaluate deterministically on a fresh env.
+    """Train with ``learn()`` exactly as the CLI would (see :func:`resolve_settings`), time
+    it, then evaluate as ``--play`` does: ``eval_episodes`` deterministic episodes on a fresh
+    env.
 
     ``monitor_dir``: where the training envs write monitor.csv (learning curves), or None.
     """
     from rlbase import registry
-    from rlbase.common.cmd_util import get_env_type, make_vec_env
-    from rlbase.common.evaluation import evaluate_policy
+    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.run import evaluation_env, play_returns
 
-    name, preset = registry.resolve(alg)
-    entry = registry.get_algorithm(name)
-    learn = entry.learn
-    env_type = get_env_type(env_id)
-    kwargs = entry.defaults(env_type)
-    kwargs.update(preset)
-    kwargs.update(PEER_SETTINGS.get((alg, env_id), PEER_SETTINGS.get((name, env_id), {})))
-    kwargs.update(extra)
-    num_env = num_env or kwargs.pop("num_env", 1)
-    kwargs.pop("num_env", None)
-    network = kwargs.pop("network", "mlp")
-    normalize = normalize or bool(kwargs.pop("normalize", False))
-    env = make_vec_env(env_id, env_type, num_env, seed, monitor_dir=monitor_dir)
-    if normalize:
+    run = resolve_settings(alg, env_id, num_env, extra, normalize)
+    env = make_vec_env(env_id, run.env_type, run.num_env, seed, monitor_dir=monitor_dir)
+    if run.normalize:
         from rlbase.common.vec_env import VecNormalize
 
         env = VecNormalize(env)
+    kwargs = dict(run.learn_kwargs)
+    if run.eval_freq:
+        kwargs.update(eval_env=evaluation_env(env_id, seed, None), eval_freq=run.eval_freq,
+                      eval_episodes=run.eval_episodes)
     kwargs.setdefault("log_interval", 10**9)
     t0 = time.perf_counter()
-    model = learn(network=network, env=env, seed=seed, total_timesteps=num_timesteps, **kwargs)
+    model = registry.get_algorithm(run.algorithm).learn(
+        network=run.network, env=env, seed=seed, total_timesteps=num_timesteps, **kwargs)
     wall = time.perf_counter() - t0
     env.close()
     mean = std = float("nan")
     if eval_episodes > 0:  # 0: a throughput run
-        eval_env = make_vec_env(env_id, env_type, 1, seed=123)
-        mean, std = evaluate_policy(model, eval_env, eval_episodes, deterministic=True)
-        eval_env.close()
+        returns, _ = play_returns(model, env_id, eval_episodes, seed)
+        mean, std = float(np.mean(returns)), float(np.std(returns))
     return {"library": "rlbase", "alg": alg, "env": env_id, "seed": seed,
-            "timesteps": num_timesteps, "num_env": num_env, "wall_s": round(wall, 2),
+            "timesteps": num_timesteps, "num_env": run.num_env, "wall_s": round(wall, 2),
             "sps": round(num_timesteps / wall), "eval_mean": round(mean, 2),
-            "eval_std": round(std, 2), "settings": {k: repr(v) for k, v in kwargs.items()},
+            "eval_std": round(std, 2), "settings": {k: repr(v) for k, v in kwargs.items()
+                                                    if k != "eval_env"},
+            "cli": run.cli_command(num_timesteps, seed, eval_episodes),
             "hardware": f"{platform.machine()} x{os.cpu_count()}",
             "versions": _versions()}
 

@@ -22,19 +22,17 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
                                  gamma=0.9, lam=0.95, lr=1e-3, cliprange=0.2, ent_coef=0.0,
                                  value_network="copy", clip_value=False, normalize=True),
     # The rl-zoo CartPole settings in the peer's anchor script (256x256 ReLU MLP, 128 updates
-    # every 256 steps, target copied every 10 steps), without double Q or dueling heads. The
-    # greedy policy swings between solving and failing from one training phase to the next
-    # (for the peer too), so learn() hands back the best of its checkpoints, scored every 10
-    # phases by 5 greedy episodes on a separate env (the peer hands back its last model; run
-    # with --best_model_interval=None to do the same).
-    ("dqn", "CartPole-v1"): dict(num_env=1, network="mlp", num_layers=2, num_hidden=256,
+    # every 256 steps, target copied every 10 steps, no double Q or dueling heads): the CLI's
+    # classic_control defaults, so this row adds no flag. Like the CLI, learn() hands back the
+    # best model scored every 2560 steps by 5 greedy episodes on a separate env (the peer hands
+    # back its last model; --best_model_interval=None --eval_freq=0 does the same here).
+    ("dqn", "CartPole-v1"): dict(num_env=1, network="mlp", num_hidden=256,
                                  activation="relu", hiddens=[], lr=2.3e-3, batch_size=64,
                                  buffer_size=100_000, learning_starts=1000, gamma=0.99,
                                  target_network_update_freq=10, train_freq=256,
                                  gradient_steps=128, exploration_fraction=0.16,
                                  exploration_final_eps=0.04, dueling=False, double_q=False,
-                                 best_model_interval=2560, eval_env="CartPole-v1",
-                                 eval_episodes=5),
+                                 best_model_interval=2560, eval_freq=2560, eval_episodes=5),
     # The rl-zoo Pendulum settings in the peer's anchor script (400x300 ReLU nets, lr 1e-3,
     # Gaussian action noise 0.1, 1e4 random steps, one gradient step per env step, batch 256,
     # tau 0.005); TD3's options are added with --twin_q=True --policy_delay=2
