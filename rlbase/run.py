@@ -275,7 +275,8 @@ def main(argv: list[str] | None = None) -> Any:
     alg_kwargs.pop("num_env", None)
     network = args.network or alg_kwargs.pop("network", None) or "mlp"
     alg_kwargs.pop("network", None)
-    args.normalize = args.normalize or bool(alg_kwargs.pop("normalize", False))
+    # Popped whatever the flag says: a default left in alg_kwargs would reach learn().
+    args.normalize = bool(alg_kwargs.pop("normalize", False)) or args.normalize
     check_extra_args(alg, entry, network, extra)
     alg_kwargs.update(extra)
     ckpt = checkpoint_args(args)

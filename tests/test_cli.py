@@ -102,3 +102,12 @@ def test_plots_and_videos_after_training(tmp_path):
     videos = sorted((tmp_path / "videos").glob("*.mp4"))
     assert len(videos) == 2 and all(v.stat().st_size > 1000 for v in videos)
     assert out.count("Saved video") == 2
+
+
+def test_normalize_flag_where_the_env_type_defaults_already_normalize():
+    # PPO's mujoco() defaults normalize; --normalize said so twice and the default leaked into
+    # learn() ("network 'mlp' does not take normalize").
+    code, out, err = run_cli("--alg=ppo", "--env=Hopper-v5", "--num_timesteps=64", "--seed=0",
+                             "--nsteps=32", "--nminibatches=2", "--normalize", "--no_progress")
+    assert code == 0, err
+    assert "'normalize'" not in out.splitlines()[0]
