@@ -54,7 +54,7 @@ class RunSettings:
     def cli_command(self, timesteps: int, seed: int | str, play_episodes: int) -> str:
         """The ``python -m rlbase.run`` command that trains and evaluates this run."""
         parts = ["python -m rlbase.run", f"--alg={self.alg}", f"--env={self.env_id}",
-                 f"--num_timesteps={timesteps:g}", f"--seed={seed}", f"--num_env={self.num_env}"]
+                 f"--num_timesteps={timesteps}", f"--seed={seed}", f"--num_env={self.num_env}"]
         parts += [_flag(key, value) for key, value in self.overrides.items()]
         if play_episodes > 0:
             parts += ["--play", f"--play_episodes={play_episodes}"]
@@ -77,15 +77,18 @@ def resolve_settings(alg: str, env_id: str, num_env: int | None,
 
     name, preset = registry.resolve(alg)
     env_type = get_env_type(env_id)
-    defaults = {**registry.get_algorithm(name).defaults(env_type), **preset}
+    entry = registry.get_algorithm(name)
+    defaults = {**entry.defaults(env_type), **preset}
     wanted = {**defaults, **PEER_SETTINGS.get((alg, env_id), PEER_SETTINGS.get((name, env_id),
                                                                                 {})), **extra}
     if num_env is not None:
         wanted["num_env"] = num_env
     if normalize:
         wanted["normalize"] = True
+    # What the CLI would use without a flag: the env type's defaults over learn()'s own.
+    implied = {**entry.learn_defaults(), **defaults}
     overrides = {k: v for k, v in wanted.items()
-                 if k != "num_env" and (k not in defaults or defaults[k] != v)}
+                 if k != "num_env" and (k not in implied or implied[k] != v)}
     kwargs = dict(wanted)
     return RunSettings(
         alg=alg, algorithm=name, env_id=env_id, env_type=env_type,
