@@ -165,3 +165,17 @@ def test_resume_with_dict_observations_and_vec_normalize(tmp_path, alg):
         tmp_path, alg, lambda: make_env(alg, normalize=True, dict_obs=True))
     assert_same_statistics(s_env, r_env)
     assert_same_parameters(straight, resumed)
+
+
+def test_vec_normalize_does_not_count_the_reset_after_a_restore():
+    """One env, three resets: the first and the third count, the one right after a restore
+    (``resumed``) does not (the uninterrupted PPO run had counted 401, the resumed one 402)."""
+    env = VecNormalize(DummyVecEnv([lambda: Clock()]))
+    env.reset()
+    env.step(np.zeros(1, np.int64))
+    assert env.ob_rms.count == pytest.approx(2 + 1e-4, abs=1e-12)
+    env.resumed()
+    env.reset()
+    assert env.ob_rms.count == pytest.approx(2 + 1e-4, abs=1e-12)
+    env.reset()  # only the reset right after the restore is skipped
+    assert env.ob_rms.count == pytest.approx(3 + 1e-4, abs=1e-12)
