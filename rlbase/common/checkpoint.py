@@ -22,8 +22,10 @@ How an algorithm adopts it (A2C, PPO and DQN do exactly this)::
 ``(metadata, arrays)``. :func:`rng_state`/:func:`set_rng_state` capture Python's and numpy's
 global generators, :func:`object_state`/:func:`restore_object_state` any buffer made of numpy
 arrays and numbers (rlbase's replay buffers and segment trees), and :func:`generator_state`
-a ``numpy.random.Generator``. The env itself is not saved: a resumed run resets its envs, so
-only the episodes in progress at the checkpoint are lost.
+a ``numpy.random.Generator``. The env itself is not saved: a resumed run restores all of this
+before its first env reset, so a checkpoint at an episode boundary continues exactly (for an
+env whose reset repeats); one mid-episode loses the episodes in progress (docs/architecture.md,
+'Resuming').
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.evaluation import Evaluator
 from rlbase.common.signals import stop_requested
-from rlbase.common.vec_env.base import VecEnv
+from rlbase.common.vec_env.base import VecEnv, find_wrapper
+from rlbase.common.vec_env.vec_normalize import VecNormalize
 
 Callback = Callable[[Any, dict[str, Any]], "bool | None"]
 
@@ -276,5 +277,8 @@ class TrainingLoop:
             raise RLBaseError(f"{self.checkpointer.latest()} is not a checkpoint of this rlbase "
                               f"version ({type(exc).__name__}: {exc}); start a new run") from exc
         self.model.restore_resume_state(model_meta, arrays)
+        normalizer = find_wrapper(self.env, VecNormalize)
+        if isinstance(normalizer, VecNormalize):
+            normalizer.resumed()
         if self.evaluator is not None and isinstance(loop.get("evaluator"), dict):
             self.evaluator.set_state(loop["evaluator"], arrays)

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common import nested
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.compiled_policy import CompiledPolicy
 from rlbase.common.distributions import Categorical, DiagGaussian
@@ -55,6 +56,11 @@ class OnPolicyModel(TFModel):
         self.state_size = policy.state_size
         self.calls = CompiledPolicy(policy)
         self.jit_compile = jit_compile
+        # On the TF act path, the last training call's step on the next observations:
+        # (observation leaves, outputs). A checkpoint keeps it, since drawing those actions
+        # again outside the training call may give others (XLA samples differently).
+        self._next_step: tuple[list[np.ndarray], tuple[np.ndarray, ...]] | None = None
+        self._resumed_step: tuple[list[np.ndarray], tuple[np.ndarray, ...]] | None = None
 
     @cached_property
     def _train(self) -> CompiledFunction:
@@ -99,6 +105,10 @@ class OnPolicyModel(TFModel):
         arrays["loop/sample_seed"] = self.policy.sample_seed.numpy()
         actor = self.calls.actor
         meta["actor_rng"] = None if actor is None else generator_state(actor.rng)
+        if self._next_step is not None:
+            leaves, outputs = self._next_step
+            arrays.update({f"loop/next_obs/{i:04d}": x for i, x in enumerate(leaves)})
+            arrays.update({f"loop/next_step/{i}": x for i, x in enumerate(outputs)})
         return meta, arrays
 
     def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -111,6 +121,23 @@ class OnPolicyModel(TFModel):
         actor = self.calls.actor
         if actor is not None and meta.get("actor_rng") is not None:
             set_generator_state(actor.rng, meta["actor_rng"])
+        leaves = _numbered(arrays, "loop/next_obs/")
+        outputs = _numbered(arrays, "loop/next_step/")
+        self._resumed_step = (leaves, tuple(outputs)) if leaves and len(outputs) == 4 \
+            else None
+
+    def resumed_step(self, obs: Any) -> tuple[np.ndarray, ...] | None:
+        """Once after a resume: the checkpointed run's last step (actions, values, state,
+        neglogp) when it was computed on exactly ``obs`` (at an episode boundary the reset
+        observations are the ones it saw), else None: the caller acts anew."""
+        if self._resumed_step is None:
+            return None
+        leaves, outputs = self._resumed_step
+        self._resumed_step = None
+        current = nested.flatten(self.policy.ob_space, obs)
+        same = len(current) == len(leaves) and all(
+            np.array_equal(a, b) for a, b in zip(current, leaves))
+        return outputs if same else None
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:
@@ -167,10 +194,21 @@ class OnPolicyModel(TFModel):
         values = dict(zip(self.stat_names, stats.numpy().tolist()))
         if self.calls.actor is not None:
             self.calls.sync(outputs)
+            self._next_step = None
             return values, None
-        return values, tuple(t.numpy() for t in outputs)
+        step = tuple(t.numpy() for t in outputs)
+        leaves = [np.array(x, copy=True) for x in nested.flatten(self.policy.ob_space,
+                                                                rollout.last_obs)]
+        self._next_step = (leaves, step)
+        return values, step
 
     def act(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
         """Sample actions for the rollout: (actions, next recurrent state)."""
         return self.calls.act(obs, state, mask)
+
+
+def _numbered(arrays: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
+    """The arrays named ``<prefix><number>``, in number order."""
+    keys = sorted((k for k in arrays if k.startswith(prefix)), key=lambda k: int(k[len(prefix):]))
+    return [arrays[k] for k in keys]

@@ -43,7 +43,9 @@ class RolloutRunner(AbstractEnvRunner):
     def __init__(self, env: VecEnv, model: Any, nsteps: int = 5, gamma: float = 0.99,
                  episodes: EpisodeStats | None = None):
         super().__init__(env, model, nsteps, gamma, episodes)
-        self.pending: tuple[np.ndarray, ...] | None = None
+        # After a resume at an episode boundary: the checkpointed run's step on these very
+        # observations, so the resumed run takes the actions the uninterrupted one took.
+        self.pending: tuple[np.ndarray, ...] | None = model.resumed_step(self.obs)
 
     def run(self) -> Rollout:
         nenv, nsteps = self.nenv, self.nsteps

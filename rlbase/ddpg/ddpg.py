@@ -154,13 +154,13 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     actor_lr, critic_lr = float(hp["actor_lr"]), float(hp["critic_lr"])
     reward_scale, render = float(hp["reward_scale"]), bool(hp["render"])
     adapt_every = int(hp["param_noise_adaption_interval"])
-    obs = env.reset()
     # Before the loop: with resume it replaces these fresh draws by the checkpoint's.
     model.reset_exploration()
     # Under MPI the workers stop together (a callback or Ctrl-C on one rank stops all).
     loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
                         loss_names=LOSSES, writer=mpi_rank() == 0, seed=hp.get("seed"),
                         comm=comm)
+    obs = env.reset()  # after a resume's restore: normalized with the restored statistics
     stats: dict[str, float] = {"learning_rate": actor_lr, "critic_learning_rate": critic_lr}
     try:
         while loop.running():

@@ -86,9 +86,9 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     schedule = TrainSchedule(int(hp["train_freq"]), model.gradient_steps,
                              int(hp["learning_starts"]), model.batch_size)
     lr_fn = get_schedule_fn(hp["lr"])
-    obs = env.reset()
     loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
                         loss_names=LOSSES, seed=hp.get("seed"))
+    obs = env.reset()  # after a resume's restore: normalized with the restored statistics
     stats: dict[str, float] = {"learning_rate": lr_fn(loop.progress_remaining)}
     while loop.running():
         if schedule.warming_up(model.num_timesteps):

@@ -175,6 +175,7 @@ class VecNormalize(VecEnvWrapper):
         self.returns = np.zeros(self.num_envs, dtype=np.float64)
         self._raw_obs: Any = None
         self._raw_rewards: np.ndarray | None = None
+        self._count_reset = True
 
     @property
     def ob_rms(self) -> RunningMeanStd | None:
@@ -204,8 +205,17 @@ class VecNormalize(VecEnvWrapper):
         obs = self.venv.reset()
         self.returns[:] = 0.0
         self._raw_obs = obs
-        self._update_obs_stats(obs)
+        if self._count_reset:
+            self._update_obs_stats(obs)
+        self._count_reset = True
         return self.normalize_obs(obs)
+
+    def resumed(self) -> None:
+        """The statistics were just restored from a checkpoint: the next :meth:`reset` does
+        not count its observations. At a checkpoint taken at an episode boundary the run that
+        wrote it had already counted them (its envs had just reset, inside ``step``), so
+        counting them again would make the resumed run differ from the uninterrupted one."""
+        self._count_reset = False
 
     def step_wait(self) -> VecStepResult:
         obs, rewards, terminated, truncated, infos = self.venv.step_wait()

@@ -1,0 +1,181 @@
+"""A run stopped at a checkpoint taken at an episode boundary and resumed ends exactly where
+the uninterrupted run does (weights, optimizer state, VecNormalize statistics), for every
+algorithm, with VecNormalize, a frame stack and Dict observations.
+
+The env is deterministic with fixed-length episodes (every reset is the same), so a checkpoint
+after a whole number of episodes of every env is a point where the uninterrupted run's envs had
+just reset too: nothing the env holds is lost (see docs/architecture.md, 'Resuming').
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlbase.common.checkpoint import list_checkpoints
+from rlbase.common.vec_env import DummyVecEnv, VecMonitor
+from rlbase.common.vec_env.base import VecEnv, find_wrapper
+from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
+from rlbase.common.vec_env.vec_normalize import VecNormalize
+from rlbase.registry import get_algorithm, resolve
+
+EPISODE = 4   # steps per episode (then truncated)
+NENVS = 2
+CUT = 16      # the checkpoint: 2 whole episodes of each env
+TOTAL = 32
+
+
+class Clock(gym.Env):
+    """Deterministic: observation (t/4, (t mod 3)/3), or a Dict {'t': Box(1), 'phase':
+    Discrete(3)}; reward 1 for action t mod 2 (discrete) or -(a - t/4)^2 (continuous);
+    truncated after EPISODE steps, and every reset is the same."""
+
+    def __init__(self, continuous: bool = False, dict_obs: bool = False):
+        self.continuous, self.dict_obs = continuous, dict_obs
+        self.observation_space: gym.Space = gym.spaces.Dict(
+            {"t": gym.spaces.Box(-1.0, 2.0, (1,), np.float32),
+             "phase": gym.spaces.Discrete(3)}) if dict_obs else \
+            gym.spaces.Box(-1.0, 2.0, (2,), np.float32)
+        self.action_space: gym.Space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32) \
+            if continuous else gym.spaces.Discrete(2)
+        self.t = 0
+
+    def _obs(self) -> Any:
+        if self.dict_obs:
+            return {"t": np.array([self.t / EPISODE], np.float32), "phase": self.t % 3}
+        return np.array([self.t / EPISODE, (self.t % 3) / 3], np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any):
+        if self.continuous:
+            reward = -float((np.asarray(action).ravel()[0] - self.t / EPISODE) ** 2)
+        else:
+            reward = float(int(action) == self.t % 2)
+        self.t += 1
+        return self._obs(), reward, False, self.t >= EPISODE, {}
+
+
+TINY = dict(network="mlp", num_layers=1, num_hidden=8, log_interval=10**9)
+OFF_POLICY = dict(TINY, learning_starts=4, batch_size=4, buffer_size=64)
+SETTINGS: dict[str, dict[str, Any]] = {
+    "a2c": dict(TINY, nsteps=4),
+    "acer": dict(TINY, nsteps=4, buffer_size=40, replay_start=8, replay_ratio=1),
+    "ppo": dict(TINY, nsteps=4, nminibatches=2, noptepochs=2),
+    "dqn": dict(OFF_POLICY, train_freq=2, target_network_update_freq=4),
+    "qlearning": dict(network=None, log_interval=10**9, grid_size=3),
+    "es": dict(TINY, popsize=4, max_episode_steps=EPISODE),
+    "ddpg": dict(OFF_POLICY),
+    "td3": dict(OFF_POLICY),
+    "sac": dict(OFF_POLICY),
+}
+CONTINUOUS = ("ddpg", "td3", "sac")
+# ES runs whole episodes on the bare envs and normalizes observations itself.
+NORMALIZES = tuple(a for a in SETTINGS if a != "es")
+
+
+def make_env(alg: str, normalize: bool, dict_obs: bool = False, stack: int = 0) -> VecEnv:
+    continuous = alg in CONTINUOUS
+    venv: VecEnv = VecMonitor(DummyVecEnv(
+        [lambda: Clock(continuous, dict_obs) for _ in range(NENVS)]))
+    if normalize:
+        venv = VecNormalize(venv)
+    return VecFrameStack(venv, stack) if stack else venv
+
+
+def run(alg: str, folder: str, resume: bool, env_fn: Callable[[], VecEnv], stop_at: int = 0
+        ) -> tuple[Any, VecEnv]:
+    name, fixed = resolve(alg)
+    learn = get_algorithm(name).learn
+    env = env_fn()
+    callback = (lambda m, info: m.num_timesteps < stop_at) if stop_at else None
+    model = learn(env=env, seed=3, total_timesteps=TOTAL, checkpoint_interval=CUT,
+                  checkpoint_path=folder, resume=resume, callback=callback,
+                  **{**fixed, **SETTINGS[alg]})
+    return model, env
+
+
+def straight_and_resumed(tmp_path: Any, alg: str, env_fn: Callable[[], VecEnv]
+                         ) -> tuple[Any, VecEnv, Any, VecEnv]:
+    straight, straight_env = run(alg, str(tmp_path / "straight"), False, env_fn)
+    cut = str(tmp_path / "cut")
+    run(alg, cut, False, env_fn, stop_at=CUT)  # killed right after its checkpoint
+    assert [s for s, _ in list_checkpoints(cut)][-1] == CUT
+    resumed, resumed_env = run(alg, cut, True, env_fn)
+    assert resumed.num_timesteps == straight.num_timesteps == TOTAL
+    return straight, straight_env, resumed, resumed_env
+
+
+def assert_same_parameters(a: Any, b: Any) -> None:
+    pa, pb = a.get_parameters(), b.get_parameters()
+    assert sorted(pa) == sorted(pb)
+    different = [k for k in pa if not np.array_equal(pa[k], pb[k])]
+    assert not different, f"resumed != uninterrupted in {different[:5]}"
+
+
+def normalizer(env: VecEnv) -> VecNormalize:
+    wrapper = find_wrapper(env, VecNormalize)
+    assert isinstance(wrapper, VecNormalize)
+    return wrapper
+
+
+def assert_same_statistics(a: VecEnv, b: VecEnv) -> None:
+    sa, sb = normalizer(a).state_dict(), normalizer(b).state_dict()
+    assert sorted(sa) == sorted(sb)
+    for key in sa:
+        np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
+
+
+@pytest.mark.parametrize("alg", NORMALIZES)
+def test_resume_with_vec_normalize_equals_the_uninterrupted_run(tmp_path, alg):
+    straight, s_env, resumed, r_env = straight_and_resumed(
+        tmp_path, alg, lambda: make_env(alg, normalize=True))
+    # Every observation counted once, as the uninterrupted run counts it: the first reset
+    # (2 envs) and every step (TOTAL env steps); the resumed run's reset is not counted again.
+    count = NENVS + TOTAL + 1e-4  # RunningMeanStd starts at a count of 1e-4
+    assert normalizer(s_env).ob_rms.count == pytest.approx(count, abs=1e-9)
+    assert normalizer(r_env).ob_rms.count == normalizer(s_env).ob_rms.count
+    assert_same_statistics(s_env, r_env)
+    assert_same_parameters(straight, resumed)
+
+
+def test_resume_es_equals_the_uninterrupted_run(tmp_path):
+    straight, _, resumed, _ = straight_and_resumed(
+        tmp_path, "es", lambda: make_env("es", normalize=False))
+    assert_same_parameters(straight, resumed)
+
+
+@pytest.mark.parametrize("alg", ["ppo", "dqn"])
+def test_resume_with_a_frame_stack_and_vec_normalize(tmp_path, alg):
+    straight, s_env, resumed, r_env = straight_and_resumed(
+        tmp_path, alg, lambda: make_env(alg, normalize=True, stack=2))
+    assert_same_statistics(s_env, r_env)
+    assert_same_parameters(straight, resumed)
+
+
+@pytest.mark.parametrize("alg", ["a2c", "sac"])
+def test_resume_with_dict_observations_and_vec_normalize(tmp_path, alg):
+    straight, s_env, resumed, r_env = straight_and_resumed(
+        tmp_path, alg, lambda: make_env(alg, normalize=True, dict_obs=True))
+    assert_same_statistics(s_env, r_env)
+    assert_same_parameters(straight, resumed)
+
+
+def test_vec_normalize_does_not_count_the_reset_after_a_restore():
+    """One env, three resets: the first and the third count, the one right after a restore
+    (``resumed``) does not (the uninterrupted PPO run had counted 401, the resumed one 402)."""
+    env = VecNormalize(DummyVecEnv([lambda: Clock()]))
+    env.reset()
+    env.step(np.zeros(1, np.int64))
+    assert env.ob_rms.count == pytest.approx(2 + 1e-4, abs=1e-12)
+    env.resumed()
+    env.reset()
+    assert env.ob_rms.count == pytest.approx(2 + 1e-4, abs=1e-12)
+    env.reset()  # only the reset right after the restore is skipped
+    assert env.ob_rms.count == pytest.approx(3 + 1e-4, abs=1e-12)
