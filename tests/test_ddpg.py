@@ -223,6 +223,43 @@ def test_critic_target_against_hand_computed_values(twin, smoothing):
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
+def test_training_sees_raw_observations_without_normalization():
+    """normalize_observations=False (SB3's DDPG/TD3, the zoo's settings): the critic and its
+    targets see the observations as they are. They were clipped to +-5 all the same, which hid
+    Pendulum's fast states (angular velocity up to 8) and made TD3 learn it badly."""
+    model = make_model()
+    _fill_for_hand_targets(model, twin=False)
+    obs = np.array([[-7.0, 1.0], [0.5, -1.0], [-6.0, -2.0], [2.0, 1.0]], np.float32)
+    actions = np.array([[0.5], [-0.3], [0.9], [0.0]], np.float32)
+    rewards = np.array([1.0, -0.5, 0.0, 2.0], np.float32)
+    next_obs = np.array([[8.0, 1.0], [0.5, -1.0], [6.0, 0.0], [-9.0, 12.0]], np.float32)
+    dones = np.zeros(4, np.float32)
+    batch = tuple(x[None] for x in (obs, actions, rewards, next_obs, dones))
+    stats = _train(model, batch)[0].numpy()
+    # The online critic (kernels -1, output bias 5): Q = -3 relu(-(o1 + o2 + a)) + 5.
+    q = -3.0 * np.maximum(-(obs.sum(axis=1) + actions[:, 0]), 0.0) + 5.0
+    targets = _hand_targets(rewards, next_obs, dones, None, twin=False)
+    np.testing.assert_allclose(stats[0], np.mean(np.square(q - targets)), rtol=1e-5)
+
+
+def test_acting_sees_raw_observations_without_normalization():
+    model = make_model(ob_dim=3)
+    fill(model.actor, 0.1)
+    obs = np.array([[1.0, 0.0, 8.0]], np.float32)  # Pendulum's top speed
+    stats = model.obs_stats
+    clean = model.act_fn(obs, stats.mean, stats.std)[0].numpy()
+    # Actor: 3 ReLU units of 0.1 * 9, output tanh(3 * 0.1 * 0.9); clipped at 5 it was 0.6.
+    np.testing.assert_allclose(clean, [[np.tanh(0.27)]], rtol=1e-6)
+
+
+def test_normalized_observations_are_still_clipped():
+    model = make_model(normalize_observations=True)
+    stats = model.obs_stats
+    got = stats.normalize(tf.constant([[8.0, -9.0]]), np.zeros(2, np.float32),
+                          np.ones(2, np.float32))
+    np.testing.assert_array_equal(got.numpy(), [[5.0, -5.0]])
+
+
 class EndsAtThreeBox(ie.EndsAtThree):
     action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 

@@ -1,5 +1,7 @@
 """DDPG's observation normalization (Baselines'): running statistics kept in numpy, applied
-inside the compiled calls as ``clip((obs - mean) / std, -5, 5)``.
+inside the compiled calls as ``clip((obs - mean) / std, -5, 5)``. Off (SB3's DDPG/TD3 and the
+zoo's settings), the networks see the raw observations: no clipping either (Pendulum's angular
+velocity reaches +-8, and clipping it at 5 hid the fast states from the actor and critics).
 
 A Box observation is normalized whole. A Dict/Tuple observation (nested, see
 rlbase.common.nested) is normalized per entry: each Box entry that is not an image gets its
@@ -25,16 +27,18 @@ OBS_CLIP = 5.0   # normalized observations are clipped to [-5, 5], as in Baselin
 MIN_VAR = 1e-2   # Baselines' floor on normalizing variances (std >= 0.1)
 
 
-def normalize_obs(obs: tf.Tensor, mean: tf.Tensor, std: tf.Tensor) -> tf.Tensor:
-    """``mean``/``std`` come from the numpy running statistics (zeros/ones when off)."""
-    return tf.clip_by_value((tf.cast(obs, tf.float32) - mean) / std, -OBS_CLIP, OBS_CLIP)
+def normalize_obs(obs: tf.Tensor, mean: tf.Tensor, std: tf.Tensor, clip: bool = True
+                  ) -> tf.Tensor:
+    """``mean``/``std`` come from the numpy running statistics; ``clip``: to +-OBS_CLIP."""
+    x = (tf.cast(obs, tf.float32) - mean) / std
+    return tf.clip_by_value(x, -OBS_CLIP, OBS_CLIP) if clip else x
 
 
 class ObservationStats:
     """The statistics of the normalized observation entries, and their use in the graph.
 
     space: the env's observation space (a Box, or Dict/Tuple).
-    enabled: keep running statistics (False: mean 0 and std 1, only the clipping applies).
+    enabled: keep running statistics and clip (False: the raw observations, cast to float32).
     comm: an mpi4py communicator pooling the statistics over workers, or None.
     """
 
@@ -51,6 +55,7 @@ class ObservationStats:
         self.sizes = [int(np.prod(shape)) for shape in self.shapes]
         self.rms = [RunningMeanStd(shape=shape, comm=comm) for shape in self.shapes] \
             if enabled else []
+        self.enabled = bool(enabled)
         self.mean: np.ndarray = np.zeros(0, np.float32)
         self.std: np.ndarray = np.zeros(0, np.float32)
         self.refresh()
@@ -62,7 +67,8 @@ class ObservationStats:
             return self.space
         leaves = nested.leaf_spaces(self.space)
         for i in self.leaves:
-            leaves[i] = gym.spaces.Box(-OBS_CLIP, OBS_CLIP, leaves[i].shape, np.float32)
+            low, high = (-OBS_CLIP, OBS_CLIP) if self.enabled else (leaves[i].low, leaves[i].high)
+            leaves[i] = gym.spaces.Box(low, high, leaves[i].shape, np.float32)
         return nested.replace_leaves(self.space, leaves)
 
     # -- numpy side ---------------------------------------------------------------------------
@@ -119,11 +125,11 @@ class ObservationStats:
     def normalize(self, obs: Any, mean: tf.Tensor, std: tf.Tensor) -> Any:
         """In-graph: the normalized entries of a batch of observations; the rest unchanged."""
         if not self.nested:
-            return normalize_obs(obs, mean, std)
+            return normalize_obs(obs, mean, std, self.enabled)
         leaves = tf.nest.flatten(obs)
         if self.leaves:
             means, stds = tf.split(mean, self.sizes), tf.split(std, self.sizes)
             for i, m, s, shape in zip(self.leaves, means, stds, self.shapes):
                 leaves[i] = normalize_obs(leaves[i], tf.reshape(m, shape),
-                                          tf.reshape(s, shape))
+                                          tf.reshape(s, shape), self.enabled)
         return tf.nest.pack_sequence_as(obs, leaves)
