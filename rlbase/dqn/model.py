@@ -28,6 +28,7 @@ from rlbase.common.checkpoint import (
 from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import require_positive
 from rlbase.common.numpy_actor import use_numpy_actor
+from rlbase.common.off_policy import RawReplay
 from rlbase.common.policies import has_images, xla_is_faster
 from rlbase.common.replay_buffer import PrioritizedReplayBuffer
 from rlbase.common.tf_model import TFModel
@@ -101,6 +102,7 @@ class Model(SavesExplorationRate, TFModel):
             if hp["param_noise"] else None
         self.frame_layout: FrameLayout | None = None
         self.replay_buffer: Buffer = self._new_buffer()
+        self.raw_replay = RawReplay()  # set by attach_env
         # The best-model rule of the train() running on this model: its state goes into that
         # run's checkpoints (None outside train(), or when the rule is off).
         self.best_model: BestModelRule | None = None
@@ -118,6 +120,7 @@ class Model(SavesExplorationRate, TFModel):
         """Also lay the replay buffer out for ``env``: behind a VecFrameStack each frame is
         stored once (see rlbase.dqn.replay)."""
         super().attach_env(env)
+        self.raw_replay = RawReplay(env)
         layout = frame_layout(env)
         if layout == self.frame_layout:
             return
@@ -257,7 +260,7 @@ class Model(SavesExplorationRate, TFModel):
         replay is prioritized)."""
         buffer, g, b = self.replay_buffer, self.gradient_steps, self.batch_size
         idx = buffer.sample_indices(g * b, self.rng)
-        batch = buffer.get(idx)
+        batch = self.raw_replay.normalize(buffer.get(idx))
         weights = buffer.weights(idx, beta) if isinstance(buffer, PrioritizedReplayBuffer) \
             else np.ones(g * b, np.float32)
 
@@ -306,7 +309,8 @@ class Model(SavesExplorationRate, TFModel):
         cause, measured on a replay minibatch."""
         assert self.param_noise is not None
         buffer, adaptation = self.replay_buffer, self.param_noise.adaptation
-        sample = buffer.get(buffer.sample_indices(self.batch_size, self.rng)).obs
+        sample = self.raw_replay.normalize_obs(
+            buffer.get(buffer.sample_indices(self.batch_size, self.rng)).obs)
         distance = self.perturbation_distance(sample, adaptation.scale)
         adaptation.adapt(distance, kl_threshold(epsilon, self.num_actions))
 
