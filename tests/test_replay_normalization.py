@@ -271,3 +271,30 @@ def test_ddpg_resume_keeps_the_param_noise_distance(tmp_path):
     again = ddpg_learn("mlp", DummyVecEnv([lambda: Known(continuous=True)]), seed=0,
                        total_timesteps=60, resume=True, **kw)
     assert again.param_noise_distance == model.param_noise_distance
+
+
+def test_resuming_an_older_checkpoint_behind_vecnormalize_is_refused(tmp_path, monkeypatch):
+    """An older rlbase's checkpoint holds normalized transitions: read as raw ones they would
+    be normalized twice, so the resume is refused in one line."""
+    from rlbase.common.checkpoint import object_state
+    from rlbase.sac.sac import learn as sac_learn
+
+    def make():
+        return VecNormalize(DummyVecEnv([lambda: Known(continuous=True)]))
+
+    def plain():
+        return DummyVecEnv([lambda: Known(continuous=True)])
+
+    kw = dict(layer_sizes=(4,), learning_starts=100, **QUIET)
+    old, new = dict(checkpoint_path=str(tmp_path / "a")), dict(checkpoint_path=str(tmp_path / "b"))
+    monkeypatch.setattr(RawReplay, "buffer_state",
+                        lambda self, buffer: object_state(buffer, "replay"))  # the old writer
+    sac_learn("mlp", make(), seed=0, total_timesteps=10, checkpoint_interval=10, **old, **kw)
+    sac_learn("mlp", plain(), seed=0, total_timesteps=10, checkpoint_interval=10, **new, **kw)
+    monkeypatch.undo()
+    with pytest.raises(RLBaseError, match="older rlbase") as info:
+        sac_learn("mlp", make(), seed=0, total_timesteps=20, resume=True, **old, **kw)
+    assert "\n" not in str(info.value)
+    # Without a VecNormalize the old buffer held raw values already: it resumes.
+    assert sac_learn("mlp", plain(), seed=0, total_timesteps=20, resume=True, **new,
+                     **kw).num_timesteps == 20

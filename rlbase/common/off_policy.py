@@ -15,9 +15,17 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common import nested
+from rlbase.common.checkpoint import object_state, restore_object_state
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
-from rlbase.common.replay_buffer import AnyBuffer, Batch, ReplayBuffer, make_replay_buffer
+from rlbase.common.replay_buffer import (
+    AnyBuffer,
+    Batch,
+    FrameStackReplayBuffer,
+    PrioritizedReplayBuffer,
+    ReplayBuffer,
+    make_replay_buffer,
+)
 from rlbase.common.transitions import final_observations, target_dones
 from rlbase.common.vec_env import (
     VecEnv,
@@ -124,6 +132,11 @@ def _training_normalizer(env: VecEnv) -> VecNormalize | None:
     return wrapper
 
 
+# Marks a checkpoint's replay state as raw transitions (older checkpoints hold them
+# normalized when collected, and frame stacks without the cut of a reset).
+_RAW_MARK = "raw_transitions"
+
+
 class RawReplay:
     """Stable-Baselines3's rule for replay behind a VecNormalize: the buffer keeps what the env
     produced below the normalization (raw observations, the raw final observation of an ended
@@ -167,6 +180,26 @@ class RawReplay:
             assert raw_rewards is not None
             rewards = raw_rewards
         return next_observations(space, new_obs, done, infos), rewards
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def buffer_state(self, buffer: AnyBuffer) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """``buffer``'s resume state (rlbase.common.checkpoint), marked as raw."""
+        meta, arrays = object_state(buffer, "replay")
+        return {**meta, _RAW_MARK: True}, arrays
+
+    def restore_buffer(self, buffer: AnyBuffer, meta: Any, arrays: dict[str, np.ndarray]
+                       ) -> None:
+        """Inverse of :meth:`buffer_state`. A checkpoint of an older rlbase is refused where
+        its buffer would be read wrong: behind a VecNormalize (it holds normalized values)
+        and for stacked frames (no next frame of the newest transitions)."""
+        storage = buffer.storage if isinstance(buffer, PrioritizedReplayBuffer) else buffer
+        if isinstance(meta, dict) and not meta.get(_RAW_MARK) and (
+                self.stats is not None or isinstance(storage, FrameStackReplayBuffer)):
+            raise RLBaseError("the checkpoint's replay buffer was written by an older rlbase "
+                              "(normalized transitions, or frame stacks without episode cuts) "
+                              "that this one would read wrong: start a new run, or load the "
+                              "saved model instead of resuming")
+        restore_object_state(buffer, meta, arrays, "replay")
 
     # -- sampling: what the learner sees -----------------------------------------------------
     def normalize_obs(self, obs: Any) -> Any:

@@ -18,8 +18,6 @@ import tensorflow as tf
 
 from rlbase.common.checkpoint import (
     generator_state,
-    object_state,
-    restore_object_state,
     set_generator_state,
 )
 from rlbase.common.continuous import (
@@ -296,7 +294,7 @@ class Model(DDPGGraph, TFModel):
         """The replay buffer, the generators, the noise processes and the perturbed actor
         (drawn at an episode's start, not derivable from the weights)."""
         meta, arrays = super().resume_state()
-        meta["replay"], replay_arrays = object_state(self.replay_buffer, "replay")
+        meta["replay"], replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
         arrays.update(replay_arrays)
         meta["rngs"] = {name: generator_state(rng) for name, rng in self._generators().items()}
         # Logged at every step: a resumed run reports the last measurement, not nan.
@@ -312,7 +310,7 @@ class Model(DDPGGraph, TFModel):
     def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super().restore_resume_state(meta, arrays)
         try:
-            restore_object_state(self.replay_buffer, meta["replay"], arrays, "replay")
+            self.raw_replay.restore_buffer(self.replay_buffer, meta["replay"], arrays)
             for name, rng in self._generators().items():
                 set_generator_state(rng, meta["rngs"][name])
             self.param_noise_distance = float(meta.get("param_noise_distance", float("nan")))

@@ -21,8 +21,6 @@ from rlbase.common import logger, nested
 from rlbase.common.base_model import SavesExplorationRate
 from rlbase.common.checkpoint import (
     generator_state,
-    object_state,
-    restore_object_state,
     set_generator_state,
 )
 from rlbase.common.errors import RLBaseError
@@ -329,7 +327,7 @@ class Model(SavesExplorationRate, TFModel):
         """The replay buffer, the generator, epsilon, the update count, the noise scale and
         the running best-model rule."""
         meta, arrays = super().resume_state()
-        replay_meta, replay_arrays = object_state(self.replay_buffer, "replay")
+        replay_meta, replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
         arrays.update(replay_arrays)
         noise = self.param_noise
         meta.update(replay=replay_meta, rng=generator_state(self.rng), epsilon=self.epsilon,
@@ -349,7 +347,7 @@ class Model(SavesExplorationRate, TFModel):
         except KeyError as exc:
             raise RLBaseError(f"the checkpoint lacks DQN's {exc.args[0]}: it was written by "
                               "another algorithm or rlbase version") from None
-        restore_object_state(self.replay_buffer, replay_meta, arrays, "replay")
+        self.raw_replay.restore_buffer(self.replay_buffer, replay_meta, arrays)
         set_generator_state(self.rng, rng)
         self.epsilon, self.updates = float(epsilon), int(updates)
         if self.param_noise is not None and meta.get("noise_scale") is not None:

@@ -19,8 +19,6 @@ import tensorflow as tf
 from rlbase.common import nested
 from rlbase.common.checkpoint import (
     generator_state,
-    object_state,
-    restore_object_state,
     set_generator_state,
 )
 from rlbase.common.continuous import (
@@ -248,7 +246,7 @@ class Model(SACGraph, TFModel):
     def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The replay buffer and the random generators."""
         meta, arrays = super().resume_state()
-        meta["replay"], replay_arrays = object_state(self.replay_buffer, "replay")
+        meta["replay"], replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
         arrays.update(replay_arrays)
         meta["rngs"] = {name: generator_state(rng) for name, rng in self._generators().items()}
         return meta, arrays
@@ -256,7 +254,7 @@ class Model(SACGraph, TFModel):
     def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super().restore_resume_state(meta, arrays)
         try:
-            restore_object_state(self.replay_buffer, meta["replay"], arrays, "replay")
+            self.raw_replay.restore_buffer(self.replay_buffer, meta["replay"], arrays)
             for name, rng in self._generators().items():
                 set_generator_state(rng, meta["rngs"][name])
         except (KeyError, TypeError) as exc:
