@@ -31,13 +31,13 @@ class Known(gym.Env):
     -(t + 1) for the step from t; truncated after EPISODE steps. Discrete or Box actions."""
 
     def __init__(self, continuous: bool = False, dict_obs: bool = False,
-                 episode: int = EPISODE):
+                 episode: int = EPISODE, first_episode: int = 1):
         box = gym.spaces.Box(-1e3, 1e3, (2,), np.float32)
         self.observation_space = gym.spaces.Dict({"x": box}) if dict_obs else box
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous \
             else gym.spaces.Discrete(2)
         self.dict_obs, self.length = dict_obs, episode
-        self.t, self.episode = 0, 0
+        self.t, self.episode = 0, first_episode - 1
 
     def _obs(self):
         obs = np.array([self.t, 10.0 * self.episode], np.float32)
@@ -244,13 +244,14 @@ def test_second_learn_does_not_stitch_episodes_in_the_frame_buffer():
 def test_sac_action_probability_is_the_squashed_density():
     env = DummyVecEnv([lambda: Known(continuous=True)])
     model = SAC("MlpPolicy", env, seed=0, policy_kwargs=dict(net_arch=[4]))
-    obs = np.array([[1.0, 10.0], [3.0, 20.0]], np.float32)
+    obs = np.array([[0.1, 0.2], [-0.3, 0.5]], np.float32)
     actions = np.array([[0.3], [-0.8]], np.float32)
     mean, log_std = (x.numpy().astype(np.float64) for x in model.model.actor(obs))
     u = np.arctanh(actions.astype(np.float64))
     gauss = -0.5 * ((u - mean) / np.exp(log_std)) ** 2 - log_std - 0.5 * math.log(2 * math.pi)
     want = (gauss - np.log(1 - actions.astype(np.float64) ** 2)).sum(-1)  # bounds are [-1, 1]
     got = model.action_probability(obs, actions=actions, logp=True)
+    assert np.all(np.abs(want) < 20)  # moderate densities, so the comparison means something
     np.testing.assert_allclose(got, want, rtol=1e-5)
     np.testing.assert_allclose(model.action_probability(obs, actions=actions),
                                np.exp(want), rtol=1e-5)
@@ -298,3 +299,28 @@ def test_resuming_an_older_checkpoint_behind_vecnormalize_is_refused(tmp_path, m
     # Without a VecNormalize the old buffer held raw values already: it resumes.
     assert sac_learn("mlp", plain(), seed=0, total_timesteps=20, resume=True, **new,
                      **kw).num_timesteps == 20
+
+
+def _assert_no_stitched_stacks(buffer, last_before_cut):
+    ages = np.arange(1, len(buffer) + 1)  # every sampleable row (one env)
+    batch = buffer.get((buffer.pos - 1 - ages) % buffer.rows)
+    for obs, nxt in zip(batch.obs, batch.next_obs):
+        frames, next_frames = obs.reshape(4, 2), nxt.reshape(4, 2)  # [t, 10 * episode]
+        assert len({e for t, e in frames if e}) == 1, frames.tolist()
+        assert next_frames[-1].tolist() == [frames[-1, 0] + 1, frames[-1, 1]], \
+            (frames.tolist(), next_frames.tolist())
+    assert sum(o.reshape(4, 2)[-1].tolist() == last_before_cut for o in batch.obs) == 1
+
+
+def test_resume_does_not_stitch_episodes_in_the_frame_buffer(tmp_path):
+    from rlbase.dqn.dqn import learn as dqn_learn
+
+    kw = dict(seed=0, learning_starts=1000, buffer_size=100, num_hidden=4,
+              best_model_interval=None, checkpoint_path=str(tmp_path), **QUIET)
+    dqn_learn("mlp", VecFrameStack(DummyVecEnv([lambda: Known(episode=1000)]), 4),
+              total_timesteps=20, checkpoint_interval=20, **kw)
+    resumed_env = DummyVecEnv([lambda: Known(episode=1000, first_episode=5)])
+    model = dqn_learn("mlp", VecFrameStack(resumed_env, 4), total_timesteps=26, resume=True,
+                      **kw)
+    assert isinstance(model.replay_buffer, FrameStackReplayBuffer)
+    _assert_no_stitched_stacks(model.replay_buffer, [19.0, 10.0])
