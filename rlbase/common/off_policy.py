@@ -1,8 +1,9 @@
-"""The parts of an off-policy learn() loop that DDPG/TD3 and SAC share: the training cadence
-(SB3's ``train_freq`` and ``gradient_steps``), independent random streams, the env step that
-fills the replay buffer, and minibatches stacked for a compiled call that runs several
-gradient steps at once. Observations may be nested (Dict/Tuple spaces: dicts and tuples of
-arrays, rlbase.common.nested) everywhere here.
+"""The parts of an off-policy learn() loop that DDPG/TD3, SAC and DQN share: the training
+cadence (SB3's ``train_freq`` and ``gradient_steps``), independent random streams, the env
+step that fills the replay buffer with raw transitions, and minibatches normalized with the
+current VecNormalize statistics and stacked for a compiled call that runs several gradient
+steps at once. Observations may be nested (Dict/Tuple spaces: dicts and tuples of arrays,
+rlbase.common.nested) everywhere here.
 """
 
 from __future__ import annotations
@@ -14,11 +15,26 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common import nested
+from rlbase.common.checkpoint import object_state, restore_object_state
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
-from rlbase.common.replay_buffer import ReplayBuffer, make_replay_buffer
+from rlbase.common.replay_buffer import (
+    AnyBuffer,
+    Batch,
+    FrameStackReplayBuffer,
+    PrioritizedReplayBuffer,
+    ReplayBuffer,
+    make_replay_buffer,
+)
 from rlbase.common.transitions import final_observations, target_dones
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env import (
+    VecEnv,
+    VecEnvWrapper,
+    VecFrameStack,
+    VecNormalize,
+    find_wrapper,
+)
+from rlbase.common.vec_env.vec_normalize import RAW_FINAL_OBSERVATION, NormalizationStats
 
 
 def _count(name: str, value: Any, minimum: int) -> int:
@@ -98,34 +114,153 @@ def next_observations(space: gym.Space, new_obs: Any, done: np.ndarray,
     return final_observations(new_obs, done, infos)
 
 
-def step_and_store(env: VecEnv, buffer: ReplayBuffer, episodes: EpisodeStats,
-                   obs: Any, actions: np.ndarray, env_actions: np.ndarray, gamma: float,
-                   reward_scale: float = 1.0
-                   ) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-    """Step ``env`` with ``env_actions`` and store each env's transition.
+def _training_normalizer(env: VecEnv) -> VecNormalize | None:
+    """The env's VecNormalize (the outermost), refusing a chain whose observations the replay
+    could not rebuild from the raw ones: a VecFrameStack above a VecNormalize that
+    normalizes observations stacks frames normalized with statistics of different steps."""
+    found = find_wrapper(env, VecNormalize)
+    wrapper = found if isinstance(found, VecNormalize) else None
+    venv: VecEnv = env
+    while wrapper is not None and venv is not wrapper:
+        if isinstance(venv, VecFrameStack) and wrapper.stats.ob:
+            raise RLBaseError("off-policy replay stores raw observations and normalizes "
+                              "minibatches with the current statistics, which a VecFrameStack "
+                              "above VecNormalize prevents: wrap it the other way round, "
+                              "VecNormalize(VecFrameStack(venv, n))")
+        assert isinstance(venv, VecEnvWrapper)
+        venv = venv.venv
+    return wrapper
 
-    ``actions`` is what the buffer keeps (the agent's own [-1, 1] actions); the stored next
-    observation is the episode's true last one where an episode ended (the env has already
-    reset that row), and the stored done flag is what targets must not bootstrap across
-    (terminations, and with gamma = 1 truncations too: rlbase.common.transitions). Rewards are
-    stored times ``reward_scale``. Returns ``(new_obs, rewards, done, infos)`` with ``done``
-    the episode ends of either kind.
+
+# Marks a checkpoint's replay state as raw transitions (older checkpoints hold them
+# normalized when collected, and frame stacks without the cut of a reset).
+_RAW_MARK = "raw_transitions"
+
+
+class RawReplay:
+    """Stable-Baselines3's rule for replay behind a VecNormalize: the buffer keeps what the env
+    produced below the normalization (raw observations, the raw final observation of an ended
+    episode, raw rewards) and each sampled minibatch is normalized with the statistics of the
+    moment it is sampled. Normalized when collected, entries would keep statistics up to
+    ``buffer_size`` steps old (the very first rewards, scaled by a degenerate return std,
+    clipped to -cliprew). Without a VecNormalize the env's values pass unchanged.
+
+    env: the training env (None: no normalization).
+    reward_scale: sampled rewards are multiplied by this, after the normalization.
     """
-    new_obs, rewards, terminated, truncated, infos = env.step(env_actions)
+
+    def __init__(self, env: VecEnv | None = None, reward_scale: float = 1.0):
+        self.normalizer = None if env is None else _training_normalizer(env)
+        self.reward_scale = float(reward_scale)
+
+    @property
+    def stats(self) -> NormalizationStats | None:
+        return None if self.normalizer is None else self.normalizer.stats
+
+    # -- collecting: what the buffer stores --------------------------------------------------
+    def observations(self, obs: Any) -> Any:
+        """The raw version of ``obs``, the observations the env returned last (a copy:
+        the raw arrays are the env's own)."""
+        if self.normalizer is None or not self.normalizer.stats.ob:
+            return obs
+        return nested.map_structure(np.array, self.normalizer.get_original_obs())
+
+    def transitions(self, space: gym.Space, new_obs: Any, rewards: np.ndarray, done: np.ndarray,
+                    infos: list[dict[str, Any]]) -> tuple[Any, np.ndarray]:
+        """``(next observations, rewards)`` of the step just taken, raw: the next observation
+        is the episode's true last one where it ended (see :func:`next_observations`)."""
+        if self.normalizer is None:
+            return next_observations(space, new_obs, done, infos), rewards
+        if self.normalizer.stats.ob:
+            new_obs = self.observations(new_obs)
+            infos = [{"final_observation": info[RAW_FINAL_OBSERVATION]}
+                     if RAW_FINAL_OBSERVATION in info else {} for info in infos]
+        if self.normalizer.stats.ret:
+            raw_rewards = self.normalizer.get_original_reward()
+            assert raw_rewards is not None
+            rewards = raw_rewards
+        return next_observations(space, new_obs, done, infos), rewards
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def buffer_state(self, buffer: AnyBuffer) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """``buffer``'s resume state (rlbase.common.checkpoint), marked as raw."""
+        meta, arrays = object_state(buffer, "replay")
+        return {**meta, _RAW_MARK: True}, arrays
+
+    def restore_buffer(self, buffer: AnyBuffer, meta: Any, arrays: dict[str, np.ndarray]
+                       ) -> None:
+        """Inverse of :meth:`buffer_state`. A checkpoint of an older rlbase is refused where
+        its buffer would be read wrong: behind a VecNormalize (it holds normalized values)
+        and for stacked frames (no next frame of the newest transitions)."""
+        storage = buffer.storage if isinstance(buffer, PrioritizedReplayBuffer) else buffer
+        if isinstance(meta, dict) and not meta.get(_RAW_MARK) and (
+                self.stats is not None or isinstance(storage, FrameStackReplayBuffer)):
+            raise RLBaseError("the checkpoint's replay buffer was written by an older rlbase "
+                              "(normalized transitions, or frame stacks without episode cuts) "
+                              "that this one would read wrong: start a new run, or load the "
+                              "saved model instead of resuming")
+        restore_object_state(buffer, meta, arrays, "replay")
+
+    # -- sampling: what the learner sees -----------------------------------------------------
+    def normalize_obs(self, obs: Any) -> Any:
+        """Stored observations normalized with the current statistics."""
+        return obs if self.stats is None else self.stats.normalize_obs(obs)
+
+    def normalize(self, batch: Batch) -> Batch:
+        """A sampled minibatch as the learner sees it: observations and rewards normalized
+        with the current statistics, rewards times ``reward_scale``."""
+        rewards = batch.rewards if self.stats is None else \
+            self.stats.normalize_reward(batch.rewards)
+        if self.reward_scale != 1.0:
+            rewards = (rewards * self.reward_scale).astype(np.float32)
+        return batch._replace(obs=self.normalize_obs(batch.obs), rewards=rewards,
+                              next_obs=self.normalize_obs(batch.next_obs))
+
+
+def store_step(buffer: AnyBuffer, raw: RawReplay, space: gym.Space, raw_obs: Any,
+               actions: np.ndarray, new_obs: Any, rewards: np.ndarray, terminated: np.ndarray,
+               truncated: np.ndarray, infos: list[dict[str, Any]], gamma: float) -> None:
+    """Store one vectorized step's transitions, raw (see :class:`RawReplay`): ``raw_obs``
+    taken before the step, the true final observation where an episode ended (the env has
+    already reset that row), and as done flag what targets must not bootstrap across
+    (terminations, and with gamma = 1 truncations too: rlbase.common.transitions)."""
     done = np.logical_or(terminated, truncated)
-    next_obs = next_observations(env.observation_space, new_obs, done, infos)
-    buffer.add(obs, actions, rewards * reward_scale, next_obs,
-               target_dones(terminated, truncated, gamma), truncated)
+    next_obs, raw_rewards = raw.transitions(space, new_obs, rewards, done, infos)
+    buffer.add(raw_obs, actions, raw_rewards, next_obs, target_dones(terminated, truncated, gamma),
+               truncated)
+
+
+def step_and_store(env: VecEnv, buffer: AnyBuffer, raw: RawReplay, episodes: EpisodeStats,
+                   obs: Any, actions: np.ndarray, env_actions: np.ndarray, gamma: float
+                   ) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    """Step ``env`` with ``env_actions`` and store each env's transition (:func:`store_step`);
+    ``actions`` is what the buffer keeps (the agent's own [-1, 1] actions). Returns
+    ``(new_obs, rewards, done, infos)`` as the env gave them, with ``done`` the episode ends
+    of either kind.
+    """
+    raw_obs = raw.observations(obs)
+    new_obs, rewards, terminated, truncated, infos = env.step(env_actions)
+    store_step(buffer, raw, env.observation_space, raw_obs, actions, new_obs, rewards,
+               terminated, truncated, infos, gamma)
     episodes.update(infos)
-    return new_obs, rewards, done, infos
+    return new_obs, rewards, np.logical_or(terminated, truncated), infos
 
 
-def sample_minibatches(buffer: ReplayBuffer, rng: np.random.Generator, steps: int,
-                       batch_size: int) -> tuple[Any, ...]:
-    """``steps`` minibatches drawn uniformly, stacked: ``(obs, actions, rewards, next_obs,
-    dones)`` each shaped ``[steps, batch_size, ...]`` (one compiled call loops over them;
-    nested observations leaf by leaf)."""
-    batch = buffer.get(buffer.sample_indices(steps * batch_size, rng))
+def reset_env(env: VecEnv, buffer: AnyBuffer) -> Any:
+    """``env.reset()``, telling the buffer that every env starts a new episode (a
+    frame-stacking buffer must not join the next stored frame to the previous episode)."""
+    obs = env.reset()
+    buffer.start_episodes()
+    return obs
+
+
+def sample_minibatches(buffer: AnyBuffer, raw: RawReplay, rng: np.random.Generator,
+                       steps: int, batch_size: int) -> tuple[Any, ...]:
+    """``steps`` minibatches drawn uniformly, normalized with the current statistics
+    (:class:`RawReplay`), stacked: ``(obs, actions, rewards, next_obs, dones)`` each shaped
+    ``[steps, batch_size, ...]`` (one compiled call loops over them; nested observations leaf
+    by leaf)."""
+    batch = raw.normalize(buffer.get(buffer.sample_indices(steps * batch_size, rng)))
 
     def split(x: np.ndarray) -> np.ndarray:
         return x.reshape(steps, batch_size, *x.shape[1:])

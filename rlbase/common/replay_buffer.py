@@ -94,6 +94,10 @@ class ReplayBuffer:
         self.size = min(self.size + n, self.capacity)
         return idx
 
+    def start_episodes(self) -> None:
+        """The env was reset: every env starts a new episode (nothing to do here: each
+        transition holds both of its observations)."""
+
     def sample_indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` indices drawn uniformly (with replacement) from the sampleable ones."""
         if self.size == 0:
@@ -200,6 +204,8 @@ class FrameStackReplayBuffer:
         self.start_frames: dict[int, np.ndarray] = {}  # flat idx -> older frames of a first obs
         self.final_frames: dict[int, np.ndarray] = {}  # flat idx -> newest frame of final obs
         self._next_is_start = np.ones(self.num_envs, dtype=bool)
+        # The newest frame of the newest row's next observations (see start_episodes).
+        self._last_next = np.zeros((self.num_envs, *frame_shape), dtype=ob_dtype)
         self.pos = 0
         self.filled = 0
 
@@ -227,6 +233,19 @@ class FrameStackReplayBuffer:
 
     def _flat(self, row: int) -> np.ndarray:
         return row * self.num_envs + np.arange(self.num_envs)
+
+    def start_episodes(self) -> None:
+        """The env was reset: the next stored observation of every env starts an episode.
+        A second learn() or a resume resets the env mid-episode: the newest stored
+        transitions are cut there like truncations, keeping their true next frames, so no
+        stack joins two episodes and no transition gets the new episode's first observation
+        as its next one."""
+        if self.filled:
+            row = (self.pos - 1) % self.rows
+            for env in np.flatnonzero(~self.ended[row]):
+                self.final_frames[row * self.num_envs + int(env)] = self._last_next[env].copy()
+            self.ended[row] = True
+        self._next_is_start[:] = True
 
     def add(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
             next_obs: np.ndarray, terminated: np.ndarray, truncated: np.ndarray
@@ -260,6 +279,7 @@ class FrameStackReplayBuffer:
             for env in np.flatnonzero(np.logical_and(truncated, np.logical_not(terminated))):
                 self.final_frames[row * self.num_envs + int(env)] = final[env].copy()
         self._next_is_start = ended.copy()
+        self._last_next[...] = self._split(np.asarray(next_obs))[-1]
         self.pos = (row + 1) % self.rows
         self.filled = min(self.filled + 1, self.rows)
         limit = self._limit(self.filled)
@@ -359,6 +379,9 @@ class PrioritizedReplayBuffer:
             self.min_tree[valid] = self.max_priority ** self.alpha
         return valid, invalid
 
+    def start_episodes(self) -> None:
+        self.storage.start_episodes()
+
     def sample_indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
         total = self.sum_tree.sum()
         if len(self.storage) == 0 or total <= 0:
@@ -385,3 +408,6 @@ class PrioritizedReplayBuffer:
         self.sum_tree[idx] = scaled
         self.min_tree[idx] = scaled
         self.max_priority = max(self.max_priority, float(priorities.max()))
+
+
+AnyBuffer = ReplayBuffer | FrameStackReplayBuffer | PrioritizedReplayBuffer

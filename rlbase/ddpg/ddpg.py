@@ -12,7 +12,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import Alias, start_learning, warn_deprecated
 from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
 from rlbase.common.mpi_util import check_synced, mpi_rank
-from rlbase.common.off_policy import TrainSchedule, step_and_store
+from rlbase.common.off_policy import TrainSchedule, reset_env, step_and_store
 from rlbase.common.vec_env import VecEnv
 from rlbase.ddpg.model import ALGORITHM, Model, build_model
 
@@ -73,7 +73,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
     normalize_observations: running mean/std observation normalization, clipped to [-5, 5].
     normalize_returns: the critics learn normalized returns (running statistics).
     popart: return normalization that rescales the critics' output layers (PopArt).
-    reward_scale: rewards are multiplied by this before they are stored.
+    reward_scale: sampled rewards are multiplied by this (after VecNormalize's scaling).
     twin_q: TD3's two critics, trained on the smaller of their target values.
     policy_delay: update the actor and the targets every this many critic steps (TD3: 2).
     target_noise: stddev of Gaussian noise on the target action (TD3: 0.2; 0: none).
@@ -152,7 +152,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     schedule = TrainSchedule(int(hp["train_freq"]), model.gradient_steps,
                              int(hp["learning_starts"]), model.batch_size)
     actor_lr, critic_lr = float(hp["actor_lr"]), float(hp["critic_lr"])
-    reward_scale, render = float(hp["reward_scale"]), bool(hp["render"])
+    render = bool(hp["render"])
     adapt_every = int(hp["param_noise_adaption_interval"])
     # Before the loop: with resume it replaces these fresh draws by the checkpoint's.
     model.reset_exploration()
@@ -160,7 +160,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
                         loss_names=LOSSES, writer=mpi_rank() == 0, seed=hp.get("seed"),
                         comm=comm)
-    obs = env.reset()  # after a resume's restore: normalized with the restored statistics
+    # After a resume's restore: normalized with the restored statistics.
+    obs = reset_env(env, model.replay_buffer)
     stats: dict[str, float] = {"learning_rate": actor_lr, "critic_learning_rate": critic_lr}
     try:
         while loop.running():
@@ -176,9 +177,9 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
                     model.adapt_param_noise()
             else:
                 actions, _ = model.act(obs, explore=True)
-            new_obs, _, done, _ = step_and_store(env, model.replay_buffer, loop.episodes, obs,
-                                                 actions, model.to_env(actions), model.gamma,
-                                                 reward_scale)
+            new_obs, _, done, _ = step_and_store(env, model.replay_buffer, model.raw_replay,
+                                                 loop.episodes, obs, actions,
+                                                 model.to_env(actions), model.gamma)
             if render:
                 env.render()
             model.update_obs_stats(obs)

@@ -18,8 +18,6 @@ import tensorflow as tf
 
 from rlbase.common.checkpoint import (
     generator_state,
-    object_state,
-    restore_object_state,
     set_generator_state,
 )
 from rlbase.common.continuous import (
@@ -34,6 +32,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import require_positive
 from rlbase.common.mpi_util import allreduce_mean, get_comm, mpi_rank, sync_variables
 from rlbase.common.off_policy import (
+    RawReplay,
     TrainSchedule,
     check_soft_update_rate,
     continuous_replay_buffer,
@@ -44,6 +43,7 @@ from rlbase.common.policies import xla_is_faster
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import assign_from_arrays, configure_threads, variables_to_arrays
+from rlbase.common.vec_env import VecEnv
 from rlbase.ddpg.actor import Actor
 from rlbase.ddpg.graph import STAT_NAMES, DDPGGraph, ReturnStats
 from rlbase.ddpg.noise import parse_noise_type
@@ -126,6 +126,7 @@ class Model(DDPGGraph, TFModel):
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.replay_buffer = continuous_replay_buffer(observation_space, hp["buffer_size"],
                                                       self.nb_actions)
+        self.raw_replay = RawReplay(reward_scale=float(hp["reward_scale"]))  # see attach_env
         self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
         self.param_noise_distance = float("nan")  # the last adaptation's measurement
         self._zeros: np.ndarray | None = None
@@ -173,6 +174,11 @@ class Model(DDPGGraph, TFModel):
         ``obs_stats.rms`` holds one per normalized entry)."""
         stats = self.obs_stats
         return stats.rms[0] if stats.rms and not stats.nested else None
+
+    def attach_env(self, env: VecEnv) -> None:
+        """Also read the replay's raw transitions below the env's VecNormalize."""
+        super().attach_env(env)
+        self.raw_replay = RawReplay(env, self.raw_replay.reward_scale)
 
     def update_obs_stats(self, obs: Any) -> None:
         """Merge a batch of observations (pooled over MPI workers) into the statistics."""
@@ -244,7 +250,8 @@ class Model(DDPGGraph, TFModel):
         observations (averaged over MPI workers) and adapt the noise scale on it."""
         assert self.param_noise is not None
         buffer = self.replay_buffer
-        obs = buffer.get(buffer.sample_indices(self.batch_size, self.loop_rng)).obs
+        obs = self.raw_replay.normalize_obs(
+            buffer.get(buffer.sample_indices(self.batch_size, self.loop_rng)).obs)
         distance = float(self.distance_fn(obs, self.obs_stats.mean, self.obs_stats.std,
                                           np.float32(self.param_noise.current_stddev),
                                           self._seed_pair()))
@@ -271,8 +278,8 @@ class Model(DDPGGraph, TFModel):
         """``gradient_steps`` gradient steps on minibatches from the buffer, then the exploring
         actions (in [-1, 1]) for ``obs`` from the updated actor: one compiled call. The
         statistics leave out actor_loss when the policy delay skipped every actor step."""
-        batch = sample_minibatches(self.replay_buffer, self.loop_rng, self.gradient_steps,
-                                   self.batch_size)
+        batch = sample_minibatches(self.replay_buffer, self.raw_replay, self.loop_rng,
+                                   self.gradient_steps, self.batch_size)
         stats, clean, noisy, _ = self.train_fn(
             *batch, self.smoothing_noise(), self._observations(obs), self.obs_stats.mean,
             self.obs_stats.std, np.float32(actor_lr), np.float32(critic_lr))
@@ -287,9 +294,11 @@ class Model(DDPGGraph, TFModel):
         """The replay buffer, the generators, the noise processes and the perturbed actor
         (drawn at an episode's start, not derivable from the weights)."""
         meta, arrays = super().resume_state()
-        meta["replay"], replay_arrays = object_state(self.replay_buffer, "replay")
+        meta["replay"], replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
         arrays.update(replay_arrays)
         meta["rngs"] = {name: generator_state(rng) for name, rng in self._generators().items()}
+        # Logged at every step: a resumed run reports the last measurement, not nan.
+        meta["param_noise_distance"] = self.param_noise_distance
         if self.action_noise is not None:
             meta["action_noise"], noise_arrays = self.action_noise.state("resume/action_noise")
             arrays.update(noise_arrays)
@@ -301,9 +310,10 @@ class Model(DDPGGraph, TFModel):
     def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super().restore_resume_state(meta, arrays)
         try:
-            restore_object_state(self.replay_buffer, meta["replay"], arrays, "replay")
+            self.raw_replay.restore_buffer(self.replay_buffer, meta["replay"], arrays)
             for name, rng in self._generators().items():
                 set_generator_state(rng, meta["rngs"][name])
+            self.param_noise_distance = float(meta.get("param_noise_distance", float("nan")))
             if self.action_noise is not None:
                 self.action_noise.set_state(meta["action_noise"], arrays, "resume/action_noise")
         except (KeyError, TypeError) as exc:

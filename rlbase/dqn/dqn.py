@@ -9,9 +9,8 @@ import numpy as np
 
 from rlbase.common.learning import Alias, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
-from rlbase.common.off_policy import next_observations
+from rlbase.common.off_policy import reset_env, store_step
 from rlbase.common.schedules import LinearSchedule, get_schedule_fn
-from rlbase.common.transitions import target_dones
 from rlbase.common.vec_env import VecEnv
 from rlbase.dqn.best_model import BestModelRule
 from rlbase.dqn.model import Model, build_model
@@ -155,7 +154,7 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
     start = model.action_start
     buffer = model.replay_buffer
     stats: dict[str, float] = {}
-    obs = env.reset()
+    obs = reset_env(env, buffer)
     new_episode = True
     while loop.running():
         t = model.num_timesteps - loop.start
@@ -166,14 +165,14 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
             actions, _ = model.act(obs, 0.0, perturbed=True)
         else:
             actions, _ = model.act(obs, epsilon)
+        raw_obs = model.raw_replay.observations(obs)
         new_obs, rewards, terminated, truncated, infos = env.step(actions + start)
         loop.episodes.update(infos)
-        done = np.logical_or(terminated, truncated)
-        new_episode = bool(done.any())
-        # The true last observation of an episode, and gamma = 1's rule for truncations.
-        buffer.add(obs, actions, rewards,
-                   next_observations(env.observation_space, new_obs, done, infos),
-                   target_dones(terminated, truncated, model.gamma), truncated)
+        new_episode = bool(np.logical_or(terminated, truncated).any())
+        # Raw transitions (normalized when sampled), the true last observation of an
+        # episode, and gamma = 1's rule for truncations.
+        store_step(buffer, model.raw_replay, env.observation_space, raw_obs, actions, new_obs,
+                   rewards, terminated, truncated, infos, model.gamma)
         obs = new_obs
         t += nenvs
         model.epsilon = exploration.value(t)

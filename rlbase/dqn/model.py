@@ -21,13 +21,12 @@ from rlbase.common import logger, nested
 from rlbase.common.base_model import SavesExplorationRate
 from rlbase.common.checkpoint import (
     generator_state,
-    object_state,
-    restore_object_state,
     set_generator_state,
 )
 from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import require_positive
 from rlbase.common.numpy_actor import use_numpy_actor
+from rlbase.common.off_policy import RawReplay
 from rlbase.common.policies import has_images, xla_is_faster
 from rlbase.common.replay_buffer import PrioritizedReplayBuffer
 from rlbase.common.tf_model import TFModel
@@ -101,6 +100,7 @@ class Model(SavesExplorationRate, TFModel):
             if hp["param_noise"] else None
         self.frame_layout: FrameLayout | None = None
         self.replay_buffer: Buffer = self._new_buffer()
+        self.raw_replay = RawReplay()  # set by attach_env
         # The best-model rule of the train() running on this model: its state goes into that
         # run's checkpoints (None outside train(), or when the rule is off).
         self.best_model: BestModelRule | None = None
@@ -118,6 +118,7 @@ class Model(SavesExplorationRate, TFModel):
         """Also lay the replay buffer out for ``env``: behind a VecFrameStack each frame is
         stored once (see rlbase.dqn.replay)."""
         super().attach_env(env)
+        self.raw_replay = RawReplay(env)
         layout = frame_layout(env)
         if layout == self.frame_layout:
             return
@@ -257,7 +258,7 @@ class Model(SavesExplorationRate, TFModel):
         replay is prioritized)."""
         buffer, g, b = self.replay_buffer, self.gradient_steps, self.batch_size
         idx = buffer.sample_indices(g * b, self.rng)
-        batch = buffer.get(idx)
+        batch = self.raw_replay.normalize(buffer.get(idx))
         weights = buffer.weights(idx, beta) if isinstance(buffer, PrioritizedReplayBuffer) \
             else np.ones(g * b, np.float32)
 
@@ -306,7 +307,8 @@ class Model(SavesExplorationRate, TFModel):
         cause, measured on a replay minibatch."""
         assert self.param_noise is not None
         buffer, adaptation = self.replay_buffer, self.param_noise.adaptation
-        sample = buffer.get(buffer.sample_indices(self.batch_size, self.rng)).obs
+        sample = self.raw_replay.normalize_obs(
+            buffer.get(buffer.sample_indices(self.batch_size, self.rng)).obs)
         distance = self.perturbation_distance(sample, adaptation.scale)
         adaptation.adapt(distance, kl_threshold(epsilon, self.num_actions))
 
@@ -325,7 +327,7 @@ class Model(SavesExplorationRate, TFModel):
         """The replay buffer, the generator, epsilon, the update count, the noise scale and
         the running best-model rule."""
         meta, arrays = super().resume_state()
-        replay_meta, replay_arrays = object_state(self.replay_buffer, "replay")
+        replay_meta, replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
         arrays.update(replay_arrays)
         noise = self.param_noise
         meta.update(replay=replay_meta, rng=generator_state(self.rng), epsilon=self.epsilon,
@@ -345,7 +347,7 @@ class Model(SavesExplorationRate, TFModel):
         except KeyError as exc:
             raise RLBaseError(f"the checkpoint lacks DQN's {exc.args[0]}: it was written by "
                               "another algorithm or rlbase version") from None
-        restore_object_state(self.replay_buffer, replay_meta, arrays, "replay")
+        self.raw_replay.restore_buffer(self.replay_buffer, replay_meta, arrays)
         set_generator_state(self.rng, rng)
         self.epsilon, self.updates = float(epsilon), int(updates)
         if self.param_noise is not None and meta.get("noise_scale") is not None:

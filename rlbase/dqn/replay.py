@@ -8,14 +8,13 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common import nested
-from rlbase.common.errors import RLBaseError
 from rlbase.common.replay_buffer import (
     FrameStackReplayBuffer,
     NestedReplayBuffer,
     PrioritizedReplayBuffer,
     ReplayBuffer,
 )
-from rlbase.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize
+from rlbase.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack
 
 Buffer = ReplayBuffer | FrameStackReplayBuffer | PrioritizedReplayBuffer
 
@@ -31,22 +30,15 @@ def frame_layout(env: VecEnv) -> FrameLayout | None:
     """The layout of the env's VecFrameStack (None: no frame stacking, or Dict/Tuple
     observations, whose stacks are stored whole).
 
-    A VecNormalize above the VecFrameStack normalizes whole stacks with statistics that move:
-    stacks rebuilt from stored frames would differ from the observations the agent saw, so
-    that chain is refused (normalizing below the stack, per frame, is fine).
+    The buffer keeps raw frames: a VecNormalize above the VecFrameStack normalizes the
+    rebuilt stacks when they are sampled (rlbase.common.off_policy.RawReplay, which refuses
+    one below it).
     """
     if nested.is_nested(env.observation_space):
         return None
-    normalized_above = False
     venv: VecEnv | None = env
     while venv is not None:
-        if isinstance(venv, VecNormalize) and venv.stats.ob:
-            normalized_above = True
         if isinstance(venv, VecFrameStack):
-            if normalized_above:
-                raise RLBaseError("dqn cannot store frames once behind a VecNormalize that "
-                                  "sits above the VecFrameStack (rebuilt stacks would differ "
-                                  "from what the agent saw): put VecNormalize below it")
             return FrameLayout(venv.nstack, -1 if venv.channels_order == "last" else 0)
         venv = venv.venv if isinstance(venv, VecEnvWrapper) else None
     return None

@@ -158,6 +158,14 @@ class SACGraph:
             return observation_spec(self.observation_space, lead)
         return spec_like([*lead, *(self.observation_space.shape or ())], np.float32)
 
+    def _policy(self, obs: Any) -> tuple[tf.Tensor, tf.Tensor]:
+        return self.actor(obs)
+
+    @cached_property
+    def policy_fn(self) -> CompiledFunction:
+        """Observations -> ``(mean, log_std)`` of the pre-tanh Gaussian."""
+        return compile_fn(self._policy, [self._ob_spec(None)])
+
     @cached_property
     def act_fn(self) -> CompiledFunction:
         return compile_fn(self._act, [self._ob_spec(None),

@@ -19,8 +19,6 @@ import tensorflow as tf
 from rlbase.common import nested
 from rlbase.common.checkpoint import (
     generator_state,
-    object_state,
-    restore_object_state,
     set_generator_state,
 )
 from rlbase.common.continuous import (
@@ -33,6 +31,7 @@ from rlbase.common.continuous import (
 from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import require_positive
 from rlbase.common.off_policy import (
+    RawReplay,
     TrainSchedule,
     check_soft_update_rate,
     continuous_replay_buffer,
@@ -42,6 +41,7 @@ from rlbase.common.off_policy import (
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import Adam, configure_threads
+from rlbase.common.vec_env import VecEnv
 from rlbase.sac.graph import STAT_NAMES, SACGraph
 from rlbase.sac.networks import Actor, q_network
 
@@ -145,6 +145,7 @@ class Model(SACGraph, TFModel):
         self.noise_rng, self.loop_rng = random_streams(hp.get("seed"), 2)
         self.replay_buffer = continuous_replay_buffer(observation_space, int(hp["buffer_size"]),
                                                       self.nb_actions)
+        self.raw_replay = RawReplay()  # set by attach_env
         self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
 
     # -- what a file holds ---------------------------------------------------------------------
@@ -158,6 +159,11 @@ class Model(SACGraph, TFModel):
         for i, (c, t) in enumerate(zip(self.critics, self.target_critics)):
             groups[f"critic{i}"], groups[f"target_critic{i}"] = c.weights, t.weights
         return groups
+
+    def attach_env(self, env: VecEnv) -> None:
+        """Also read the replay's raw transitions below the env's VecNormalize."""
+        super().attach_env(env)
+        self.raw_replay = RawReplay(env)
 
     def after_load(self) -> None:
         self.grad_steps = int(self.updates.numpy())
@@ -200,17 +206,33 @@ class Model(SACGraph, TFModel):
                              ) -> tuple[np.ndarray, ...]:
         """(the deterministic action tanh(mean) in the env's bounds, the std of the pre-tanh
         Gaussian). The policy is that Gaussian squashed by tanh: a Gaussian density computed
-        from these two is not the policy's density."""
+        from these two is not the policy's density (:meth:`log_prob` is)."""
         n = nested.batch_size(self.observation_space, obs)
         _, mean, std = self.act_fn(obs, np.zeros((n, self.nb_actions), np.float32))
         return self.to_env(mean.numpy()), std.numpy()
+
+    def log_prob(self, obs: Any, actions: np.ndarray) -> np.ndarray:
+        """``log pi(a|s)`` of actions in the env's bounds under the squashed Gaussian policy,
+        ``a = low + (tanh(u) + 1) (high - low) / 2`` with ``u ~ N(mean, std)``: ``log N(u) -
+        sum_j log(1 - tanh(u_j)^2) - sum_j log((high_j - low_j) / 2)``; -inf outside the
+        open box (tanh never reaches its bounds). Float64, shape ``[B]``."""
+        mean, log_std = (x.numpy().astype(np.float64) for x in self.policy_fn(obs))
+        half = (self.high - self.low) / 2.0
+        squashed = (np.asarray(actions, np.float64) - self.low) / half - 1.0  # tanh(u)
+        inside = np.all(np.abs(squashed) < 1.0, axis=-1)
+        squashed = np.where(inside[:, None], squashed, 0.0)
+        u = np.arctanh(squashed)
+        z = (u - mean) * np.exp(-log_std)
+        gaussian = np.sum(-0.5 * z ** 2 - log_std - 0.5 * math.log(2.0 * math.pi), axis=-1)
+        log_det = np.sum(np.log1p(-squashed ** 2) + np.log(half), axis=-1)
+        return np.where(inside, gaussian - log_det, -np.inf)
 
     # -- training ------------------------------------------------------------------------------
     def train_and_act(self, obs: Any, lr: float) -> tuple[dict[str, float], np.ndarray]:
         """``gradient_steps`` gradient steps on minibatches from the buffer, then sampled
         actions (in [-1, 1]) for ``obs`` from the updated actor: one compiled call."""
         g, b = self.gradient_steps, self.batch_size
-        batch = sample_minibatches(self.replay_buffer, self.loop_rng, g, b)
+        batch = sample_minibatches(self.replay_buffer, self.raw_replay, self.loop_rng, g, b)
         noise = self.noise_rng.standard_normal((g, 2, b, self.nb_actions), dtype=np.float32)
         n = nested.batch_size(self.observation_space, obs)
         stats, actions = self.train_fn(*batch, noise, obs, self._noise(n), np.float32(lr))
@@ -224,7 +246,7 @@ class Model(SACGraph, TFModel):
     def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The replay buffer and the random generators."""
         meta, arrays = super().resume_state()
-        meta["replay"], replay_arrays = object_state(self.replay_buffer, "replay")
+        meta["replay"], replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
         arrays.update(replay_arrays)
         meta["rngs"] = {name: generator_state(rng) for name, rng in self._generators().items()}
         return meta, arrays
@@ -232,7 +254,7 @@ class Model(SACGraph, TFModel):
     def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super().restore_resume_state(meta, arrays)
         try:
-            restore_object_state(self.replay_buffer, meta["replay"], arrays, "replay")
+            self.raw_replay.restore_buffer(self.replay_buffer, meta["replay"], arrays)
             for name, rng in self._generators().items():
                 set_generator_state(rng, meta["rngs"][name])
         except (KeyError, TypeError) as exc:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from rlbase.common.learning import Alias, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
-from rlbase.common.off_policy import TrainSchedule, step_and_store
+from rlbase.common.off_policy import TrainSchedule, reset_env, step_and_store
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.vec_env import VecEnv
 from rlbase.sac.model import ALGORITHM, Model, build_model
@@ -88,7 +88,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     lr_fn = get_schedule_fn(hp["lr"])
     loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
                         loss_names=LOSSES, seed=hp.get("seed"))
-    obs = env.reset()  # after a resume's restore: normalized with the restored statistics
+    # After a resume's restore: normalized with the restored statistics.
+    obs = reset_env(env, model.replay_buffer)
     stats: dict[str, float] = {"learning_rate": lr_fn(loop.progress_remaining)}
     while loop.running():
         if schedule.warming_up(model.num_timesteps):
@@ -99,8 +100,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
             stats.update(step_stats, learning_rate=lr)
         else:
             actions = model.act(obs)
-        obs = step_and_store(env, model.replay_buffer, loop.episodes, obs, actions,
-                             model.to_env(actions), model.gamma)[0]
+        obs = step_and_store(env, model.replay_buffer, model.raw_replay, loop.episodes, obs,
+                             actions, model.to_env(actions), model.gamma)[0]
         stats["n_updates"] = model.grad_steps
         if loop.end_iteration(env.num_envs, stats):
             break

@@ -13,6 +13,9 @@ from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
 
 _KIND = "VecNormalize"
+# The info key of an ended episode's final observation as the env below produced it (the
+# "final_observation" entry is normalized): off-policy replay stores raw observations.
+RAW_FINAL_OBSERVATION = "raw_final_observation"
 _CONFIG_KEYS = ("ob", "ret", "clipob", "cliprew", "gamma", "epsilon")
 
 
@@ -140,7 +143,8 @@ class VecNormalize(VecEnvWrapper):
     discounted return (rewards are scaled, not shifted, so their sign survives).
 
     ``infos[i]["final_observation"]`` is normalized too: algorithms bootstrap from it on
-    truncation, so it must look like every other observation the policy sees.
+    truncation, so it must look like every other observation the policy sees; the raw one
+    stays in ``infos[i][RAW_FINAL_OBSERVATION]``.
 
     :param venv: the env to wrap (Box observations; Dict is not supported).
     :param ob: normalize observations.
@@ -226,6 +230,7 @@ class VecNormalize(VecEnvWrapper):
         self._update_obs_stats(obs)
         for info in infos:
             if "final_observation" in info:
+                info[RAW_FINAL_OBSERVATION] = info["final_observation"]
                 info["final_observation"] = self._normalize_one(info["final_observation"])
         # The return restarts with the episode whichever way it ended.
         self.returns[np.logical_or(terminated, truncated)] = 0.0
