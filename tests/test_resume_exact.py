@@ -84,9 +84,14 @@ def make_env(alg: str, normalize: bool, dict_obs: bool = False, stack: int = 0) 
     continuous = alg in CONTINUOUS
     venv: VecEnv = VecMonitor(DummyVecEnv(
         [lambda: Clock(continuous, dict_obs) for _ in range(NENVS)]))
+    # Replay stores raw stacks and normalizes them when sampled, so off-policy algorithms take
+    # the statistics above the stack; the on-policy ones take either order (this one here).
+    normalize_above_stack = alg in ("dqn", "ddpg", "td3", "sac")
+    if stack and normalize_above_stack:
+        venv = VecFrameStack(venv, stack)
     if normalize:
         venv = VecNormalize(venv)
-    return VecFrameStack(venv, stack) if stack else venv
+    return VecFrameStack(venv, stack) if stack and not normalize_above_stack else venv
 
 
 def run(alg: str, folder: str, resume: bool, env_fn: Callable[[], VecEnv], stop_at: int = 0
