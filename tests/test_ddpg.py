@@ -252,6 +252,18 @@ def test_acting_sees_raw_observations_without_normalization():
     np.testing.assert_allclose(clean, [[np.tanh(0.27)]], rtol=1e-6)
 
 
+def test_dict_entries_pass_raw_without_normalization():
+    from rlbase.ddpg.observations import ObservationStats
+
+    space = gym.spaces.Dict({"v": gym.spaces.Box(-9.0, 9.0, (2,), np.float32),
+                             "k": gym.spaces.Discrete(3)})
+    stats = ObservationStats(space, enabled=False)
+    obs = {"k": tf.constant([1]), "v": tf.constant([[8.0, -9.0]])}
+    got = stats.normalize(obs, stats.mean, stats.std)
+    np.testing.assert_array_equal(got["v"].numpy(), [[8.0, -9.0]])
+    assert stats.network_space()["v"].high.tolist() == [9.0, 9.0]
+
+
 def test_normalized_observations_are_still_clipped():
     model = make_model(normalize_observations=True)
     stats = model.obs_stats

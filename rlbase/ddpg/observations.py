@@ -67,8 +67,10 @@ class ObservationStats:
             return self.space
         leaves = nested.leaf_spaces(self.space)
         for i in self.leaves:
-            low, high = (-OBS_CLIP, OBS_CLIP) if self.enabled else (leaves[i].low, leaves[i].high)
-            leaves[i] = gym.spaces.Box(low, high, leaves[i].shape, np.float32)
+            leaf = leaves[i]
+            assert isinstance(leaf, gym.spaces.Box)  # what normalizable() lets through
+            low, high = (-OBS_CLIP, OBS_CLIP) if self.enabled else (leaf.low, leaf.high)
+            leaves[i] = gym.spaces.Box(low, high, leaf.shape, np.float32)
         return nested.replace_leaves(self.space, leaves)
 
     # -- numpy side ---------------------------------------------------------------------------
