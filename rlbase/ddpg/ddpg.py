@@ -70,7 +70,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
         every env has its own action-noise process.
     param_noise_adaption_interval: adapt the parameter-noise scale every this many gradient
         steps.
-    normalize_observations: running mean/std observation normalization, clipped to [-5, 5].
+    normalize_observations: running mean/std observation normalization, clipped to [-5, 5]
+        (False: the networks see the raw observations, unclipped).
     normalize_returns: the critics learn normalized returns (running statistics).
     popart: return normalization that rescales the critics' output layers (PopArt).
     reward_scale: sampled rewards are multiplied by this (after VecNormalize's scaling).
