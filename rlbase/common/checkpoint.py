@@ -107,16 +107,26 @@ class Checkpointer:
         return self.writer and bool(self.interval) and num_timesteps >= self._next
 
     def save(self, model: Any, loop_state: dict[str, Any],
-             arrays: dict[str, np.ndarray] | None = None) -> str:
-        """Write one checkpoint (model + ``loop_state`` JSON + ``arrays``); returns its path."""
+             arrays: dict[str, np.ndarray] | None = None) -> str | None:
+        """Write one checkpoint (model + ``loop_state`` JSON + ``arrays``); returns its path.
+
+        A write that fails (a full disk) leaves the previous checkpoints as they were, warns
+        once and returns None: training goes on, and the next checkpoint is tried again.
+        """
         steps = int(model.num_timesteps)
         path = os.path.join(self.folder, f"{PREFIX}{steps:012d}.zip")
         meta = {RESUME_KEY: {"loop": loop_state, "rng": rng_state_meta()}}
         all_arrays = {**rng_state_arrays(), **(arrays or {})}
-        model.save(path, extra_arrays=all_arrays, extra_metadata=meta)
-        self.last_saved = steps
         if self.interval:
             self._next = (steps // self.interval + 1) * self.interval
+        try:
+            model.save(path, extra_arrays=all_arrays, extra_metadata=meta)
+        except OSError as exc:
+            logger.warn_once(f"checkpoint:{self.folder}",
+                             f"could not write checkpoint {path} ({exc}); training goes on, "
+                             "later checkpoints are tried again")
+            return None
+        self.last_saved = steps
         self._prune()
         return path
 
@@ -134,25 +144,46 @@ class Checkpointer:
         return found[-1][1] if found else None
 
     def restore(self, model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-        """Load the newest checkpoint into ``model`` and the global RNGs.
+        """Load the newest intact checkpoint into ``model`` and the global RNGs.
 
-        Returns ``(loop_state, arrays)`` for the caller to put back, or None (with a log line)
-        when the folder holds no checkpoint yet, so ``--resume`` also starts a fresh run.
+        A newer checkpoint that cannot be read (cut short, corrupted) is skipped with a log
+        line naming it. Returns ``(loop_state, arrays)`` for the caller to put back, or None
+        (with a log line) when the folder holds no checkpoint yet, so ``--resume`` also starts
+        a fresh run. Before anything is logged, the current logger's rows past the
+        checkpoint's timesteps are dropped (a resumed run appends to its logs).
         """
-        path = self.latest()
-        if path is None:
-            logger.log(f"No checkpoint in {self.folder}: starting from scratch")
-            return None
+        found = list_checkpoints(self.folder)
+        skipped: list[str] = []
+        for _, path in reversed(found):
+            try:
+                state, arrays = self._load(model, path)
+            except RLBaseError as exc:
+                skipped.append(f"{path} ({exc})")
+                continue
+            logger.get_current().truncate_after(int(model.num_timesteps))
+            if skipped:
+                logger.log(f"Skipped unreadable checkpoint(s) {'; '.join(skipped)}: resuming "
+                           f"from the newest intact one, {path}")
+            self.last_saved = int(model.num_timesteps)
+            if self.interval:
+                self._next = (self.last_saved // self.interval + 1) * self.interval
+            logger.log(f"Resumed from {path} at {model.num_timesteps} timesteps")
+            return state, arrays
+        if skipped:
+            raise RLBaseError(f"no intact checkpoint in {self.folder} to resume from: "
+                              f"{'; '.join(skipped)}; remove them to start a new run")
+        logger.get_current().truncate_after(int(model.num_timesteps))
+        logger.log(f"No checkpoint in {self.folder}: starting from scratch")
+        return None
+
+    @staticmethod
+    def _load(model: Any, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         metadata, arrays = model.load(path)
         state = metadata.get(RESUME_KEY)
         if not isinstance(state, dict) or not isinstance(state.get("loop"), dict):
             raise RLBaseError(f"{path} is a model file without resume state: load it with "
                               "load_path instead")
         set_rng_state(state.get("rng"), arrays, path)
-        self.last_saved = int(model.num_timesteps)
-        if self.interval:
-            self._next = (self.last_saved // self.interval + 1) * self.interval
-        logger.log(f"Resumed from {path} at {model.num_timesteps} timesteps")
         return state["loop"], arrays
 
 

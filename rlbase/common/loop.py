@@ -30,7 +30,8 @@ from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.evaluation import Evaluator
 from rlbase.common.signals import stop_requested
-from rlbase.common.vec_env.base import VecEnv
+from rlbase.common.vec_env.base import VecEnv, find_wrapper
+from rlbase.common.vec_env.vec_monitor import VecMonitor
 
 Callback = Callable[[Any, dict[str, Any]], "bool | None"]
 
@@ -200,7 +201,8 @@ class TrainingLoop:
         ckpt = self.checkpointer
         if ckpt.due(model.num_timesteps) or (stop and ckpt.active):
             path = self.save_checkpoint()
-            logger.log(f"Checkpoint at {model.num_timesteps} timesteps: {path}")
+            if path is not None:  # None: not written (a full disk), warned once
+                logger.log(f"Checkpoint at {model.num_timesteps} timesteps: {path}")
         if stop:
             logger.log(f"{model.algorithm}: stopped at {model.num_timesteps} timesteps on request")
         self.stopped = stop
@@ -253,7 +255,7 @@ class TrainingLoop:
         return self.evaluator.evaluate(self.model)
 
     # -- checkpoints ----------------------------------------------------------------------------
-    def save_checkpoint(self) -> str:
+    def save_checkpoint(self) -> str | None:
         model_meta, arrays = self.model.resume_state()
         loop: dict[str, Any] = {"iterations": self.iterations,
                                 "episodes": self.episodes.state(), "model": model_meta}
@@ -264,6 +266,19 @@ class TrainingLoop:
         return self.checkpointer.save(self.model, loop, arrays)
 
     def _restore(self) -> None:
+        try:
+            self._restore_checkpoint()
+        finally:
+            self._cut_history()
+
+    def _cut_history(self) -> None:
+        """A resumed run's monitor file goes on from its checkpoint: drop the episodes the
+        interrupted run wrote past it (the restore cut the logger's files already)."""
+        monitor = find_wrapper(self.env, VecMonitor)
+        if isinstance(monitor, VecMonitor):
+            monitor.truncate_episodes(self.episodes.count)
+
+    def _restore_checkpoint(self) -> None:
         resumed = self.checkpointer.restore(self.model)
         if resumed is None:
             return
