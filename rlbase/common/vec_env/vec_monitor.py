@@ -87,10 +87,13 @@ class VecMonitor(VecEnvWrapper):
             return
         self._file = open(path, "w", newline="")  # noqa: SIM115 - open until close()
         header = {"t_start": self.t_start, "env_id": _env_id(self.venv)}
-        self._file.write("#" + json.dumps(header) + "\n")
         self._writer = csv.writer(self._file)
-        self._writer.writerow(("r", "l", "t", *self.info_keywords))
-        self._file.flush()
+        try:
+            self._file.write("#" + json.dumps(header) + "\n")
+            self._writer.writerow(("r", "l", "t", *self.info_keywords))
+            self._file.flush()
+        except OSError as exc:
+            self._stop_file(exc)
 
     @property
     def filename(self) -> str | None:
