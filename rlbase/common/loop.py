@@ -259,6 +259,9 @@ class TrainingLoop:
         model_meta, arrays = self.model.resume_state()
         loop: dict[str, Any] = {"iterations": self.iterations,
                                 "episodes": self.episodes.state(), "model": model_meta}
+        monitor = self._monitor()
+        if monitor is not None:  # what a resumed run keeps of monitor.csv
+            loop["monitor_rows"] = monitor.file_rows
         if self.evaluator is not None:
             eval_meta, eval_arrays = self.evaluator.state()
             loop["evaluator"] = eval_meta
@@ -266,19 +269,23 @@ class TrainingLoop:
         return self.checkpointer.save(self.model, loop, arrays)
 
     def _restore(self) -> None:
-        try:
-            self._restore_checkpoint()
-        finally:
-            self._cut_history()
+        self._restore_checkpoint()
+        self._cut_history()  # after a restore that failed, the files are left as they were
 
     def _cut_history(self) -> None:
         """A resumed run's monitor file goes on from its checkpoint: drop the episodes the
-        interrupted run wrote past it (the restore cut the logger's files already)."""
+        interrupted run wrote past it (the restore cut the logger's files already). Other MPI
+        ranks keep theirs whole: the checkpoint holds rank 0's row count only."""
+        monitor = self._monitor()
+        if monitor is not None and self.checkpointer.writer:
+            monitor.truncate_episodes(self._monitor_rows)
+
+    def _monitor(self) -> VecMonitor | None:
         monitor = find_wrapper(self.env, VecMonitor)
-        if isinstance(monitor, VecMonitor):
-            monitor.truncate_episodes(self.episodes.count)
+        return monitor if isinstance(monitor, VecMonitor) else None
 
     def _restore_checkpoint(self) -> None:
+        self._monitor_rows = 0  # none kept when the run starts from scratch
         resumed = self.checkpointer.restore(self.model)
         if resumed is None:
             return
@@ -286,6 +293,8 @@ class TrainingLoop:
         try:
             self.iterations = int(loop["iterations"])
             self.episodes.set_state(loop["episodes"])
+            # Checkpoints from before monitor_rows: the episodes counted (equal for all but ES).
+            self._monitor_rows = int(loop.get("monitor_rows", self.episodes.count))
             model_meta = loop["model"]
         except (KeyError, TypeError, ValueError) as exc:
             raise RLBaseError(f"{self.checkpointer.latest()} is not a checkpoint of this rlbase "

@@ -70,6 +70,7 @@ class VecMonitor(VecEnvWrapper):
         self._lengths = np.zeros(self.num_envs, dtype=np.int64)
         self._file: TextIO | None = None
         self._writer: Any = None
+        self.file_rows = 0  # episode rows in the file (checkpoints keep it: resume cuts to it)
         if filename is not None:
             self._open(monitor_path(os.fspath(filename)), append)
 
@@ -82,6 +83,8 @@ class VecMonitor(VecEnvWrapper):
                 self.t_start = float(json.loads(first[1:])["t_start"])
             except (ValueError, KeyError, TypeError):
                 pass  # not a monitor header: rows still append, timed from now
+            with open(path, "rb") as f:
+                self.file_rows = max(0, sum(1 for _ in f) - 2)  # the header lines
             self._file = open(path, "a", newline="")  # noqa: SIM115 - open until close()
             self._writer = csv.writer(self._file)
             return
@@ -145,6 +148,7 @@ class VecMonitor(VecEnvWrapper):
             try:
                 self._writer.writerow((round(ret, 6), length, elapsed, *extras))
                 self._file.flush()
+                self.file_rows += 1
             except OSError as exc:
                 self._stop_file(exc)
 
@@ -158,11 +162,12 @@ class VecMonitor(VecEnvWrapper):
                   "without the monitor file")
 
     def truncate_episodes(self, count: int) -> None:
-        """Keep the file's first ``count`` episode rows (a resumed run: the episodes its
-        checkpoint counted), dropping those of the interrupted run past it."""
+        """Keep the file's first ``count`` episode rows (a resumed run: the ``file_rows`` its
+        checkpoint saved), dropping those the interrupted run wrote past it."""
         if self._file is not None:
             self._file.flush()
             cut_file(self._file.name, 2 + count)  # the JSON header line, the column names
+            self.file_rows = min(self.file_rows, count)
 
     def close(self) -> None:
         if self._file is not None:
