@@ -16,7 +16,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
-from process_util import ENV, ROOT
+from process_util import ENV, ROOT, kill_after_checkpoints, start_cli
 
 from rlbase.common import logger, serialization
 from rlbase.common.checkpoint import (
@@ -98,6 +98,27 @@ def test_resumed_run_keeps_every_row_before_the_checkpoint_and_drops_those_after
     assert len(lines) - 2 == int(after[-1]["time/episodes"]) > at_ckpt
 
 
+def test_sigkilled_run_resumed_has_one_row_per_step_and_keeps_the_rows_before(tmp_path):
+    log = tmp_path / "log"
+    proc = start_cli([*A2C, "--num_timesteps=1e7", "--checkpoint_interval=1000",
+                      f"--log_path={log}"], tmp_path / "first.txt")
+    steps, _ = kill_after_checkpoints(proc, log / "checkpoints", tmp_path / "first.txt", 120)
+    before, monitor_before = progress_rows(log), monitor_lines(log)
+    resumed = run([*A2C, f"--num_timesteps={steps + 1000}", "--checkpoint_interval=1000",
+                   "--resume", f"--log_path={log}"])
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    after = progress_rows(log)
+    # a row every 50 updates of 2 x 5 steps, and the first update's
+    assert steps_of(after) == [10] + list(range(500, steps + 1001, 500))
+    kept = [r for r in before if int(r["time/total_timesteps"]) <= steps]
+    assert after[:len(kept)] == kept
+    assert log_table_steps(log) == steps_of(after)
+    rows_at_ckpt = int(kept[-1]["time/episodes"])
+    lines = monitor_lines(log)
+    assert lines[:2 + rows_at_ckpt] == monitor_before[:2 + rows_at_ckpt]
+    assert len(lines) - 2 == int(after[-1]["time/episodes"])
+
+
 # ---- corrupt checkpoints, empty folders, --resume=must -----------------------------------
 
 
@@ -145,6 +166,12 @@ class FullDisk:
 
     def close(self):
         self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def full_disk_open(real_open=open):

@@ -243,15 +243,24 @@ class CSVOutputFormat(KVWriter):
 
     def _rewrite_with_header(self) -> None:
         # A CSV header can't be changed in place: read the rows written so far and write the
-        # file again, with the old rows padded by empty cells under the new columns.
+        # file again, with the old rows padded by empty cells under the new columns (through a
+        # temporary file, so a full disk never leaves the old rows half-written).
         self._file.close()
         with open(self.path, newline="") as f:
             old_rows = list(csv.reader(f))[1:]
-        self._file = open(self.path, "w", newline="")  # noqa: SIM115
-        writer = csv.writer(self._file)
-        writer.writerow(self.keys)
-        for old in old_rows:
-            writer.writerow(old + [""] * (len(self.keys) - len(old)))
+        tmp = f"{self.path}.tmp"
+        try:
+            with open(tmp, "w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(self.keys)
+                for old in old_rows:
+                    writer.writerow(old + [""] * (len(self.keys) - len(old)))
+            os.replace(tmp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        self._file = open(self.path, "a", newline="")  # noqa: SIM115
 
     def close(self) -> None:
         self._file.close()
