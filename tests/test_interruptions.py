@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
+import json
 import os
 import re
 import signal
@@ -117,6 +118,29 @@ def test_sigkilled_run_resumed_has_one_row_per_step_and_keeps_the_rows_before(tm
     lines = monitor_lines(log)
     assert lines[:2 + rows_at_ckpt] == monitor_before[:2 + rows_at_ckpt]
     assert len(lines) - 2 == int(after[-1]["time/episodes"])
+
+
+def test_logger_append_drops_rows_past_the_step_in_every_file_format(tmp_path):
+    def dump(steps, x):
+        logger.logkv("time/total_timesteps", steps)
+        logger.logkv("x", x)
+        logger.dumpkvs()
+        logger.log(f"text after {steps}")
+
+    logger.configure(str(tmp_path), ["log", "csv", "json"])
+    for steps in (10, 20, 30):
+        dump(steps, steps)
+    logger.configure(str(tmp_path), ["log", "csv", "json"], append=True)
+    logger.get_current().truncate_after(20)
+    dump(30, 31)
+    logger.reset()
+    assert (tmp_path / "progress.csv").read_text().splitlines() == [
+        "time/total_timesteps,x", "10,10", "20,20", "30,31"]
+    assert [json.loads(line) for line in (tmp_path / "progress.json").read_text().splitlines()
+            ] == [{"time/total_timesteps": s, "x": x} for s, x in ((10, 10), (20, 20), (30, 31))]
+    text = (tmp_path / "log.txt").read_text()
+    assert re.findall(r"^\| x +\| (\d+)", text, re.M) == ["10", "20", "31"]
+    assert text.count("text after 30") == 1 and "text after 30" in text.split("| 31")[1]
 
 
 # ---- corrupt checkpoints, empty folders, --resume=must -----------------------------------

@@ -65,8 +65,9 @@ def cut_file(path: str, keep_lines: int) -> None:
 
 
 def _read_lines(path: str) -> list[str]:
-    with open(path, newline="") as f:
-        return f.read().splitlines()
+    """The lines of ``path`` split as :func:`cut_file` counts them (at ``\\n`` only)."""
+    with open(path, "rb") as f:
+        return [line.decode("utf-8", "replace").rstrip("\r\n") for line in f]
 
 
 def _past(value: str, steps: int) -> bool:
@@ -130,8 +131,9 @@ class HumanOutputFormat(KVWriter, SeqWriter):
                  append: bool = False) -> None:
         self._owns_file = isinstance(target, (str, os.PathLike))
         self.path = os.fspath(target) if isinstance(target, (str, os.PathLike)) else "stdout"
+        mode = "a" if append else "w"
         self._file: IO[str] | None = (
-            open(target, "a" if append else "w") if isinstance(target, (str, os.PathLike))  # noqa: SIM115
+            open(target, mode) if isinstance(target, (str, os.PathLike))  # noqa: SIM115
             else target)
 
     @property
