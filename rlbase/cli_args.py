@@ -85,8 +85,10 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
                    help="write a resumable checkpoint every this many env steps")
     p.add_argument("--checkpoint_path", type=str, default=None,
                    help="the checkpoints' folder (default: <log_path>/checkpoints)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue from the newest checkpoint in the checkpoint folder")
+    p.add_argument("--resume", nargs="?", const="yes", default=None, choices=("yes", "must"),
+                   help="continue from the newest intact checkpoint in the checkpoint folder, "
+                        "appending to the run's logs (none there: start from scratch, saying "
+                        "so); --resume=must refuses to start when there is no checkpoint")
     p.add_argument("--check_finite", action=argparse.BooleanOptionalAction, default=True,
                    help="stop at the first NaN/inf observation or reward")
     return p

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.errors import RLBaseError
 
 # learn() arguments the CLI sets itself (from its own flags), never from --key=value extras.
@@ -59,7 +60,9 @@ def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) 
 
 
 def check_writable(flag: str, path: str | None, is_file: bool) -> None:
-    """A clear error before training when an output path cannot be written."""
+    """A clear error before training when an output path cannot be written: a probe file is
+    created (and removed) in the nearest existing folder, since os.access says yes to root
+    even where nothing can be written (/proc, a read-only mount)."""
     if not path:
         return
     path = os.path.abspath(os.path.expanduser(path))
@@ -70,10 +73,24 @@ def check_writable(flag: str, path: str | None, is_file: bool) -> None:
         if parent == probe:
             break
         probe = parent
-    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
-        raise RLBaseError(f"{flag}={path} cannot be written: {probe} is not a writable folder")
     if is_file and os.path.isdir(path):
         raise RLBaseError(f"{flag}={path} is a folder; give a file name such as model.zip")
+    problem = "is not a folder" if not os.path.isdir(probe) else _probe_write(probe)
+    if problem:
+        raise RLBaseError(f"{flag}={path} cannot be written: {probe} {problem}")
+
+
+def _probe_write(folder: str) -> str | None:
+    """None if a file can be created (and a subfolder, when the path needs new ones) in
+    ``folder``, else why not."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".rlbase-probe-"):
+            pass
+    except OSError as exc:
+        return f"is not writable ({exc.strerror or exc})"
+    return None
 
 
 def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
@@ -85,7 +102,7 @@ def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
         kwargs["render_mode"] = "rgb_array"
     env = make_vec_env(args.env, env_type, num_env, seed, reward_scale=args.reward_scale,
                        env_kwargs=kwargs or None, monitor_dir=args.log_path,
-                       vec_env=args.vec_env)
+                       vec_env=args.vec_env, monitor_append=bool(args.resume))
     if args.check_finite:
         from rlbase.common.vec_env import VecCheckFinite
 
@@ -162,8 +179,23 @@ def checkpoint_args(args: Any) -> dict[str, Any]:
     if folder is None:
         raise RLBaseError("--checkpoint_interval and --resume need --checkpoint_path or "
                           "--log_path (checkpoints go to <log_path>/checkpoints)")
-    return {"checkpoint_interval": args.checkpoint_interval, "resume": args.resume,
-            "checkpoint_path": os.path.expanduser(folder)}
+    folder = os.path.expanduser(folder)
+    if args.resume == "must" and not list_checkpoints(folder):
+        raise RLBaseError(f"--resume=must: no checkpoint in {folder} to resume from (check "
+                          "--checkpoint_path/--log_path, or use --resume to start afresh)")
+    return {"checkpoint_interval": args.checkpoint_interval, "resume": bool(args.resume),
+            "checkpoint_path": folder}
+
+
+def lock_outputs(args: Any, ckpt: dict[str, Any]) -> None:
+    """Refuse a second run into the folders this one writes (rlbase.common.run_lock). A model
+    file is written atomically, so --save_path needs no lock."""
+    from rlbase.common.run_lock import lock_folder
+
+    if args.log_path:
+        lock_folder(args.log_path, "--log_path")
+    if ckpt.get("checkpoint_path"):
+        lock_folder(ckpt["checkpoint_path"], "--checkpoint_path")
 
 
 def eval_args(args: Any, alg_kwargs: dict[str, Any], env_kwargs: dict[str, Any]
@@ -201,8 +233,9 @@ def fallback_save_path(args: Any, ckpt: dict[str, Any], name: str) -> str:
 
 
 def save_model(model: Any, path: str, args: Any, ckpt: dict[str, Any]) -> str:
-    """Save; if that fails (disk full, folder gone), keep the model in a fallback file and
-    say where: a finished run is never lost."""
+    """Save; if that fails (disk full, folder gone), keep the model in a fallback file, say
+    where in one ``rlbase: error:`` line and exit with status 1: a finished run is never lost,
+    and a model not written where asked is never reported as success."""
     try:
         model.save(path)
         return path
@@ -212,10 +245,14 @@ def save_model(model: Any, path: str, args: Any, ckpt: dict[str, Any]) -> str:
             import tempfile
 
             fallback = os.path.join(tempfile.gettempdir(), os.path.basename(fallback))
-        model.save(fallback)
-        print(f"rlbase: could not write {path} ({exc}); the model is in {fallback}",
-              file=sys.stderr, flush=True)
-        return fallback
+        try:
+            model.save(fallback)
+            kept = f"the model is in {fallback}"
+        except OSError as second:
+            kept = f"nor could {fallback} ({second}): the model is lost"
+        print(f"rlbase: error: could not write {path} ({exc}); {kept}", file=sys.stderr,
+              flush=True)
+        raise SystemExit(1) from None
 
 
 def check_media_packages(args: Any) -> None:
@@ -234,6 +271,15 @@ def check_media_packages(args: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    from rlbase.common.run_lock import release_all
+
+    try:
+        return _main(argv)
+    finally:
+        release_all()  # a caller's next run in this process may use the same folders
+
+
+def _main(argv: list[str] | None) -> Any:
     from rlbase import registry
     from rlbase.cli_args import common_arg_parser
     from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
@@ -290,7 +336,10 @@ def main(argv: list[str] | None = None) -> Any:
     abort_on_error()  # under mpiexec a rank's crash ends every rank (no job hangs)
     rank = mpi_rank()
     formats = log_formats(args) if rank == 0 else []
-    logger.configure(args.log_path, formats)
+    if rank == 0:
+        lock_outputs(args, ckpt)
+    # A resumed run appends to its logs (the loop drops the rows past its checkpoint).
+    logger.configure(args.log_path, formats, append=bool(args.resume))
     if args.log_path and rank == 0:
         write_run_metadata(args.log_path, alg, args.env, args.seed, num_env)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)

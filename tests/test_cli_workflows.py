@@ -206,9 +206,12 @@ def test_a_save_that_fails_at_the_end_keeps_the_model(tmp_path, capsys):
             self.saved.append(path)
 
     args = SimpleNamespace(alg="a2c", log_path=str(tmp_path), save_path=None)
-    kept = run_module.save_model(Model(), str(tmp_path / "unwritable" / "m.zip"), args, {})
-    assert kept == str(tmp_path / "a2c_unsaved.zip") and Model.saved == [kept]
-    assert "could not write" in capsys.readouterr().err
+    # Kept beside the logs, said in one line, and not reported as success (exit status 1).
+    with pytest.raises(SystemExit) as exit_info:
+        run_module.save_model(Model(), str(tmp_path / "unwritable" / "m.zip"), args, {})
+    kept = str(tmp_path / "a2c_unsaved.zip")
+    assert exit_info.value.code == 1 and Model.saved == [kept]
+    assert capsys.readouterr().err.startswith("rlbase: error: could not write ")
 
 
 def test_rlbase_command_subcommands(tmp_path):

@@ -36,12 +36,13 @@ import os
 import random
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from rlbase.common import logger
 from rlbase.common.errors import RLBaseError
+from rlbase.common.segment_tree import SegmentTree
 
 PREFIX = "checkpoint_"
 _NAME = re.compile(r"checkpoint_(\d+)\.zip$")
@@ -109,16 +110,26 @@ class Checkpointer:
         return self.writer and bool(self.interval) and num_timesteps >= self._next
 
     def save(self, model: Any, loop_state: dict[str, Any],
-             arrays: dict[str, np.ndarray] | None = None) -> str:
-        """Write one checkpoint (model + ``loop_state`` JSON + ``arrays``); returns its path."""
+             arrays: dict[str, np.ndarray] | None = None) -> str | None:
+        """Write one checkpoint (model + ``loop_state`` JSON + ``arrays``); returns its path.
+
+        A write that fails (a full disk) leaves the previous checkpoints as they were, warns
+        once and returns None: training goes on, and the next checkpoint is tried again.
+        """
         steps = int(model.num_timesteps)
         path = os.path.join(self.folder, f"{PREFIX}{steps:012d}.zip")
         meta = {RESUME_KEY: {"loop": loop_state, "rng": rng_state_meta()}}
         all_arrays = {**rng_state_arrays(), **(arrays or {})}
-        model.save(path, extra_arrays=all_arrays, extra_metadata=meta)
-        self.last_saved = steps
         if self.interval:
             self._next = (steps // self.interval + 1) * self.interval
+        try:
+            model.save(path, extra_arrays=all_arrays, extra_metadata=meta)
+        except OSError as exc:
+            logger.warn_once(f"checkpoint:{self.folder}",
+                             f"could not write checkpoint {path} ({exc}); training goes on, "
+                             "later checkpoints are tried again")
+            return None
+        self.last_saved = steps
         self._prune()
         return path
 
@@ -136,25 +147,46 @@ class Checkpointer:
         return found[-1][1] if found else None
 
     def restore(self, model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-        """Load the newest checkpoint into ``model`` and the global RNGs.
+        """Load the newest intact checkpoint into ``model`` and the global RNGs.
 
-        Returns ``(loop_state, arrays)`` for the caller to put back, or None (with a log line)
-        when the folder holds no checkpoint yet, so ``--resume`` also starts a fresh run.
+        A newer checkpoint that cannot be read (cut short, corrupted) is skipped with a log
+        line naming it. Returns ``(loop_state, arrays)`` for the caller to put back, or None
+        (with a log line) when the folder holds no checkpoint yet, so ``--resume`` also starts
+        a fresh run. Before anything is logged, the current logger's rows past the
+        checkpoint's timesteps are dropped (a resumed run appends to its logs).
         """
-        path = self.latest()
-        if path is None:
-            logger.log(f"No checkpoint in {self.folder}: starting from scratch")
-            return None
+        found = list_checkpoints(self.folder)
+        skipped: list[str] = []
+        for _, path in reversed(found):
+            try:
+                state, arrays = self._load(model, path)
+            except RLBaseError as exc:
+                skipped.append(f"{path} ({exc})")
+                continue
+            logger.get_current().truncate_after(int(model.num_timesteps))
+            if skipped:
+                logger.log(f"Skipped unreadable checkpoint(s) {'; '.join(skipped)}: resuming "
+                           f"from the newest intact one, {path}")
+            self.last_saved = int(model.num_timesteps)
+            if self.interval:
+                self._next = (self.last_saved // self.interval + 1) * self.interval
+            logger.log(f"Resumed from {path} at {model.num_timesteps} timesteps")
+            return state, arrays
+        if skipped:
+            raise RLBaseError(f"no intact checkpoint in {self.folder} to resume from: "
+                              f"{'; '.join(skipped)}; remove them to start a new run")
+        logger.get_current().truncate_after(0)  # a run from scratch: its rows start again
+        logger.log(f"No checkpoint in {self.folder}: starting from scratch")
+        return None
+
+    @staticmethod
+    def _load(model: Any, path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         metadata, arrays = model.load(path)
         state = metadata.get(RESUME_KEY)
         if not isinstance(state, dict) or not isinstance(state.get("loop"), dict):
             raise RLBaseError(f"{path} is a model file without resume state: load it with "
                               "load_path instead")
         set_rng_state(state.get("rng"), arrays, path)
-        self.last_saved = int(model.num_timesteps)
-        if self.interval:
-            self._next = (self.last_saved // self.interval + 1) * self.interval
-        logger.log(f"Resumed from {path} at {model.num_timesteps} timesteps")
         return state["loop"], arrays
 
 
@@ -208,6 +240,18 @@ def set_generator_state(rng: np.random.Generator, state: Any) -> None:
 # ---- numpy-array objects (replay buffers) ---------------------------------------------------
 
 
+@runtime_checkable
+class RingStorage(Protocol):
+    """A replay storage whose ``ring_fields`` (arrays, or lists of arrays) have one row per
+    slot, of which only rows ``0 .. filled_rows() - 1`` hold data (a ring fills from row 0
+    and wraps only once full). Checkpoints save just those rows, so a large buffer holding
+    few transitions makes a small file; the rest is restored as the zeros it was."""
+
+    ring_fields: ClassVar[tuple[str, ...]]
+
+    def filled_rows(self) -> int: ...
+
+
 def _is_state_object(value: Any) -> bool:
     return hasattr(value, "__dict__") and type(value).__module__.startswith("rlbase.")
 
@@ -231,17 +275,50 @@ def _array_dict_state(value: dict[int, np.ndarray], key: str) -> dict[str, np.nd
     return {f"{key}/keys": keys, f"{key}/values": values}
 
 
+def _ring_fields(obj: Any) -> tuple[tuple[str, ...], int]:
+    """The row-per-slot fields of ``obj`` and how many rows hold data (none: ((), 0))."""
+    if isinstance(obj, RingStorage):
+        return tuple(obj.ring_fields), int(obj.filled_rows())
+    return (), 0
+
+
+def _tree_leaves(tree: SegmentTree) -> np.ndarray:
+    """A segment tree's leaves up to the last one that is not the neutral value (the rest,
+    and every inner node, follow from them)."""
+    leaves = tree.tree[tree.capacity:]
+    used = np.flatnonzero(leaves != tree.neutral)
+    return leaves[:used[-1] + 1 if len(used) else 0].copy()
+
+
+def _rebuild_tree(tree: SegmentTree, leaves: np.ndarray) -> None:
+    """Set ``tree``'s leaves and recompute every inner node: the same values as the writes
+    that made them, since each node is always ``operation`` of its two children."""
+    tree.tree[:] = tree.neutral
+    tree.tree[tree.capacity:tree.capacity + len(leaves)] = leaves
+    size = tree.capacity
+    while size > 1:
+        half = size // 2
+        tree.tree[half:size] = tree.operation(tree.tree[size:2 * size:2],
+                                              tree.tree[size + 1:2 * size:2])
+        size = half
+
+
 def object_state(obj: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Every numpy array (as arrays) and number (as JSON) of ``obj``, recursing into rlbase
     objects it holds (a prioritized buffer's storage and trees) and into lists of arrays
     (``<name>/0000``, ...). Other attributes (functions, shapes) are structure, rebuilt by the
-    constructor, and are skipped."""
+    constructor, and are skipped. Of a :class:`RingStorage` only the filled rows are kept, of a
+    segment tree only the leaves in use."""
     meta: dict[str, Any] = {}
     arrays: dict[str, np.ndarray] = {}
+    fields, filled = _ring_fields(obj)
     for name, value in vars(obj).items():
         key = f"{prefix}/{name}"
-        if isinstance(value, np.ndarray):
-            arrays[key] = value
+        rows = filled if name in fields else None
+        if isinstance(obj, SegmentTree) and name == "tree":
+            arrays[f"{prefix}/leaves"] = _tree_leaves(obj)
+        elif isinstance(value, np.ndarray):
+            arrays[key] = value[:rows]
         elif isinstance(value, (bool, int, float, np.integer, np.floating, np.bool_)):
             meta[name] = value.item() if isinstance(value, np.generic) else value
         elif _is_array_dict(value):
@@ -249,7 +326,7 @@ def object_state(obj: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.nd
         elif _is_array_list(value):
             for i, item in enumerate(value):
                 if isinstance(item, np.ndarray):
-                    arrays[f"{key}/{i:04d}"] = item
+                    arrays[f"{key}/{i:04d}"] = item[:rows]
                 else:
                     arrays.update(_array_dict_state(item, f"{key}/{i:04d}"))
         elif _is_state_object(value):
@@ -269,13 +346,20 @@ def restore_object_state(obj: Any, meta: Any, arrays: dict[str, np.ndarray], pre
         apply()
 
 
-def _checked_array(current: np.ndarray, arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
+def _checked_array(current: np.ndarray, arrays: dict[str, np.ndarray], key: str,
+                   ring: bool = False) -> np.ndarray:
+    """The saved array for ``current``; of a ring field, any number of leading rows up to
+    ``current``'s."""
     saved = arrays.get(key)
-    if saved is None or saved.shape != current.shape or saved.dtype != current.dtype:
+    fits = saved is not None and saved.dtype == current.dtype and (
+        saved.shape[1:] == current.shape[1:] and saved.ndim and
+        saved.shape[0] <= current.shape[0] if ring else saved.shape == current.shape)
+    if not fits:
         got = None if saved is None else f"{saved.dtype}{list(saved.shape)}"
         raise RLBaseError(f"checkpoint array {key} is {got}, this run needs "
                           f"{current.dtype}{list(current.shape)}: it was written with "
                           "other settings (buffer size, number of envs, spaces)")
+    assert saved is not None
     return saved
 
 
@@ -288,9 +372,23 @@ def _checked_array_dict(arrays: dict[str, np.ndarray], key: str) -> dict[int, np
 
 
 def _copy_into(current: np.ndarray, saved: np.ndarray) -> Callable[[], None]:
+    """Copy ``saved`` into ``current``'s leading rows, zeros after them (a ring's unfilled
+    rows)."""
     def apply() -> None:
-        current[...] = saved
+        current[:len(saved)] = saved
+        current[len(saved):] = 0
     return apply
+
+
+def _tree_plan(tree: SegmentTree, arrays: dict[str, np.ndarray], prefix: str
+               ) -> Callable[[], None]:
+    leaves = arrays.get(f"{prefix}/leaves")
+    if leaves is None and f"{prefix}/tree" in arrays:  # written before leaves-only trees
+        leaves = _checked_array(tree.tree, arrays, f"{prefix}/tree")[tree.capacity:]
+    if leaves is None or leaves.ndim != 1 or len(leaves) > tree.capacity:
+        raise RLBaseError(f"checkpoint segment tree {prefix} is missing or larger than this "
+                          f"run's ({tree.capacity} slots)")
+    return lambda: _rebuild_tree(tree, leaves.astype(np.float64))
 
 
 def _set(target: Any, name: str, value: Any) -> Callable[[], None]:
@@ -307,10 +405,14 @@ def _plan_restore(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: st
                   plan: list[Callable[[], None]]) -> None:
     if not isinstance(meta, dict):
         raise RLBaseError(f"checkpoint state {prefix!r} is malformed (expected a mapping)")
+    fields, _ = _ring_fields(obj)
     for name, current in vars(obj).items():
         key = f"{prefix}/{name}"
-        if isinstance(current, np.ndarray):
-            plan.append(_copy_into(current, _checked_array(current, arrays, key)))
+        ring = name in fields
+        if isinstance(obj, SegmentTree) and name == "tree":
+            plan.append(_tree_plan(obj, arrays, prefix))
+        elif isinstance(current, np.ndarray):
+            plan.append(_copy_into(current, _checked_array(current, arrays, key, ring)))
         elif isinstance(current, (bool, int, float, np.integer, np.floating, np.bool_)):
             if name not in meta or not isinstance(meta[name], (bool, int, float)):
                 raise RLBaseError(f"checkpoint state {key} is missing or not a number")
@@ -321,7 +423,7 @@ def _plan_restore(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: st
             for i, item in enumerate(current):
                 item_key = f"{key}/{i:04d}"
                 if isinstance(item, np.ndarray):
-                    plan.append(_copy_into(item, _checked_array(item, arrays, item_key)))
+                    plan.append(_copy_into(item, _checked_array(item, arrays, item_key, ring)))
                 else:
                     plan.append(_set_item(current, i, _checked_array_dict(arrays, item_key)))
         elif _is_state_object(current):

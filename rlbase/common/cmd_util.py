@@ -151,7 +151,7 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
                  env_kwargs: dict[str, Any] | None = None, wrapper_kwargs: dict | None = None,
                  monitor_dir: str | None = None, force_dummy: bool = False,
                  wrapper: Callable[[gym.Env], gym.Env] | None = None,
-                 vec_env: str = "auto") -> VecEnv:
+                 vec_env: str = "auto", monitor_append: bool = False) -> VecEnv:
     """``num_env`` copies of ``env_id`` as a VecEnv with episode monitoring.
 
     env_type: 'atari' applies the DeepMind preprocessing (see rlbase.common.atari_wrappers);
@@ -162,6 +162,7 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
     vec_env: how the envs are stepped: 'dummy' (in this process), 'subproc' (a process per
         env), 'ale' (Atari only: ale-py's emulators in C++ threads, the fastest), or 'auto'
         ('ale' for Atari when ale-py has it and no frames are rendered, else as before).
+    monitor_append: add to an existing monitor.csv (a resumed run) instead of replacing it.
     """
     check_env_id(env_id)
     env_type = env_type or get_env_type(env_id)
@@ -188,7 +189,8 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
         venv = SubprocVecEnv(fns) if subproc else DummyVecEnv(fns)
     venv.seed(env_seed(seed, 0, rank))
     # Atari episodes end at every lost life; only whole games (reported by the env) count.
-    return VecMonitor(venv, filename=_monitor_file(monitor_dir), games_only=env_type == "atari")
+    return VecMonitor(venv, filename=_monitor_file(monitor_dir), games_only=env_type == "atari",
+                      append=monitor_append)
 
 
 def _monitor_file(monitor_dir: str | None) -> str | None:

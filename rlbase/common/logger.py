@@ -42,6 +42,40 @@ LOGDIR_ENV = "RLBASE_LOGDIR"
 FORMAT_ENV = "RLBASE_LOG_FORMAT"
 
 _MAX_WIDTH = 30  # keys and values longer than this are cut in the human-readable table
+STEP_KEY = "time/total_timesteps"  # what a resumed run's files are cut by (truncate_after)
+
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str) -> None:
+    """One ``rlbase: warning:`` line on stderr, the first time ``key`` is warned about (a full
+    disk must not print a line per log row)."""
+    if key not in _warned:
+        _warned.add(key)
+        print(f"rlbase: warning: {message}", file=sys.stderr, flush=True)
+
+
+def cut_file(path: str, keep_lines: int) -> None:
+    """Keep the first ``keep_lines`` lines of ``path``, in place: a file held open in append
+    mode by a writer goes on at the new end."""
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    if keep_lines < len(lines):
+        os.truncate(path, sum(len(line) for line in lines[:keep_lines]))
+
+
+def _read_lines(path: str) -> list[str]:
+    """The lines of ``path`` split as :func:`cut_file` counts them (at ``\\n`` only)."""
+    with open(path, "rb") as f:
+        return [line.decode("utf-8", "replace").rstrip("\r\n") for line in f]
+
+
+def _past(value: str, steps: int) -> bool:
+    """Whether a logged ``time/total_timesteps`` value is past ``steps``."""
+    try:
+        return float(value) > steps
+    except ValueError:
+        return False
 
 
 # --- output formats ---------------------------------------------------------------------------
@@ -50,11 +84,17 @@ _MAX_WIDTH = 30  # keys and values longer than this are cut in the human-readabl
 class KVWriter:
     """An output that receives one dict of key-values per dump."""
 
+    path = ""  # the file or folder it writes (warnings name it)
+
     def writekvs(self, kvs: Mapping[str, Any]) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
         """Release files or writers held by this output."""
+
+    def truncate_after(self, steps: int) -> None:
+        """Drop what was written for ``time/total_timesteps`` past ``steps`` (a resumed run
+        rewrites those rows); outputs without rows to drop do nothing."""
 
 
 class SeqWriter:
@@ -84,12 +124,16 @@ class HumanOutputFormat(KVWriter, SeqWriter):
 
     :param target: a file path, an open text file, or ``None`` for whatever ``sys.stdout`` is at
         write time (so redirections made after configure still apply).
+    :param append: add to an existing file (a resumed run) instead of replacing it.
     """
 
-    def __init__(self, target: str | os.PathLike[str] | IO[str] | None = None) -> None:
+    def __init__(self, target: str | os.PathLike[str] | IO[str] | None = None,
+                 append: bool = False) -> None:
         self._owns_file = isinstance(target, (str, os.PathLike))
+        self.path = os.fspath(target) if isinstance(target, (str, os.PathLike)) else "stdout"
+        mode = "a" if append else "w"
         self._file: IO[str] | None = (
-            open(target, "w") if isinstance(target, (str, os.PathLike))  # noqa: SIM115
+            open(target, mode) if isinstance(target, (str, os.PathLike))  # noqa: SIM115
             else target)
 
     @property
@@ -119,6 +163,22 @@ class HumanOutputFormat(KVWriter, SeqWriter):
             self._file.close()
             self._file = None
 
+    def truncate_after(self, steps: int) -> None:
+        """Cut the file at the first table whose ``time/total_timesteps`` is past ``steps``
+        (with the text lines after it)."""
+        if not self._owns_file or self._file is None:
+            return
+        self._file.flush()
+        lines = _read_lines(self._file.name)
+        start, inside = 0, False
+        for i, line in enumerate(lines):
+            if line.startswith("-") and set(line) == {"-"}:
+                start, inside = (i, True) if not inside else (start, False)
+            elif inside and line.startswith(f"| {STEP_KEY} ") and _past(line.split("|")[2],
+                                                                           steps):
+                cut_file(self._file.name, start)
+                return
+
 
 def _jsonable(val: Any) -> Any:
     """Plain Python for numpy scalars and arrays, so json.dumps accepts them."""
@@ -131,10 +191,12 @@ class JSONOutputFormat(KVWriter):
     """One JSON object per dump, one per line.
 
     :param path: the file to write (``progress.json``).
+    :param append: add to an existing file (a resumed run) instead of replacing it.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._file = open(path, "w")  # noqa: SIM115
+    def __init__(self, path: str | os.PathLike[str], append: bool = False) -> None:
+        self.path = os.fspath(path)
+        self._file = open(path, "a" if append else "w")  # noqa: SIM115
 
     def writekvs(self, kvs: Mapping[str, Any]) -> None:
         record = {str(k): _jsonable(v) for k, v in sorted(kvs.items())}
@@ -144,17 +206,32 @@ class JSONOutputFormat(KVWriter):
     def close(self) -> None:
         self._file.close()
 
+    def truncate_after(self, steps: int) -> None:
+        self._file.flush()
+        for i, line in enumerate(_read_lines(self._file.name)):
+            try:
+                value = json.loads(line).get(STEP_KEY)
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(value, (int, float)) and value > steps:
+                cut_file(self._file.name, i)
+                return
+
 
 class CSVOutputFormat(KVWriter):
     """A CSV table, one row per dump; a key that appears later extends the header.
 
     :param path: the file to write (``progress.csv``).
+    :param append: add rows to an existing file (a resumed run), under its header.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], append: bool = False) -> None:
         self.path = os.fspath(path)
         self.keys: list[str] = []
-        self._file = open(self.path, "w", newline="")  # noqa: SIM115
+        if append and os.path.exists(self.path):
+            with open(self.path, newline="") as f:
+                self.keys = next(csv.reader(f), [])
+        self._file = open(self.path, "a" if append else "w", newline="")  # noqa: SIM115
 
     def writekvs(self, kvs: Mapping[str, Any]) -> None:
         new_keys = sorted(str(k) for k in kvs if str(k) not in self.keys)
@@ -168,18 +245,37 @@ class CSVOutputFormat(KVWriter):
 
     def _rewrite_with_header(self) -> None:
         # A CSV header can't be changed in place: read the rows written so far and write the
-        # file again, with the old rows padded by empty cells under the new columns.
+        # file again, with the old rows padded by empty cells under the new columns (through a
+        # temporary file, so a full disk never leaves the old rows half-written).
         self._file.close()
         with open(self.path, newline="") as f:
             old_rows = list(csv.reader(f))[1:]
-        self._file = open(self.path, "w", newline="")  # noqa: SIM115
-        writer = csv.writer(self._file)
-        writer.writerow(self.keys)
-        for old in old_rows:
-            writer.writerow(old + [""] * (len(self.keys) - len(old)))
+        tmp = f"{self.path}.tmp"
+        try:
+            with open(tmp, "w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(self.keys)
+                for old in old_rows:
+                    writer.writerow(old + [""] * (len(self.keys) - len(old)))
+            os.replace(tmp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        self._file = open(self.path, "a", newline="")  # noqa: SIM115
 
     def close(self) -> None:
         self._file.close()
+
+    def truncate_after(self, steps: int) -> None:
+        if STEP_KEY not in self.keys:
+            return
+        self._file.flush()
+        column = self.keys.index(STEP_KEY)
+        for i, row in enumerate(csv.reader(_read_lines(self.path))):
+            if i and len(row) > column and _past(row[column], steps):
+                cut_file(self.path, i)
+                return
 
 
 class TensorBoardOutputFormat(KVWriter):
@@ -200,7 +296,7 @@ class TensorBoardOutputFormat(KVWriter):
 
         self._tf = tf
         os.makedirs(path, exist_ok=True)
-        self.dir = os.fspath(path)
+        self.dir = self.path = os.fspath(path)
         self._writer = tf.summary.create_file_writer(self.dir)
         self._metadata = tf.compat.v1.SummaryMetadata()
         self._metadata.plugin_data.plugin_name = "scalars"
@@ -224,23 +320,25 @@ class TensorBoardOutputFormat(KVWriter):
         self._writer.close()
 
 
-def make_output_format(fmt: str, ev_dir: str, log_suffix: str = "") -> KVWriter:
+def make_output_format(fmt: str, ev_dir: str, log_suffix: str = "",
+                       append: bool = False) -> KVWriter:
     """Build one output by name.
 
     :param fmt: one of ``stdout``, ``log``, ``json``, ``csv``, ``tensorboard``.
     :param ev_dir: the folder files are written to.
     :param log_suffix: added to file names (``progress-rank1.csv``).
+    :param append: add to existing files (a resumed run) instead of replacing them.
     """
     _check_formats([fmt])
     if fmt == "stdout":
         return HumanOutputFormat(None)
     os.makedirs(ev_dir, exist_ok=True)
     if fmt == "log":
-        return HumanOutputFormat(os.path.join(ev_dir, f"log{log_suffix}.txt"))
+        return HumanOutputFormat(os.path.join(ev_dir, f"log{log_suffix}.txt"), append)
     if fmt == "json":
-        return JSONOutputFormat(os.path.join(ev_dir, f"progress{log_suffix}.json"))
+        return JSONOutputFormat(os.path.join(ev_dir, f"progress{log_suffix}.json"), append)
     if fmt == "csv":
-        return CSVOutputFormat(os.path.join(ev_dir, f"progress{log_suffix}.csv"))
+        return CSVOutputFormat(os.path.join(ev_dir, f"progress{log_suffix}.csv"), append)
     return TensorBoardOutputFormat(os.path.join(ev_dir, f"tb{log_suffix}"))
 
 
@@ -301,8 +399,11 @@ class Logger:
         if self.comm is not None and _comm_size(self.comm) > 1:
             kvs = _mpi_weighted_mean(self.comm, kvs, dict(self.name2cnt))
         if self.level < DISABLED:
-            for fmt in self.output_formats:
-                fmt.writekvs(kvs)
+            for fmt in list(self.output_formats):
+                try:
+                    fmt.writekvs(kvs)
+                except OSError as exc:
+                    self._drop(fmt, exc)
         self.name2val.clear()
         self.name2cnt.clear()
         return kvs
@@ -310,9 +411,26 @@ class Logger:
     def log(self, *args: Any, level: int = INFO) -> None:
         """Write a line of text to the text outputs if ``level`` passes the logger's level."""
         if self.level <= level:
-            for fmt in self.output_formats:
+            for fmt in list(self.output_formats):
                 if isinstance(fmt, SeqWriter):
-                    fmt.writeseq(args)
+                    try:
+                        fmt.writeseq(args)
+                    except OSError as exc:
+                        self._drop(fmt, exc)
+
+    def _drop(self, fmt: KVWriter, exc: OSError) -> None:
+        """An output that cannot be written (a full disk) is dropped with one warning:
+        training goes on without it."""
+        self.output_formats.remove(fmt)
+        with contextlib.suppress(OSError):
+            fmt.close()
+        warn_once(f"log:{fmt.path}", f"could not write the log output {fmt.path} ({exc}); "
+                  "training goes on without it")
+
+    def truncate_after(self, steps: int) -> None:
+        """Drop the rows past ``steps`` timesteps from every output (a resumed run)."""
+        for fmt in list(self.output_formats):
+            fmt.truncate_after(steps)
 
     def set_level(self, level: int) -> None:
         """Show only text logged at ``level`` or above (``DISABLED`` silences dumps too)."""
@@ -409,6 +527,7 @@ def configure(
     format_strs: Sequence[str] | str | None = None,
     log_suffix: str = "",
     comm: Any = None,
+    append: bool = False,
 ) -> Logger:
     """Make a new logger the current one.
 
@@ -419,6 +538,8 @@ def configure(
         ``stdout,log,csv``.
     :param log_suffix: added to file names; MPI ranks above 0 also get ``-rank<N>``.
     :param comm: an MPI communicator whose ranks' values are averaged at each dump.
+    :param append: add to the folder's existing files (a resumed run: the loop then drops the
+        rows past the checkpoint with :meth:`Logger.truncate_after`) instead of replacing them.
     :return: the new logger.
     """
     global _current
@@ -442,7 +563,7 @@ def configure(
         log_suffix = f"{log_suffix}-rank{rank}"
 
     os.makedirs(dir, exist_ok=True)
-    outputs = [make_output_format(f, dir, log_suffix) for f in formats]
+    outputs = [make_output_format(f, dir, log_suffix, append) for f in formats]
     _use(Logger(dir=dir, output_formats=outputs, comm=comm))
     if outputs:
         log(f"Logging to {dir}")

@@ -31,6 +31,7 @@ from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.evaluation import Evaluator
 from rlbase.common.signals import stop_requested
 from rlbase.common.vec_env.base import VecEnv, find_wrapper
+from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.common.vec_env.vec_normalize import VecNormalize
 
 Callback = Callable[[Any, dict[str, Any]], "bool | None"]
@@ -201,7 +202,8 @@ class TrainingLoop:
         ckpt = self.checkpointer
         if ckpt.due(model.num_timesteps) or (stop and ckpt.active):
             path = self.save_checkpoint()
-            logger.log(f"Checkpoint at {model.num_timesteps} timesteps: {path}")
+            if path is not None:  # None: not written (a full disk), warned once
+                logger.log(f"Checkpoint at {model.num_timesteps} timesteps: {path}")
         if stop:
             logger.log(f"{model.algorithm}: stopped at {model.num_timesteps} timesteps on request")
         self.stopped = stop
@@ -254,10 +256,13 @@ class TrainingLoop:
         return self.evaluator.evaluate(self.model)
 
     # -- checkpoints ----------------------------------------------------------------------------
-    def save_checkpoint(self) -> str:
+    def save_checkpoint(self) -> str | None:
         model_meta, arrays = self.model.resume_state()
         loop: dict[str, Any] = {"iterations": self.iterations,
                                 "episodes": self.episodes.state(), "model": model_meta}
+        monitor = self._monitor()
+        if monitor is not None:  # what a resumed run keeps of monitor.csv
+            loop["monitor_rows"] = monitor.file_rows
         if self.evaluator is not None:
             eval_meta, eval_arrays = self.evaluator.state()
             loop["evaluator"] = eval_meta
@@ -265,6 +270,23 @@ class TrainingLoop:
         return self.checkpointer.save(self.model, loop, arrays)
 
     def _restore(self) -> None:
+        self._restore_checkpoint()
+        self._cut_history()  # after a restore that failed, the files are left as they were
+
+    def _cut_history(self) -> None:
+        """A resumed run's monitor file goes on from its checkpoint: drop the episodes the
+        interrupted run wrote past it (the restore cut the logger's files already). Other MPI
+        ranks keep theirs whole: the checkpoint holds rank 0's row count only."""
+        monitor = self._monitor()
+        if monitor is not None and self.checkpointer.writer:
+            monitor.truncate_episodes(self._monitor_rows)
+
+    def _monitor(self) -> VecMonitor | None:
+        monitor = find_wrapper(self.env, VecMonitor)
+        return monitor if isinstance(monitor, VecMonitor) else None
+
+    def _restore_checkpoint(self) -> None:
+        self._monitor_rows = 0  # none kept when the run starts from scratch
         resumed = self.checkpointer.restore(self.model)
         if resumed is None:
             return
@@ -272,6 +294,8 @@ class TrainingLoop:
         try:
             self.iterations = int(loop["iterations"])
             self.episodes.set_state(loop["episodes"])
+            # Checkpoints from before monitor_rows: the episodes counted (equal for all but ES).
+            self._monitor_rows = int(loop.get("monitor_rows", self.episodes.count))
             model_meta = loop["model"]
         except (KeyError, TypeError, ValueError) as exc:
             raise RLBaseError(f"{self.checkpointer.latest()} is not a checkpoint of this rlbase "

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
+from rlbase.common.memory import check_fits
 from rlbase.common.segment_tree import MinSegmentTree, SumSegmentTree
 
 
@@ -43,6 +44,19 @@ def _check_size(size: int) -> int:
     return int(size)
 
 
+def _check_memory(size: int, row_arrays: list[tuple[tuple, npt.DTypeLike]]) -> None:
+    """Refuse a buffer of ``size`` rows that cannot fit in memory, before it is allocated
+    (numpy's lazy pages would let it grow until the kernel kills the run)."""
+    row = sum(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+              for shape, dtype in row_arrays)
+    check_fits("replay buffer", size, row, "transitions", "lower buffer_size")
+
+
+def _transition_arrays(ac_shape: tuple, ac_dtype: npt.DTypeLike) -> list[tuple[tuple, Any]]:
+    """A transition's action, reward and done (what every buffer stores beside observations)."""
+    return [(ac_shape, ac_dtype), ((), np.float32), ((), np.float32)]
+
+
 class ReplayBuffer:
     """A ring of ``size`` transitions holding both observations of each.
 
@@ -51,9 +65,17 @@ class ReplayBuffer:
     ac_shape / ac_dtype: one action's shape and dtype.
     """
 
+    # checkpoint.RingStorage: rows 0 .. size - 1 hold data (pos wraps only once it is full)
+    ring_fields: tuple[str, ...] = ("obs", "next_obs", "actions", "rewards", "dones")
+
+    def filled_rows(self) -> int:
+        return self.size
+
     def __init__(self, size: int, ob_shape: tuple, ob_dtype: npt.DTypeLike, ac_shape: tuple = (),
                  ac_dtype: npt.DTypeLike = np.int64):
         self.capacity = _check_size(size)
+        _check_memory(self.capacity, [(ob_shape, ob_dtype)] * 2 +
+                      _transition_arrays(ac_shape, ac_dtype))
         self.obs = np.zeros((self.capacity, *ob_shape), dtype=ob_dtype)
         # np.zeros, not zeros_like: untouched pages stay unallocated (a 50000-frame Atari
         # buffer would otherwise be written through, ~5 GB, before the first step).
@@ -120,6 +142,8 @@ class NestedReplayBuffer(ReplayBuffer):
     ac_shape / ac_dtype: one action's shape and dtype.
     """
 
+    ring_fields = ("obs_leaves", "next_obs_leaves", "actions", "rewards", "dones")
+
     def __init__(self, size: int, ob_space: gym.Space, ac_shape: tuple = (),
                  ac_dtype: npt.DTypeLike = np.int64):
         if not nested.is_nested(ob_space):
@@ -127,6 +151,8 @@ class NestedReplayBuffer(ReplayBuffer):
                               f"{ob_space}: use ReplayBuffer")
         # No super().__init__(): it would allocate the arrays of a single observation.
         self.capacity = _check_size(size)
+        leaves = [(leaf.shape or (), leaf.dtype) for leaf in nested.leaf_spaces(ob_space)]
+        _check_memory(self.capacity, leaves * 2 + _transition_arrays(ac_shape, ac_dtype))
         self.space = ob_space
         self.obs_leaves = [np.zeros((self.capacity, *(leaf.shape or ())), dtype=leaf.dtype)
                            for leaf in nested.leaf_spaces(ob_space)]
@@ -178,6 +204,12 @@ class FrameStackReplayBuffer:
     ac_shape / ac_dtype: one action's shape and dtype.
     """
 
+    # checkpoint.RingStorage: rows 0 .. filled - 1 hold data (pos wraps only once it is full)
+    ring_fields = ("frames", "actions", "rewards", "terminated", "ended", "starts")
+
+    def filled_rows(self) -> int:
+        return self.filled
+
     def __init__(self, size: int, num_envs: int, ob_shape: tuple, ob_dtype: npt.DTypeLike,
                  nstack: int, stack_axis: int = -1, ac_shape: tuple = (),
                  ac_dtype: npt.DTypeLike = np.int64):
@@ -194,6 +226,8 @@ class FrameStackReplayBuffer:
         self.per_frame = ob_shape[axis] // nstack
         frame_shape = list(ob_shape)
         frame_shape[axis] = self.per_frame
+        _check_memory(self.capacity, [(tuple(frame_shape), ob_dtype), (ac_shape, ac_dtype),
+                                      ((), np.float32)] + [((), bool)] * 3)
         shape = (self.rows, self.num_envs)
         self.frames = np.zeros((*shape, *frame_shape), dtype=ob_dtype)
         self.actions = np.zeros((*shape, *ac_shape), dtype=ac_dtype)

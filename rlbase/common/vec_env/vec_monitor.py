@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -11,6 +12,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from rlbase.common.logger import cut_file, warn_once
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
 
 MONITOR_EXT = "monitor.csv"
@@ -46,11 +48,16 @@ class VecMonitor(VecEnvWrapper):
         (Atari: whole games, while training episodes end at every lost life).
     :param max_episodes: ``episode_returns``/``lengths``/``times`` keep at most the last this
         many episodes (memory stays flat over long runs; the CSV file keeps them all).
+    :param append: add rows to an existing file (a resumed run, which then keeps only the
+        episodes its checkpoint counted with :meth:`truncate_episodes`); its ``t`` column goes
+        on counting from the file's ``t_start``.
+
+    A write that fails (a full disk) stops the file with one warning; the statistics go on.
     """
 
     def __init__(self, venv: VecEnv, filename: str | None = None,
                  info_keywords: Sequence[str] = (), games_only: bool = False,
-                 max_episodes: int = 10_000):
+                 max_episodes: int = 10_000, append: bool = False):
         super().__init__(venv)
         self.max_episodes = max(1, int(max_episodes))
         self.games_only = games_only
@@ -63,17 +70,33 @@ class VecMonitor(VecEnvWrapper):
         self._lengths = np.zeros(self.num_envs, dtype=np.int64)
         self._file: TextIO | None = None
         self._writer: Any = None
+        self.file_rows = 0  # episode rows in the file (checkpoints keep it: resume cuts to it)
         if filename is not None:
-            self._open(monitor_path(os.fspath(filename)))
+            self._open(monitor_path(os.fspath(filename)), append)
 
-    def _open(self, path: str) -> None:
+    def _open(self, path: str, append: bool) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        if append and os.path.exists(path) and os.path.getsize(path):
+            with open(path, newline="") as f:
+                first = f.readline()
+            try:
+                self.t_start = float(json.loads(first[1:])["t_start"])
+            except (ValueError, KeyError, TypeError):
+                pass  # not a monitor header: rows still append, timed from now
+            with open(path, "rb") as f:
+                self.file_rows = max(0, sum(1 for _ in f) - 2)  # the header lines
+            self._file = open(path, "a", newline="")  # noqa: SIM115 - open until close()
+            self._writer = csv.writer(self._file)
+            return
         self._file = open(path, "w", newline="")  # noqa: SIM115 - open until close()
         header = {"t_start": self.t_start, "env_id": _env_id(self.venv)}
-        self._file.write("#" + json.dumps(header) + "\n")
         self._writer = csv.writer(self._file)
-        self._writer.writerow(("r", "l", "t", *self.info_keywords))
-        self._file.flush()
+        try:
+            self._file.write("#" + json.dumps(header) + "\n")
+            self._writer.writerow(("r", "l", "t", *self.info_keywords))
+            self._file.flush()
+        except OSError as exc:
+            self._stop_file(exc)
 
     @property
     def filename(self) -> str | None:
@@ -122,8 +145,29 @@ class VecMonitor(VecEnvWrapper):
             for records in (self.episode_returns, self.episode_lengths, self.episode_times):
                 del records[:-self.max_episodes]
         if self._writer is not None and self._file is not None:
-            self._writer.writerow((round(ret, 6), length, elapsed, *extras))
+            try:
+                self._writer.writerow((round(ret, 6), length, elapsed, *extras))
+                self._file.flush()
+                self.file_rows += 1
+            except OSError as exc:
+                self._stop_file(exc)
+
+    def _stop_file(self, exc: OSError) -> None:
+        assert self._file is not None
+        name = self._file.name
+        with contextlib.suppress(OSError):
+            self._file.close()
+        self._file, self._writer = None, None
+        warn_once(f"monitor:{name}", f"could not write {name} ({exc}); training goes on "
+                  "without the monitor file")
+
+    def truncate_episodes(self, count: int) -> None:
+        """Keep the file's first ``count`` episode rows (a resumed run: the ``file_rows`` its
+        checkpoint saved), dropping those the interrupted run wrote past it."""
+        if self._file is not None:
             self._file.flush()
+            cut_file(self._file.name, 2 + count)  # the JSON header line, the column names
+            self.file_rows = min(self.file_rows, count)
 
     def close(self) -> None:
         if self._file is not None:

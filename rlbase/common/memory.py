@@ -1,0 +1,46 @@
+"""Up-front memory checks: refuse, in one line with the arithmetic, what cannot fit.
+
+numpy allocates pages lazily, so a replay buffer of ``buffer_size=1e9`` is "built" at once and
+the kernel's out-of-memory killer ends the run hours later, when it fills. These checks compare
+what a structure will need with the memory available now, before training starts.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rlbase.common.errors import RLBaseError
+
+
+def available_bytes() -> int | None:
+    """Memory available to this process now: Linux's MemAvailable (free plus reclaimable
+    cache), else the free physical pages; None where neither can be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def gigabytes(nbytes: float) -> str:
+    return f"{nbytes / 1e9:.3g} GB"
+
+
+def check_fits(what: str, count: int, unit_bytes: int, unit: str, fix: str) -> None:
+    """An RLBaseError when ``count`` x ``unit_bytes`` is more than the available memory.
+
+    what: the structure ("replay buffer"); unit: what is counted ("transitions of ...");
+    fix: what to write instead ("lower buffer_size").
+    """
+    need = int(count) * int(unit_bytes)
+    available = available_bytes()
+    if available is not None and need > available:
+        raise RLBaseError(f"the {what} needs {count:,} {unit} x {unit_bytes:,} bytes = "
+                          f"{gigabytes(need)}, more than the {gigabytes(available)} of memory "
+                          f"available: {fix}")
