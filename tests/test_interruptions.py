@@ -372,3 +372,44 @@ def test_replay_buffer_that_cannot_fit_in_memory_is_refused_up_front():
         # a transition: 2 observations of 4 float32, an int32 action, a reward, a done flag
         learn("mlp", "CartPole-v1", total_timesteps=100, buffer_size=int(1e9))
     assert time.monotonic() - start < 30
+
+
+class HugeActions(gym.Env):
+    """One observation, a Discrete action space of ``n`` actions."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+    def __init__(self, n: int):
+        self.action_space = gym.spaces.Discrete(n)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, True, False, {}
+
+
+@pytest.mark.parametrize("alg", ["a2c", "ppo", "dqn", "acer", "es"])
+def test_an_action_space_whose_network_cannot_fit_is_refused_before_building(alg):
+    # Discrete(1e9): a 64-wide layer to its logits is 6.4e10 parameters, 1 TB to train.
+    from rlbase.registry import get_algorithm
+
+    start = time.monotonic()
+    with pytest.raises(RLBaseError, match=r"the dense layer .* x 1,000,000,000 outputs\) needs "
+                                          r"[\d,]+ parameters \(weight, gradient, 2 optimizer "
+                                          r"slots\) x 16 bytes = [\d.]+ TB, more than "
+                                          r"[^\n]*available: use a smaller action[^\n]*$"):
+        get_algorithm(alg).learn("mlp", HugeActions(10**9), total_timesteps=10)
+    assert time.monotonic() - start < 30
+
+
+def test_a_layer_is_checked_against_the_memory_available(monkeypatch):
+    from rlbase.common import memory
+    from rlbase.common.models import Dense
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 10**6)
+    Dense(10).build((None, 6249))  # (6249 + 1) x 10 x 16 = 1,000,000 bytes: fits
+    with pytest.raises(RLBaseError, match=r"needs 125,000 parameters .* = 2 MB, more than "
+                                          r"the 1 MB of memory available"):
+        Dense(10).build((None, 12499))

@@ -13,9 +13,9 @@ import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
-from keras import layers
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.models import Dense
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -210,7 +210,7 @@ class DistributionHead(keras.layers.Layer):
             raise RLBaseError(f"unsupported action space {action_space}; supported: Discrete, "
                               "Box, MultiDiscrete, MultiBinary")
         self.size = size
-        self.dense = layers.Dense(size, kernel_initializer=init)
+        self.dense = Dense(size, kernel_initializer=init)
 
     @property
     def action_dtype(self) -> np.dtype:

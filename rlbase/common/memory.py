@@ -28,8 +28,14 @@ def available_bytes() -> int | None:
         return None
 
 
-def gigabytes(nbytes: float) -> str:
-    return f"{nbytes / 1e9:.3g} GB"
+def human_bytes(nbytes: float) -> str:
+    """``44000000000`` -> ``44 GB``: three significant digits in the largest unit below it."""
+    value, unit = float(nbytes), "bytes"
+    for name in ("KB", "MB", "GB", "TB", "PB"):
+        if value < 1000:
+            break
+        value, unit = value / 1000, name
+    return f"{value:.3g} {unit}"
 
 
 def check_fits(what: str, count: int, unit_bytes: int, unit: str, fix: str) -> None:
@@ -42,5 +48,5 @@ def check_fits(what: str, count: int, unit_bytes: int, unit: str, fix: str) -> N
     available = available_bytes()
     if available is not None and need > available:
         raise RLBaseError(f"the {what} needs {count:,} {unit} x {unit_bytes:,} bytes = "
-                          f"{gigabytes(need)}, more than the {gigabytes(available)} of memory "
+                          f"{human_bytes(need)}, more than the {human_bytes(available)} of memory "
                           f"available: {fix}")

@@ -17,9 +17,35 @@ import tensorflow as tf
 from keras import layers
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.memory import check_fits
 
 NetworkBuilder = Callable[..., keras.layers.Layer]
 _REGISTRY: dict[str, NetworkBuilder] = {}
+
+
+#: Training memory per parameter: the weight, its gradient and two optimizer slots (Adam's
+#: moments; RMSProp has one), 4 bytes each.
+TRAINING_BYTES_PER_PARAMETER = 16
+
+
+class Dense(layers.Dense):
+    """Keras' Dense layer that, before allocating its weights, refuses in one line a layer
+    whose training memory cannot fit: a Discrete(1e8) action or observation space (its
+    one-hot inputs or its logits) fails at once instead of after minutes of building."""
+
+    def build(self, input_shape: Any) -> None:
+        inputs = int(input_shape[-1])
+        try:
+            check_fits(f"dense layer '{self.name}' ({inputs:,} inputs x {self.units:,} outputs)",
+                       (inputs + 1) * self.units, TRAINING_BYTES_PER_PARAMETER,
+                       "parameters (weight, gradient, 2 optimizer slots)",
+                       "use a smaller action or observation space, or narrower layers")
+        except RLBaseError as exc:
+            # Keras wraps an error raised inside a layer's call in lines of call context,
+            # unless this marker says the context is already there: keep the one line.
+            exc._keras_call_info_injected = True  # type: ignore[attr-defined]
+            raise
+        super().build(input_shape)
 
 
 def register(name: str) -> Callable[[NetworkBuilder], NetworkBuilder]:
@@ -114,7 +140,7 @@ class MLP(keras.layers.Layer):
         elif any(int(n) < 1 for n in sizes):
             raise RLBaseError(f"layer sizes must be positive integers, got {list(sizes)}")
         self.flatten = layers.Flatten()
-        self.hidden = [layers.Dense(int(n), kernel_initializer=ortho()) for n in sizes]
+        self.hidden = [Dense(int(n), kernel_initializer=ortho()) for n in sizes]
         self.norms = [layers.LayerNormalization() for _ in sizes] if layer_norm else []
         self.act = _activation(activation)
         self.activation_name = activation if isinstance(activation, str) else None
@@ -154,7 +180,7 @@ class ConvStack(keras.layers.Layer):
         self.convs = [layers.Conv2D(f, k, strides=s, padding=padding, kernel_initializer=ortho())
                       for f, k, s in convs]
         self.flatten = layers.Flatten()
-        self.dense = [layers.Dense(n, kernel_initializer=ortho()) for n in dense]
+        self.dense = [Dense(n, kernel_initializer=ortho()) for n in dense]
         self.act = _activation(activation)
         self.recurrent = False
 
@@ -214,7 +240,7 @@ class LSTMCore(keras.layers.Layer):
         self.state_size = 2 * nlstm
         self.flatten = layers.Flatten()
         # The input projection is a Dense sub-layer so it sizes itself on first call.
-        self.input_proj = layers.Dense(4 * nlstm, kernel_initializer=ortho(1.0))
+        self.input_proj = Dense(4 * nlstm, kernel_initializer=ortho(1.0))
         self.wh = self.add_weight(shape=(nlstm, 4 * nlstm), initializer=ortho(1.0), name="wh")
         self.norms = [layers.LayerNormalization() for _ in range(5)] if layer_norm else []
 

@@ -21,6 +21,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.models import (
     NATURE_CONVS,
     ConvStack,
+    Dense,
     LSTMCore,
     build_network,
     is_recurrent,
@@ -152,12 +153,12 @@ class ActorCriticPolicy(keras.Model):
         self.value_torso = build_network(network, **self.network_kwargs) \
             if value_network == "copy" else None
         self.pd_head = DistributionHead(ac_space, log_std_init=log_std_init)
-        self.value_head = layers.Dense(1, kernel_initializer=ortho(1.0))
+        self.value_head = Dense(1, kernel_initializer=ortho(1.0))
         self.q_head: layers.Dense | None = None
         if estimate_q:
             if not isinstance(ac_space, gym.spaces.Discrete):
                 raise RLBaseError(f"a Q head needs a Discrete action space, got {ac_space}")
-            self.q_head = layers.Dense(int(ac_space.n), kernel_initializer=ortho(1.0))
+            self.q_head = Dense(int(ac_space.n), kernel_initializer=ortho(1.0))
         self.state_size = recurrent_state_size(self.torso)
         # Sampling seeds: a counter advanced on every draw, started from numpy's global RNG
         # (seeded by set_global_seeds), so seeded runs repeat exactly.

@@ -13,7 +13,7 @@ from keras import layers
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import build_network, get_network_builder, is_recurrent
+from rlbase.common.models import Dense, build_network, get_network_builder, is_recurrent
 from rlbase.common.policies import ObservationEncoder, check_network_for_space
 
 # What each action space can be trained with, for the error DQN gives on the others.
@@ -81,9 +81,9 @@ class Stream(keras.layers.Layer):
 
     def __init__(self, hiddens: Sequence[int], units: int, layer_norm: bool, **kwargs: Any):
         super().__init__(**kwargs)
-        self.hidden = [layers.Dense(int(n)) for n in hiddens]
+        self.hidden = [Dense(int(n)) for n in hiddens]
         self.norms = [layers.LayerNormalization() for _ in hiddens] if layer_norm else []
-        self.out = layers.Dense(units)
+        self.out = Dense(units)
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
         for i, dense in enumerate(self.hidden):

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import MLP, build_network, ortho
+from rlbase.common.models import MLP, Dense, build_network, ortho
 from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
 from rlbase.common.policies import check_observation_space, is_image_space
 
@@ -65,7 +65,7 @@ class PolicyNet(keras.Model):
         self.torso = torso
         # A small head: the initial policy is near-uniform / near-zero, and perturbations of
         # the hidden layers are not swamped by a large output layer.
-        self.head = keras.layers.Dense(num_outputs, kernel_initializer=ortho(0.01))
+        self.head = Dense(num_outputs, kernel_initializer=ortho(0.01))
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
         return self.head(self.torso(x))
