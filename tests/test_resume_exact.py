@@ -184,3 +184,22 @@ def test_vec_normalize_does_not_count_the_reset_after_a_restore():
     assert env.ob_rms.count == pytest.approx(2 + 1e-4, abs=1e-12)
     env.reset()  # only the reset right after the restore is skipped
     assert env.ob_rms.count == pytest.approx(3 + 1e-4, abs=1e-12)
+
+
+def test_the_checkpointed_next_step_is_taken_only_for_the_observations_it_was_drawn_for():
+    """On the TF act path (Dict observations) an update draws the next rollout's first actions;
+    a resume takes them once, and only when the reset observations are those (at an episode
+    boundary), never for others (a mid-episode checkpoint)."""
+    learn = get_algorithm("a2c").learn
+    model = learn(env=make_env("a2c", normalize=False, dict_obs=True), seed=0,
+                  total_timesteps=8, **SETTINGS["a2c"])
+    meta, arrays = model.resume_state()
+    drawn_for = {"t": np.zeros((NENVS, 1), np.float32), "phase": np.zeros(NENVS, np.int64)}
+    other = {"t": np.full((NENVS, 1), 0.25, np.float32), "phase": np.ones(NENVS, np.int64)}
+    model.restore_resume_state(meta, arrays)
+    assert model.resumed_step(other) is None
+    model.restore_resume_state(meta, arrays)
+    step = model.resumed_step(drawn_for)
+    assert step is not None and step[0].shape == (NENVS,)
+    np.testing.assert_array_equal(step[0], arrays["loop/next_step/0"])
+    assert model.resumed_step(drawn_for) is None  # once
