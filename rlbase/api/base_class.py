@@ -330,8 +330,12 @@ class BaseRLModel:
         policy = kwargs.pop("policy", api.get("policy") or metadata.get("network"))
         verbose, tensorboard_log = kwargs.pop("verbose", 0), kwargs.pop("tensorboard_log", None)
         seed = kwargs.pop("seed", None)
+        # Seeded before anything draws from the generators (the model's sampling seeds); a
+        # seed given here wins over the file's.
+        set_global_seeds(seed)
         venv = as_vec_env(env, seed) if env is not None else None
-        model = registry.load(path, num_envs=venv.num_envs if venv is not None else None)
+        model = registry.load(path, num_envs=venv.num_envs if venv is not None else None,
+                              overrides=None if seed is None else {"seed": seed})
         obj = cls.__new__(cls)
         BaseRLModel.__init__(obj, policy, None, seed=seed, verbose=verbose,
                              tensorboard_log=tensorboard_log, _init_setup_model=False, **kwargs)
