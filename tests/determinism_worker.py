@@ -3,6 +3,7 @@ a gymnasium env and a user's VecEnv, and continue a saved model after ``Cls.load
 seed=0)``; print one JSON line ``{alg: {kind: sha256 of every array the model holds}}``.
 
     python tests/determinism_worker.py SAVE_DIR LOAD_DIR ALG [ALG ...]
+    python tests/determinism_worker.py --table [ALG ...]   # two processes, markdown table
 
 The 'load' case saves its 'id' model to SAVE_DIR and loads LOAD_DIR's file of that name, so
 two processes given the same LOAD_DIR continue the very same file.
@@ -48,6 +49,18 @@ def digest(arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+def scramble_generators() -> None:
+    """Put python's, numpy's and TensorFlow's global generators in a state of this process."""
+    import random
+
+    import tensorflow as tf
+
+    entropy = int.from_bytes(os.urandom(4), "little") % 2**31
+    random.seed(entropy)
+    np.random.seed(entropy)
+    tf.random.set_seed(entropy)
+
+
 def run(alg: str, save_dir: str, load_dir: str) -> dict[str, str]:
     import rlbase
     from rlbase import registry
@@ -67,11 +80,37 @@ def run(alg: str, save_dir: str, load_dir: str) -> dict[str, str]:
             if kind == "env id":
                 model.save(os.path.join(save_dir, f"{alg}.zip"))
         cls = getattr(rlbase, CLASSES[alg])
+        scramble_generators()  # load(seed=0) alone must make the run repeat
         loaded = cls.load(os.path.join(load_dir, f"{alg}.zip"), env=env_id, seed=0)
         out["after load"] = digest(loaded.learn(STEPS).get_parameters())
     return out
 
 
+def table(algs: list[str]) -> str:
+    """Two fresh processes of this worker (the second continues the first's saved files) and
+    the markdown table of which digests agree."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        for name in ("first", "second"):
+            os.makedirs(os.path.join(tmp, name))
+            out = subprocess.run([sys.executable, __file__, os.path.join(tmp, name),
+                                  os.path.join(tmp, "first"), *algs], capture_output=True,
+                                 text=True, check=True)
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    rows = ["| algorithm | " + " | ".join(KINDS) + " |", "|---" * (len(KINDS) + 1) + "|"]
+    for alg in algs:
+        same = ["same" if runs[0][alg][k] == runs[1][alg][k] else "**different**"
+                for k in KINDS]
+        rows.append(f"| {alg} | " + " | ".join(same) + " |")
+    return "\n".join(rows)
+
+
 if __name__ == "__main__":
-    save, load, *algs = sys.argv[1:]
-    print(json.dumps({alg: run(alg, save, load) for alg in algs}), flush=True)
+    if sys.argv[1] == "--table":
+        print(table(sys.argv[2:] or sorted(CASES)))
+    else:
+        save, load, *algs = sys.argv[1:]
+        print(json.dumps({alg: run(alg, save, load) for alg in algs}), flush=True)

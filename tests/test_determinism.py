@@ -62,3 +62,36 @@ def test_same_seed_same_weights_across_processes(tmp_path):
 @pytest.mark.slow
 def test_every_algorithm_same_weights_across_processes(tmp_path):
     check_two_processes(sorted(CASES), tmp_path)
+
+
+def test_a_seed_given_to_load_wins_over_the_files(tmp_path):
+    import rlbase
+
+    path = str(tmp_path / "a2c.zip")
+    rlbase.A2C("MlpPolicy", "CartPole-v1", seed=0, nsteps=5).save(path)
+    loaded = rlbase.A2C.load(path, env="CartPole-v1", seed=1)
+    assert loaded.seed == 1 and loaded.model.hyperparameters["seed"] == 1
+
+
+@pytest.mark.parametrize("value, seed, enabled", [("1", 0, True), ("0", 0, False),
+                                                   ("1", None, False)])
+def test_deterministic_ops_on_request(monkeypatch, value, seed, enabled):
+    import tensorflow as tf
+
+    from rlbase.common.misc_util import set_global_seeds
+
+    calls = []
+    monkeypatch.setattr(tf.config.experimental, "enable_op_determinism",
+                        lambda: calls.append(True))
+    monkeypatch.setenv("RLBASE_DETERMINISTIC_OPS", value)
+    set_global_seeds(seed)
+    assert calls == ([True] if enabled else [])
+
+
+def test_deterministic_ops_setting_is_checked(monkeypatch):
+    from rlbase.common.errors import RLBaseError
+    from rlbase.common.misc_util import set_global_seeds
+
+    monkeypatch.setenv("RLBASE_DETERMINISTIC_OPS", "yes")
+    with pytest.raises(RLBaseError, match=r"RLBASE_DETERMINISTIC_OPS='yes': use 1"):
+        set_global_seeds(0)
