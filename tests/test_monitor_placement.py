@@ -92,3 +92,13 @@ def test_evaluation_without_a_monitor_reports_true_returns():
     evaluator = Evaluator(cartpole(), n_episodes=4)
     score = evaluator.evaluate(model)
     assert evaluator.last is not None and score == evaluator.last[1]
+
+
+def test_a_model_class_logs_true_returns_with_a_users_vec_normalize():
+    import rlbase
+
+    venv = VecNormalize(cartpole())
+    rlbase.PPO("MlpPolicy", venv, seed=0, nsteps=64).learn(256)
+    monitor = find_wrapper(venv, VecMonitor)
+    assert isinstance(monitor, VecMonitor) and monitor.episode_returns
+    assert monitor.episode_returns == [float(n) for n in monitor.episode_lengths]
