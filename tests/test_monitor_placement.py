@@ -102,3 +102,11 @@ def test_a_model_class_logs_true_returns_with_a_users_vec_normalize():
     monitor = find_wrapper(venv, VecMonitor)
     assert isinstance(monitor, VecMonitor) and monitor.episode_returns
     assert monitor.episode_returns == [float(n) for n in monitor.episode_lengths]
+
+
+def test_es_refuses_reward_scaling_it_would_not_apply():
+    from rlbase.es.es import learn
+
+    venv = make_vec_env("CartPole-v1", num_env=1, seed=0, reward_scale=2.0)
+    with pytest.raises(RLBaseError, match=r"es does not take reward scaling"):
+        learn("mlp", venv, total_timesteps=10, seed=0)
