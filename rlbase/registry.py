@@ -112,10 +112,12 @@ def build_model(algorithm: str, observation_space: Any, action_space: Any, num_e
                              dict(network_kwargs or {}), params)
 
 
-def load(path: str, num_envs: int | None = None, allow_pickle: bool = False) -> Any:
+def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,
+         overrides: dict[str, Any] | None = None) -> Any:
     """Any saved rlbase model (or checkpoint), rebuilt from its own metadata: algorithm,
     spaces, network and hyperparameters. ``num_envs``: the batch it will train on (None: the
-    one it was saved with)."""
+    one it was saved with); ``overrides``: hyperparameters that win over the file's (a new
+    ``seed``)."""
     from rlbase.common.serialization import load_file, space_from_json
 
     path = os.path.expanduser(os.fspath(path))
@@ -132,6 +134,7 @@ def load(path: str, num_envs: int | None = None, allow_pickle: bool = False) -> 
     unusable = set(metadata.get("unserializable") or ())
     hyperparameters = {k: v for k, v in (metadata.get("hyperparameters") or {}).items()
                        if k not in unusable}
+    hyperparameters.update(overrides or {})
     envs = num_envs or int(metadata.get("num_envs") or 1)
     model = build_model(algorithm, ob_space, ac_space, envs, metadata.get("network"),
                         metadata.get("network_kwargs"), hyperparameters)

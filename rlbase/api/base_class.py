@@ -20,7 +20,7 @@ from rlbase.api.callbacks import to_callback
 from rlbase.api.sb3_names import translate
 from rlbase.common import logger, nested
 from rlbase.common.base_model import BaseModel, jsonable
-from rlbase.common.cmd_util import as_vec_env
+from rlbase.common.cmd_util import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.loop import LoopOptions
@@ -77,7 +77,7 @@ class BaseRLModel:
         self._learn_calls = 0
         set_global_seeds(seed)
         if env is not None:
-            self.env = as_vec_env(env, seed)
+            self.env = ensure_monitor(as_vec_env(env, seed))
             self.observation_space = self.env.observation_space
             self.action_space = self.env.action_space
         num_envs = self.env.num_envs if self.env is not None else 1
@@ -275,7 +275,7 @@ class BaseRLModel:
     def set_env(self, env: VecEnv | gym.Env | str) -> None:
         """Train on another env with the same observation and action spaces (another number
         of envs rebuilds the model's training call around the same parameters)."""
-        venv = as_vec_env(env)
+        venv = ensure_monitor(as_vec_env(env))
         if self.observation_space is not None and (
                 venv.observation_space != self.observation_space
                 or venv.action_space != self.action_space):
@@ -330,8 +330,12 @@ class BaseRLModel:
         policy = kwargs.pop("policy", api.get("policy") or metadata.get("network"))
         verbose, tensorboard_log = kwargs.pop("verbose", 0), kwargs.pop("tensorboard_log", None)
         seed = kwargs.pop("seed", None)
-        venv = as_vec_env(env, seed) if env is not None else None
-        model = registry.load(path, num_envs=venv.num_envs if venv is not None else None)
+        # Seeded before anything draws from the generators (the model's sampling seeds); a
+        # seed given here wins over the file's.
+        set_global_seeds(seed)
+        venv = ensure_monitor(as_vec_env(env, seed)) if env is not None else None
+        model = registry.load(path, num_envs=venv.num_envs if venv is not None else None,
+                              overrides=None if seed is None else {"seed": seed})
         obj = cls.__new__(cls)
         BaseRLModel.__init__(obj, policy, None, seed=seed, verbose=verbose,
                              tensorboard_log=tensorboard_log, _init_setup_model=False, **kwargs)

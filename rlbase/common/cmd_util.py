@@ -14,8 +14,18 @@ import gymnasium as gym
 from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import mpi_rank
-from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, find_wrapper
+from rlbase.common.vec_env import (
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecEnv,
+    VecEnvWrapper,
+    VecNormalize,
+)
 from rlbase.common.vec_env.vec_monitor import VecMonitor
+from rlbase.common.vec_env.vec_reward_scale import VecRewardScale
+
+# Wrappers whose rewards are not the env's own: a VecMonitor must sit below them.
+REWARD_CHANGING: tuple[type[VecEnv], ...] = (VecNormalize, VecRewardScale)
 
 # Ids gymnasium retired for a successor that is the same env at default arguments; papers,
 # tutorials and Baselines-era scripts still use them. Taxi-v4 (gymnasium 1.3) only fixed the
@@ -132,7 +142,8 @@ def parse_env_kwargs(text: str | None) -> dict[str, Any]:
 def make_env(env_id: str, seed: int | None = None, reward_scale: float = 1.0,
              env_kwargs: dict[str, Any] | None = None,
              wrapper: Callable[[gym.Env], gym.Env] | None = None) -> gym.Env:
-    """One gymnasium env, seeded through its spaces, optionally reward-scaled and wrapped."""
+    """One gymnasium env, seeded through its spaces, optionally reward-scaled and wrapped
+    (make_vec_env scales above its monitor instead, so its logged returns are unscaled)."""
     env = gym.make(env_id, **(env_kwargs or {}))
     if seed is not None:
         env.action_space.seed(seed)
@@ -181,7 +192,7 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
         venv = make_atari_vec_env(env_id, num_env, seed, wrapper_kwargs or {},
                                   env_kwargs or {}, vec_env=vec_env)
     else:
-        fns = [_env_fn(env_id, env_seed(seed, i, rank), reward_scale, env_kwargs, wrapper)
+        fns = [_env_fn(env_id, env_seed(seed, i, rank), env_kwargs, wrapper)
                for i in range(num_env)]
         # Cheap envs step faster in-process than across pipes.
         subproc = num_env > 1 and (vec_env == "subproc" or vec_env == "auto" and env_type
@@ -189,8 +200,10 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
         venv = SubprocVecEnv(fns) if subproc else DummyVecEnv(fns)
     venv.seed(env_seed(seed, 0, rank))
     # Atari episodes end at every lost life; only whole games (reported by the env) count.
-    return VecMonitor(venv, filename=_monitor_file(monitor_dir), games_only=env_type == "atari",
-                      append=monitor_append)
+    monitor = VecMonitor(venv, filename=_monitor_file(monitor_dir),
+                         games_only=env_type == "atari", append=monitor_append)
+    # Scaled above the monitor: logged returns are the env's own reward sums.
+    return monitor if reward_scale == 1.0 else VecRewardScale(monitor, reward_scale)
 
 
 def _monitor_file(monitor_dir: str | None) -> str | None:
@@ -201,30 +214,60 @@ def _monitor_file(monitor_dir: str | None) -> str | None:
     return os.path.join(monitor_dir, f"{mpi_rank()}.monitor.csv")
 
 
+def wrapper_chain(venv: VecEnv) -> list[VecEnv]:
+    """``[venv, venv.venv, ...]`` down to the base VecEnv."""
+    chain = [venv]
+    while isinstance(chain[-1], VecEnvWrapper):
+        chain.append(chain[-1].venv)
+    return chain
+
+
 def ensure_monitor(venv: VecEnv, monitor_dir: str | None = None) -> VecEnv:
-    """``venv`` if a VecMonitor is in its chain, else ``venv`` wrapped in one: every
-    algorithm counts the episodes a monitor reports."""
-    if find_wrapper(venv, VecMonitor) is not None:
+    """``venv`` with a VecMonitor below every reward-changing wrapper (every algorithm counts
+    the episodes a monitor reports, and their returns must be the env's own reward sums).
+
+    With no monitor in the chain one is put right above the base VecEnv (the chain's wrappers
+    are kept, so ``venv`` itself is returned); a monitor above a VecNormalize or
+    VecRewardScale is refused.
+    """
+    chain = wrapper_chain(venv)
+    monitors = [i for i, w in enumerate(chain) if isinstance(w, VecMonitor)]
+    if monitors:
+        below = [w for w in chain[monitors[0] + 1:] if isinstance(w, REWARD_CHANGING)]
+        if below:
+            name = type(below[0]).__name__
+            raise RLBaseError(f"the env's VecMonitor sits above its {name}, so it would log "
+                              f"{name}'s rewards, not the env's: wrap the monitor inside, "
+                              f"{name}(VecMonitor(venv)), or pass the env without a monitor")
         return venv
-    return VecMonitor(venv, filename=_monitor_file(monitor_dir))
+    monitor = VecMonitor(chain[-1], filename=_monitor_file(monitor_dir))
+    if len(chain) == 1:
+        return monitor
+    lowest = chain[-2]
+    assert isinstance(lowest, VecEnvWrapper)
+    lowest.venv = monitor
+    return venv
 
 
-def _env_fn(env_id: str, seed: int | None, reward_scale: float,
-            env_kwargs: dict[str, Any] | None, wrapper: Callable | None) -> Callable[[], gym.Env]:
-    return lambda: make_env(env_id, seed, reward_scale, env_kwargs, wrapper)
+def _env_fn(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | None,
+            wrapper: Callable | None) -> Callable[[], gym.Env]:
+    return lambda: make_env(env_id, seed, env_kwargs=env_kwargs, wrapper=wrapper)
 
 
 def as_vec_env(env: VecEnv | gym.Env | str, seed: int | None = None,
                monitor_dir: str | None = None) -> VecEnv:
-    """learn() takes a VecEnv, a gymnasium env or an env id: make it a VecEnv. A VecEnv is
-    returned as it is; an env id or env is monitored (to ``monitor_dir`` when given)."""
+    """learn() takes a VecEnv, a gymnasium env or an env id: make it a VecEnv, seeded (at its
+    next reset) when ``seed`` is given. A VecEnv keeps its wrappers; an env id or env is
+    monitored (to ``monitor_dir`` when given)."""
     if isinstance(env, VecEnv):
+        if seed is not None:
+            env.seed(env_seed(seed, 0, mpi_rank()))
         return env
     if isinstance(env, str):
         return make_vec_env(env, num_env=1, seed=seed, monitor_dir=monitor_dir)
     if isinstance(env, gym.Env):
         venv = DummyVecEnv([lambda: env])
-        venv.seed(seed)
+        venv.seed(env_seed(seed, 0, mpi_rank()))
         return VecMonitor(venv, filename=_monitor_file(monitor_dir))
     raise RLBaseError(f"env must be a VecEnv, a gymnasium.Env or an env id, got "
                       f"{type(env).__name__}")

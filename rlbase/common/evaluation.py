@@ -7,8 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlbase.common.vec_env import VecEnv, find_wrapper
-from rlbase.common.vec_env.vec_monitor import VecMonitor
+from rlbase.common.vec_env import VecEnv
 
 
 def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool = True
@@ -16,18 +15,19 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
     """Play ``n_episodes`` full episodes and return their returns and lengths.
 
     Episodes are shared out evenly over the envs (so short episodes are not over-counted).
-    Returns come from the VecMonitor in ``env`` when there is one (the raw, unnormalized
-    score), else from the rewards the policy sees.
+    Returns are the env's own reward sums, read from a VecMonitor below every normalization
+    (one is put above the base VecEnv if ``env`` has none: see ``ensure_monitor``).
     model: anything with ``step(obs, state, mask, deterministic)`` and ``initial_states(n)``
         (an algorithm's model or a model class).
     """
+    from rlbase.common.cmd_util import ensure_monitor
+
+    env = ensure_monitor(env)
     n = env.num_envs
     targets = np.array([n_episodes // n + (i < n_episodes % n) for i in range(n)])
     counts = np.zeros(n, dtype=int)
-    running_r, running_l = np.zeros(n), np.zeros(n, dtype=int)
     returns: list[float] = []
     lengths: list[int] = []
-    monitored = find_wrapper(env, VecMonitor) is not None
     obs = env.reset()
     state = model.initial_states(n)
     starts = np.ones(n, dtype=np.float32)
@@ -35,21 +35,15 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
         actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic)
         if isinstance(env.action_space, gym.spaces.Box):
             actions = np.clip(actions, env.action_space.low, env.action_space.high)
-        obs, rewards, terminated, truncated, infos = env.step(actions)
-        running_r += rewards
-        running_l += 1
+        obs, _, terminated, truncated, infos = env.step(actions)
         done = terminated | truncated
         for i in np.flatnonzero(done):
-            if monitored:
-                # The monitor reports whole games: a life lost ends an episode for training
-                # but carries no "episode" entry, and is not counted.
-                episode = infos[i].get("episode")
-                if episode is None:
-                    continue
-                ret, length = float(episode["r"]), int(episode["l"])
-            else:
-                ret, length = float(running_r[i]), int(running_l[i])
-                running_r[i], running_l[i] = 0.0, 0
+            # The monitor reports whole games: a life lost ends an episode for training but
+            # carries no "episode" entry, and is not counted.
+            episode = infos[i].get("episode")
+            if episode is None:
+                continue
+            ret, length = float(episode["r"]), int(episode["l"])
             if counts[i] < targets[i]:
                 returns.append(ret)
                 lengths.append(length)
@@ -83,9 +77,10 @@ class Evaluator:
     def __init__(self, eval_env: Any, n_episodes: int, seed: int | None = None,
                  deterministic: bool = True, best_model_path: str | None = None,
                  keep_best: bool = False):
-        from rlbase.common.cmd_util import as_vec_env
+        from rlbase.common.cmd_util import as_vec_env, ensure_monitor
 
-        self.env = None if eval_env is None else as_vec_env(eval_env, seed)
+        # Returns are read from a monitor below the normalization the model adds.
+        self.env = None if eval_env is None else ensure_monitor(as_vec_env(eval_env, seed))
         self.n_episodes, self.deterministic = int(n_episodes), deterministic
         self.best_model_path, self.keep_best = best_model_path, keep_best
         self.best_score: float | None = None

@@ -8,17 +8,24 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from rlbase.common.errors import RLBaseError
+
+# Set to 1 to make TensorFlow's kernels deterministic in every seeded run of this process
+# (rlbase/docs/reproducibility.md).
+DETERMINISTIC_OPS_ENV = "RLBASE_DETERMINISTIC_OPS"
+
 
 def set_global_seeds(seed: int | None, deterministic_ops: bool = False) -> None:
     """Seed python, numpy and TensorFlow; offset by the MPI rank so workers differ.
 
     seed: the base seed; None leaves every generator unseeded.
-    deterministic_ops: also make TensorFlow's kernels deterministic (slower; same results on
-        every run with the same seed).
+    deterministic_ops: also make TensorFlow's kernels deterministic, for the rest of the
+        process (slower, mainly on GPUs). The environment variable
+        ``RLBASE_DETERMINISTIC_OPS=1`` does the same for every seeded run.
     """
     import tensorflow as tf
 
-    if deterministic_ops:
+    if deterministic_ops or (seed is not None and deterministic_ops_requested()):
         tf.config.experimental.enable_op_determinism()
     if seed is None:
         return
@@ -34,6 +41,15 @@ def set_global_seeds(seed: int | None, deterministic_ops: bool = False) -> None:
     random.seed(seed)
     np.random.seed(seed)
     tf.random.set_seed(seed)
+
+
+def deterministic_ops_requested() -> bool:
+    """``RLBASE_DETERMINISTIC_OPS``: '1' on, unset, '' or '0' off, anything else an error."""
+    value = os.environ.get(DETERMINISTIC_OPS_ENV, "")
+    if value not in ("", "0", "1"):
+        raise RLBaseError(f"{DETERMINISTIC_OPS_ENV}={value!r}: use 1 (deterministic "
+                          f"TensorFlow kernels) or 0")
+    return value == "1"
 
 
 def env_seed(seed: int | None, index: int, rank: int = 0) -> int | None:

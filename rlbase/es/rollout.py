@@ -16,10 +16,11 @@ import numpy as np
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env import VecEnv, find_wrapper
 from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv
 from rlbase.common.vec_env.vec_check_finite import VecCheckFinite
 from rlbase.common.vec_env.vec_monitor import VecMonitor
+from rlbase.common.vec_env.vec_reward_scale import VecRewardScale
 from rlbase.es.noise_table import NoiseTable
 from rlbase.es.policy import ESPolicy
 
@@ -44,6 +45,10 @@ def gym_envs(venv: VecEnv) -> list[gym.Env]:
     observations); wrappers that change observations or rewards are refused. Envs of a
     SubprocVecEnv are re-made here from their spec.
     """
+    if find_wrapper(venv, VecRewardScale) is not None:
+        raise RLBaseError("es does not take reward scaling (--reward_scale, VecRewardScale): "
+                          "its episodes run under the wrapper; drop it (with fitness_shaping="
+                          "'none' scale lr instead)")
     inner = venv
     while isinstance(inner, (VecMonitor, VecCheckFinite)):
         inner = inner.venv
