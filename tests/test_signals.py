@@ -1,0 +1,112 @@
+"""SIGTERM, a second Ctrl-C and Ctrl-C under mpiexec: real processes, real signals. Each run
+stops cleanly with status 130, one line per signal, a stop checkpoint and a loadable model."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from process_util import ENV, ROOT
+
+from rlbase.common.checkpoint import list_checkpoints
+from rlbase.common.serialization import load_file
+
+# Short PPO iterations (64 steps), a log row and a checkpoint after each: the first row in the
+# output is the 'started' marker, and a stop writes its checkpoint within a fraction of a second.
+PPO = ["--alg=ppo", "--env=CartPole-v1", "--num_timesteps=1e7", "--num_env=1", "--nsteps=64",
+       "--nminibatches=1", "--noptepochs=1", "--log_interval=1", "--no_progress"]
+STARTED = "time/total_timesteps"
+
+
+def start(args: list[str], out_path) -> subprocess.Popen:
+    with open(out_path, "w") as out:
+        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
+
+
+def wait_for_text(proc: subprocess.Popen, out_path, text: str, timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while text not in out_path.read_text():
+        assert proc.poll() is None, out_path.read_text()[-3000:]
+        assert time.monotonic() < end, f"no {text!r} in time: {out_path.read_text()[-3000:]}"
+        time.sleep(0.05)
+
+
+def finish(proc: subprocess.Popen, out_path, timeout: float = 60) -> str:
+    try:
+        proc.wait(timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return out_path.read_text()
+
+
+def assert_stopped_and_saved(rc: int, text: str, save, ckpt_dir) -> None:
+    assert rc == 130, text[-3000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+    assert f"saved model to {save}" in text, text[-3000:]
+    steps = load_file(str(save))[0]["num_timesteps"]
+    assert steps > 0
+    # The stop checkpoint is the model's own step count: nothing after it was lost.
+    newest_steps, newest = list_checkpoints(str(ckpt_dir))[-1]
+    assert newest_steps == steps
+    assert load_file(newest)[0]["num_timesteps"] == steps
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_saves_the_model_and_a_stop_checkpoint(tmp_path, sig):
+    out, save, ckpt = tmp_path / "out.txt", tmp_path / "m.zip", tmp_path / "ckpt"
+    proc = start([sys.executable, "-m", "rlbase.run", *PPO, f"--save_path={save}",
+                  f"--checkpoint_path={ckpt}", "--checkpoint_interval=100000"], out)
+    wait_for_text(proc, out, STARTED)
+    proc.send_signal(sig)
+    text = finish(proc, out)
+    assert_stopped_and_saved(proc.returncode, text, save, ckpt)
+    assert f"rlbase: {sig.name} received: stopping at the next safe point" in text
+
+
+def test_a_second_sigint_lets_the_save_finish(tmp_path):
+    out, save, ckpt = tmp_path / "out.txt", tmp_path / "m.zip", tmp_path / "ckpt"
+    proc = start([sys.executable, "-m", "rlbase.run", *PPO, f"--save_path={save}",
+                  f"--checkpoint_path={ckpt}", "--checkpoint_interval=100000"], out)
+    wait_for_text(proc, out, STARTED)
+    proc.send_signal(signal.SIGINT)
+    wait_for_text(proc, out, "SIGINT received")  # the first is being handled
+    proc.send_signal(signal.SIGINT)
+    text = finish(proc, out)
+    assert_stopped_and_saved(proc.returncode, text, save, ckpt)
+    # One line when it came while the stop was under way, none when after the save.
+    assert text.count("rlbase: SIGINT received again: already stopping") <= 1
+
+
+def mpiexec() -> str:
+    if importlib.util.find_spec("mpi4py") is None:
+        pytest.skip("mpi4py not installed (pip install -e .[mpi])")
+    found = shutil.which("mpiexec") or shutil.which("mpiexec", path=os.path.dirname(
+        sys.executable))
+    if found is None:
+        pytest.skip("mpiexec not installed (pip install -e .[mpi])")
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_mpiexec_stops_every_rank_after_the_save(tmp_path, sig):
+    """A terminal's Ctrl-C reaches mpiexec (each rank has its own process group), which
+    forwards it to the ranks: they agree to stop, rank 0 writes the checkpoint and the model,
+    and the job ends with 130, not with MPI_Abort killing rank 0 mid-write."""
+    out, save, log = tmp_path / "out.txt", tmp_path / "m.zip", tmp_path / "log"
+    proc = start([mpiexec(), "-n", "2", sys.executable, "-m", "rlbase.run", *PPO,
+                  f"--save_path={save}", f"--log_path={log}", "--checkpoint_interval=100000"],
+                 out)
+    wait_for_text(proc, out, STARTED, timeout=180)
+    proc.send_signal(sig)
+    text = finish(proc, out, timeout=120)
+    assert "MPI_Abort" not in text and "aborting" not in text, text[-3000:]
+    assert_stopped_and_saved(proc.returncode, text, save, log / "checkpoints")
+    assert text.count("Interrupted at") == 1  # rank 0 alone writes
