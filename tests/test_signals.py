@@ -25,8 +25,10 @@ STARTED = "time/total_timesteps"
 
 
 def start(args: list[str], out_path) -> subprocess.Popen:
+    """Started in its own process group, as a job under a shell or a scheduler is."""
     with open(out_path, "w") as out:
-        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
+        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT,
+                                start_new_session=True)
 
 
 def wait_for_text(proc: subprocess.Popen, out_path, text: str, timeout: float = 120) -> None:
@@ -69,6 +71,19 @@ def test_a_signal_saves_the_model_and_a_stop_checkpoint(tmp_path, sig):
     text = finish(proc, out)
     assert_stopped_and_saved(proc.returncode, text, save, ckpt)
     assert f"rlbase: {sig.name} received: stopping at the next safe point" in text
+
+
+def test_sigterm_to_the_process_group_spares_the_env_workers(tmp_path):
+    """Slurm, ``timeout`` and a terminal signal every process of the job, env workers too: they
+    leave the stop to the main process instead of dying under its last step."""
+    out, save, ckpt = tmp_path / "out.txt", tmp_path / "m.zip", tmp_path / "ckpt"
+    proc = start([sys.executable, "-m", "rlbase.run", *PPO, "--num_env=2", "--vec_env=subproc",
+                  f"--save_path={save}", f"--checkpoint_path={ckpt}",
+                  "--checkpoint_interval=100000"], out)
+    wait_for_text(proc, out, STARTED)
+    os.killpg(proc.pid, signal.SIGTERM)
+    text = finish(proc, out)
+    assert_stopped_and_saved(proc.returncode, text, save, ckpt)
 
 
 def test_a_second_sigint_lets_the_save_finish(tmp_path):

@@ -17,9 +17,9 @@ An algorithm adopts it with one line at each safe point::
 
     if stop_requested(): break
 
-Env worker processes ignore SIGINT (see :func:`ignore_sigint`): a terminal's Ctrl-C goes to the
-whole process group, and a worker that died of it would fail the step the main process is about
-to finish cleanly.
+Env worker processes ignore both signals (see :func:`ignore_stop_signals`): a terminal's Ctrl-C
+goes to the whole process group, as Slurm's and ``timeout``'s SIGTERM do, and a worker that died
+of it would fail the step the main process is about to finish cleanly.
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ def graceful_interrupt() -> Iterator[None]:
         clear_stop()
 
 
-def ignore_sigint() -> None:
-    """Called first thing in an env worker process: leave Ctrl-C to the main process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def ignore_stop_signals() -> None:
+    """Called first thing in an env worker process: leave Ctrl-C and SIGTERM to the main
+    process, which stops the workers itself after its save."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)

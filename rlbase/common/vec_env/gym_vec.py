@@ -11,9 +11,11 @@ from typing import Any, Callable, Sequence, SupportsFloat
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+from gymnasium.vector.async_vector_env import AsyncState
 
 from rlbase.common.checks import observation_shape_error
 from rlbase.common.errors import RLBaseError
+from rlbase.common.signals import ignore_stop_signals
 from rlbase.common.vec_env.base import VecEnv, VecStepResult
 
 
@@ -150,8 +152,9 @@ class SubprocVecEnv(GymVecEnv):
 
     When a worker's env raises, or the worker dies, the call raises :class:`EnvWorkerError`
     naming the env index and the worker's exception (or exit status), and every worker is
-    stopped at once: no hang, no orphaned processes. Workers ignore SIGINT (Ctrl-C is the main
-    process's to handle) and, on Linux, die with the main process even if it is SIGKILLed.
+    stopped at once: no hang, no orphaned processes. Workers ignore SIGINT and SIGTERM (the
+    main process handles them, then stops the workers) and, on Linux, die with the main process
+    even if it is SIGKILLed.
 
     timeout: seconds to wait for the workers' answer to a step or reset (None: forever); a
         worker stuck longer is reported as hung.
@@ -240,18 +243,18 @@ class SubprocVecEnv(GymVecEnv):
         venv = self._async
         for p in venv.processes:
             if p.is_alive():
-                p.terminate()
+                p.kill()  # workers ignore SIGTERM
         for p in venv.processes:
             p.join(timeout=2.0)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=2.0)
         for pipe in venv.parent_pipes:
             if pipe is not None:
                 pipe.close()
         venv.closed = True
 
     def close(self) -> None:
+        if not self.vector_env.closed and self._async._state != AsyncState.DEFAULT:
+            # gymnasium would wait for the pending call, then SIGTERM (ignored) and join
+            self._shutdown()
         if not self.vector_env.closed:
             try:
                 self.vector_env.close(timeout=self.timeout)
@@ -285,19 +288,19 @@ class _ShapeCheck(gym.Wrapper):
 
 
 class _WorkerEnvFn:
-    """Builds the env inside a worker after making the worker ignore SIGINT and (Linux) die
-    with its parent."""
+    """Builds the env inside a worker after making the worker ignore SIGINT and SIGTERM and
+    (Linux) die with its parent."""
 
     def __init__(self, fn: Callable[[], gym.Env], index: int):
         self.fn, self.index = fn, index
 
     def __call__(self) -> gym.Env:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ignore_stop_signals()
         if sys.platform.startswith("linux"):
             try:
                 import ctypes
 
-                ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # DEATHSIG
+                ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # DEATHSIG
             except (OSError, AttributeError):
                 pass
         return _ShapeCheck(self.fn(), self.index)
