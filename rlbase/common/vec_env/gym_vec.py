@@ -11,7 +11,6 @@ from typing import Any, Callable, Sequence, SupportsFloat
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
-from gymnasium.vector.async_vector_env import AsyncState
 
 from rlbase.common.checks import observation_shape_error
 from rlbase.common.errors import RLBaseError
@@ -179,6 +178,10 @@ class SubprocVecEnv(GymVecEnv):
         except (EOFError, OSError) as exc:  # a worker died while building its env
             raise EnvWorkerError("an env worker died while creating its env (its traceback is "
                                  f"printed above): {type(exc).__name__}: {exc}") from exc
+        for process in vector_env.processes:
+            # Workers ignore SIGTERM: gymnasium's forced close (a timeout, garbage collection)
+            # must SIGKILL them, or it would wait for them forever.
+            process.terminate = process.kill  # type: ignore[method-assign]
         self._async = vector_env
         super().__init__(vector_env)
 
@@ -252,9 +255,6 @@ class SubprocVecEnv(GymVecEnv):
         venv.closed = True
 
     def close(self) -> None:
-        if not self.vector_env.closed and self._async._state != AsyncState.DEFAULT:
-            # gymnasium would wait for the pending call, then SIGTERM (ignored) and join
-            self._shutdown()
         if not self.vector_env.closed:
             try:
                 self.vector_env.close(timeout=self.timeout)
