@@ -212,6 +212,22 @@ def check_media_packages(args: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    """Train (and save) as the flags ask, then play and write media."""
+    from rlbase.common.signals import graceful_interrupt
+
+    # From the start: a SIGINT/SIGTERM during startup or a save stops cleanly too. Playing and
+    # media come after, with the default handlers (a Ctrl-C there ends them at once).
+    with graceful_interrupt():
+        model, args, env_kwargs, rank = train(argv)
+    if args.play and rank == 0:
+        play(model, args.env, args.play_episodes, args.seed, env_kwargs)
+    if rank == 0:
+        save_media(model, args, env_kwargs)
+    return model
+
+
+def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
+    """Everything up to the saved model: (model, args, env kwargs, MPI rank)."""
     from rlbase import registry
     from rlbase.cli_args import common_arg_parser
     from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
@@ -242,7 +258,7 @@ def main(argv: list[str] | None = None) -> Any:
     from rlbase.common.cmd_util import check_env_id, env_type_of, import_gym_packages
     from rlbase.common.mpi_util import abort_on_error, any_rank, mpi_rank
     from rlbase.common.serialization import load_file
-    from rlbase.common.signals import graceful_interrupt, stop_requested
+    from rlbase.common.signals import StopExit, stop_requested
 
     import_gym_packages(args.gym_packages)
     check_env_id(args.env)
@@ -281,26 +297,25 @@ def main(argv: list[str] | None = None) -> Any:
           f"network {network}, arguments {shown}", flush=True)
     # Ctrl-C or SIGTERM stops at the learn loop's next safe point (rlbase.common.signals); the
     # model (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
-    with graceful_interrupt():  # also around the saves: a signal must not cut them short
-        try:
-            model = entry.learn(env=env, network=network, seed=args.seed, total_timesteps=total,
-                                load_path=os.path.expanduser(args.load_path) if args.load_path
-                                else None, **alg_kwargs)
-        finally:
-            env.close()
-        if env_kwargs:  # saved with the model: playing it later makes the same envs
-            model.hyperparameters["env_kwargs"] = env_kwargs
-        # Every rank takes the same branch, even when the signal reached only some of them.
-        if any_rank(stop_requested()):
-            save_interrupted(model, args, ckpt, rank)
-        if args.save_path and rank == 0:
-            kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
-            print(f"Saved model to {kept}", flush=True)
-    if args.play and rank == 0:
-        play(model, args.env, args.play_episodes, args.seed, env_kwargs)
-    if rank == 0:
-        save_media(model, args, env_kwargs)
-    return model
+    if any_rank(stop_requested()):
+        env.close()
+        print("Stopped before training: nothing to save", flush=True)
+        raise StopExit
+    try:
+        model = entry.learn(env=env, network=network, seed=args.seed, total_timesteps=total,
+                            load_path=os.path.expanduser(args.load_path) if args.load_path
+                            else None, **alg_kwargs)
+    finally:
+        env.close()
+    if env_kwargs:  # saved with the model: playing it later makes the same envs
+        model.hyperparameters["env_kwargs"] = env_kwargs
+    # Every rank takes the same branch, even when the signal reached only some of them.
+    if any_rank(stop_requested()):
+        save_interrupted(model, args, ckpt, rank)
+    if args.save_path and rank == 0:
+        kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
+        print(f"Saved model to {kept}", flush=True)
+    return model, args, env_kwargs, rank
 
 
 def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> None:

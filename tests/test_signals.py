@@ -86,6 +86,19 @@ def test_sigterm_to_the_process_group_spares_the_env_workers(tmp_path):
     assert_stopped_and_saved(proc.returncode, text, save, ckpt)
 
 
+def test_sigterm_during_startup_exits_cleanly(tmp_path):
+    out = tmp_path / "out.txt"
+    proc = start([sys.executable, "-m", "rlbase.run", "--alg=ppo", "--env=SlowStart-v0",
+                  "--gym_packages=envs.slow_start", "--num_timesteps=1e5", "--num_env=1",
+                  "--no_progress", f"--save_path={tmp_path / 'm.zip'}"], out)
+    wait_for_text(proc, out, "building env")
+    proc.send_signal(signal.SIGTERM)
+    text = finish(proc, out)
+    assert proc.returncode == 130, text[-3000:]
+    assert "Traceback" not in text and "Stopped before training: nothing to save" in text
+    assert not (tmp_path / "m.zip").exists()
+
+
 def test_a_second_sigint_lets_the_save_finish(tmp_path):
     out, save, ckpt = tmp_path / "out.txt", tmp_path / "m.zip", tmp_path / "ckpt"
     proc = start([sys.executable, "-m", "rlbase.run", *PPO, f"--save_path={save}",
@@ -125,3 +138,18 @@ def test_a_signal_to_mpiexec_stops_every_rank_after_the_save(tmp_path, sig):
     assert "MPI_Abort" not in text and "aborting" not in text, text[-3000:]
     assert_stopped_and_saved(proc.returncode, text, save, log / "checkpoints")
     assert text.count("Interrupted at") == 1  # rank 0 alone writes
+
+
+def test_building_subproc_envs_leaves_the_main_process_signals_alone():
+    """gymnasium builds env 0 in the main process too: the worker setup (ignore SIGINT and
+    SIGTERM) must not happen there, or Ctrl-C and SIGTERM would be ignored by the run."""
+    import gymnasium as gym
+
+    from rlbase.common.vec_env import SubprocVecEnv
+
+    before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+    env = SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+    try:
+        assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == before
+    finally:
+        env.close()

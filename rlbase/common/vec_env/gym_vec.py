@@ -295,6 +295,10 @@ class _WorkerEnvFn:
         self.fn, self.index = fn, index
 
     def __call__(self) -> gym.Env:
+        if multiprocessing.parent_process() is None:
+            # gymnasium also builds env 0 in the main process to read its spaces: the main
+            # process keeps its signal handlers and its own parent's lifetime.
+            return _ShapeCheck(self.fn(), self.index)
         ignore_stop_signals()
         if sys.platform.startswith("linux"):
             try:
