@@ -382,10 +382,13 @@ def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
 def run_cli(main_fn: Callable[[], Any]) -> None:
     """One clear line and exit status 2 for a user's mistake."""
     from rlbase.common.mpi_util import abort_job
-    from rlbase.common.signals import StopExit
+    from rlbase.common.signals import StopExit, ignore_stop_signals
 
     try:
         main_fn()
+        # Done and saved: a signal while the interpreter shuts down must not turn rc 0 into a
+        # death by signal.
+        ignore_stop_signals()
     except RLBaseError as exc:
         print(f"rlbase: error: {exc}", file=sys.stderr, flush=True)
         abort_job(2)  # under mpiexec, the other ranks must not wait for this one forever

@@ -153,3 +153,18 @@ def test_building_subproc_envs_leaves_the_main_process_signals_alone():
         assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == before
     finally:
         env.close()
+
+
+def test_a_finished_cli_run_ignores_a_late_signal():
+    """Trained and saved: a SIGTERM while the interpreter shuts down (TF's teardown takes a
+    while) must not turn exit status 0 into a death by signal."""
+    from rlbase.run import run_cli
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        run_cli(lambda: None)
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGTERM)  # would end the test run on the old code
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
