@@ -96,7 +96,8 @@ def graceful_interrupt() -> Iterator[None]:
 
 
 def ignore_stop_signals() -> None:
-    """Called first thing in an env worker process: leave Ctrl-C and SIGTERM to the main
-    process, which stops the workers itself after its save."""
+    """Called first thing in an env worker process (leave Ctrl-C and SIGTERM to the main
+    process, which stops the workers itself after its save), and by the CLI once its run is
+    finished and saved."""
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
