@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
+from rlbase.common.checks import check_learning_rates
 from rlbase.common.errors import RLBaseError
 
 # Names other libraries use for rlbase's algorithms: (rlbase algorithm, learn() arguments).
@@ -108,6 +109,7 @@ def build_model(algorithm: str, observation_space: Any, action_space: Any, num_e
     ``hyperparameters``."""
     entry = get_algorithm(algorithm)
     params = {**entry.learn_defaults(), **(hyperparameters or {})}
+    check_learning_rates(algorithm, params)
     return entry.build_model(observation_space, action_space, num_envs, network,
                              dict(network_kwargs or {}), params)
 

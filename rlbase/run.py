@@ -271,15 +271,26 @@ def check_media_packages(args: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    """Train (and save) as the flags ask, then play and write media."""
     from rlbase.common.run_lock import release_all
+    from rlbase.common.signals import graceful_interrupt
 
     try:
-        return _main(argv)
+        # From the start: a SIGINT/SIGTERM during startup or a save stops cleanly too. Playing
+        # and media come after, with the default handlers (a Ctrl-C there ends them at once).
+        with graceful_interrupt():
+            model, args, env_kwargs, rank = train(argv)
+        if args.play and rank == 0:
+            play(model, args.env, args.play_episodes, args.seed, env_kwargs)
+        if rank == 0:
+            save_media(model, args, env_kwargs)
+        return model
     finally:
         release_all()  # a caller's next run in this process may use the same folders
 
 
-def _main(argv: list[str] | None) -> Any:
+def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
+    """Everything up to the saved model: (model, args, env kwargs, MPI rank)."""
     from rlbase import registry
     from rlbase.cli_args import common_arg_parser
     from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
@@ -308,9 +319,9 @@ def _main(argv: list[str] | None) -> Any:
 
     from rlbase.common import logger
     from rlbase.common.cmd_util import check_env_id, env_type_of, import_gym_packages
-    from rlbase.common.mpi_util import abort_on_error, mpi_rank
+    from rlbase.common.mpi_util import abort_on_error, any_rank, mpi_rank
     from rlbase.common.serialization import load_file
-    from rlbase.common.signals import INTERRUPTED_EXIT_CODE, graceful_interrupt, stop_requested
+    from rlbase.common.signals import StopExit, stop_requested
 
     import_gym_packages(args.gym_packages)
     check_env_id(args.env)
@@ -351,34 +362,43 @@ def _main(argv: list[str] | None) -> Any:
     verb = "Playing" if total == 0 else "Training"
     print(f"{verb} {alg} on {args.env} ({env_type}) for {total} steps with {num_env} env(s), "
           f"network {network}, arguments {shown}", flush=True)
-    # Ctrl-C stops at the learn loop's next safe point (rlbase.common.signals); the model
-    # (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
-    with graceful_interrupt():
-        try:
-            model = entry.learn(env=env, network=network, seed=args.seed, total_timesteps=total,
-                                load_path=os.path.expanduser(args.load_path) if args.load_path
-                                else None, **alg_kwargs)
-        finally:
-            env.close()
-        interrupted = stop_requested()
+    # Ctrl-C or SIGTERM stops at the learn loop's next safe point (rlbase.common.signals); the
+    # model (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
+    if any_rank(stop_requested()):
+        env.close()
+        print("Stopped before training: nothing to save", flush=True)
+        raise StopExit
+    try:
+        model = entry.learn(env=env, network=network, seed=args.seed, total_timesteps=total,
+                            load_path=os.path.expanduser(args.load_path) if args.load_path
+                            else None, **alg_kwargs)
+    finally:
+        env.close()
     if env_kwargs:  # saved with the model: playing it later makes the same envs
         model.hyperparameters["env_kwargs"] = env_kwargs
-    if interrupted:
-        if rank == 0:
-            target = os.path.expanduser(args.save_path) if args.save_path else \
-                fallback_save_path(args, ckpt, "interrupted")
-            kept = save_model(model, target, args, ckpt)
-            print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {kept}",
-                  flush=True)
-        raise SystemExit(INTERRUPTED_EXIT_CODE)
+    # Every rank takes the same branch, even when the signal reached only some of them.
+    if any_rank(stop_requested()):
+        save_interrupted(model, args, ckpt, rank)
     if args.save_path and rank == 0:
         kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
         print(f"Saved model to {kept}", flush=True)
-    if args.play and rank == 0:
-        play(model, args.env, args.play_episodes, args.seed, env_kwargs)
+    return model, args, env_kwargs, rank
+
+
+def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> None:
+    """After a stop request: rank 0 saves the model, every rank waits for that save, and all
+    exit with status 130 together (no MPI_Abort, which would kill rank 0 mid-write)."""
+    from rlbase.common.mpi_util import barrier
+    from rlbase.common.signals import StopExit
+
     if rank == 0:
-        save_media(model, args, env_kwargs)
-    return model
+        target = os.path.expanduser(args.save_path) if args.save_path else \
+            fallback_save_path(args, ckpt, "interrupted")
+        kept = save_model(model, target, args, ckpt)
+        print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {kept}",
+              flush=True)
+    barrier()
+    raise StopExit
 
 
 def write_run_metadata(log_path: str, alg: str, env_id: str, seed: int | None,
@@ -429,13 +449,19 @@ def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
 def run_cli(main_fn: Callable[[], Any]) -> None:
     """One clear line and exit status 2 for a user's mistake."""
     from rlbase.common.mpi_util import abort_job
+    from rlbase.common.signals import StopExit, ignore_stop_signals
 
     try:
         main_fn()
+        # Done and saved: a signal while the interpreter shuts down must not turn rc 0 into a
+        # death by signal.
+        ignore_stop_signals()
     except RLBaseError as exc:
         print(f"rlbase: error: {exc}", file=sys.stderr, flush=True)
         abort_job(2)  # under mpiexec, the other ranks must not wait for this one forever
         sys.exit(2)
+    except StopExit:
+        raise  # every rank stops together after the save: nothing to abort
     except SystemExit as exc:
         if exc.code:
             abort_job(exc.code if isinstance(exc.code, int) else 1)

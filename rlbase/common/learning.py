@@ -20,6 +20,7 @@ import gymnasium as gym
 
 from rlbase.common import logger
 from rlbase.common.base_model import BaseModel, check_model_metadata
+from rlbase.common.checks import check_learning_rates
 from rlbase.common.cmd_util import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loop import LOOP_ARGUMENTS, LoopOptions
@@ -103,6 +104,7 @@ def start_learning(algorithm: str, build_model: BuildModel[ModelT], arguments: d
     apply_aliases(algorithm, arguments, network_kwargs, aliases or {}, env.num_envs)
     hyperparameters = {k: v for k, v in arguments.items()
                        if k not in NOT_HYPERPARAMETERS}
+    check_learning_rates(algorithm, hyperparameters)
     network = arguments["network"]
     load_path = arguments.get("load_path")
     if load_path is not None:

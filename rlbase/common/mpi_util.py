@@ -59,6 +59,22 @@ def broadcast(x: np.ndarray, comm: Any | None = None, root: int = 0) -> np.ndarr
     return x
 
 
+def any_rank(flag: bool, comm: Any | None = None) -> bool:
+    """Whether ``flag`` is true on any rank (``flag`` itself when single-process); every rank
+    must call it at the same point."""
+    comm = comm if comm is not None else get_comm()
+    if comm is None or comm.Get_size() == 1:
+        return bool(flag)
+    return any(comm.allgather(bool(flag)))
+
+
+def barrier(comm: Any | None = None) -> None:
+    """Wait until every rank reaches this call (nothing when single-process)."""
+    comm = comm if comm is not None else get_comm()
+    if comm is not None and comm.Get_size() > 1:
+        comm.Barrier()
+
+
 def allreduce_mean_f32(x: np.ndarray, comm: Any) -> np.ndarray:
     """Float32 element-wise mean over ranks (what the in-graph gradient averaging calls)."""
     from mpi4py import MPI

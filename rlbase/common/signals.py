@@ -1,20 +1,25 @@
-"""Stopping training cleanly on Ctrl-C (SIGINT).
+"""Stopping training cleanly on Ctrl-C (SIGINT) and SIGTERM (kill, docker stop, Slurm).
 
-Inside :func:`graceful_interrupt`, the first SIGINT only sets a flag: learn loops poll
-:func:`stop_requested` at their safe points (after an update, between env steps), write a
-checkpoint when they have a checkpointer, and return the model as it is. The CLI reads the flag
-before leaving the block (leaving clears it), saves the model and exits with status 130. A
-second SIGINT raises KeyboardInterrupt at once, for a loop that does not poll. Outside the
-context (library use without it) SIGINT behaves as Python's default and only
+Inside :func:`graceful_interrupt`, the first SIGINT or SIGTERM only sets a flag: learn loops
+poll :func:`stop_requested` at their safe points (after an update, between env steps), write a
+checkpoint when they have a checkpointer, and return the model as it is. The CLI saves the
+model inside the same block and exits with status 130 (both signals). A later signal while the
+stop is under way prints one line and is otherwise ignored, so the save it would cut short is
+finished (every rlbase learn loop polls the flag; SIGKILL still ends a process at once). Outside
+the context (library use without it) the signals behave as Python's default and only
 :func:`request_stop` sets the flag.
+
+Under MPI, mpiexec forwards SIGINT and SIGTERM to every rank; the learn loop's ranks agree to
+stop after the same iteration and the CLI ends them together (:class:`StopExit`) without
+MPI_Abort.
 
 An algorithm adopts it with one line at each safe point::
 
     if stop_requested(): break
 
-Env worker processes should ignore SIGINT (see :func:`ignore_sigint`): a terminal's Ctrl-C goes
-to the whole process group, and a worker that died of it would fail the step the main process
-is about to finish cleanly.
+Env worker processes ignore both signals (see :func:`ignore_stop_signals`): a terminal's Ctrl-C
+goes to the whole process group, as Slurm's and ``timeout``'s SIGTERM do, and a worker that died
+of it would fail the step the main process is about to finish cleanly.
 """
 
 from __future__ import annotations
@@ -26,12 +31,21 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-INTERRUPTED_EXIT_CODE = 130  # the shell's convention: 128 + SIGINT
-_state = {"requested": False}
+INTERRUPTED_EXIT_CODE = 130  # the shell's convention for Ctrl-C (128 + SIGINT); also SIGTERM's
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_state = {"requested": False, "noted": False}
+
+
+class StopExit(SystemExit):
+    """The exit after a requested stop was saved: every MPI rank raises it together, so the
+    CLI ends the job normally instead of aborting it (which would kill a rank still writing)."""
+
+    def __init__(self) -> None:
+        super().__init__(INTERRUPTED_EXIT_CODE)
 
 
 def stop_requested() -> bool:
-    """True after a SIGINT inside :func:`graceful_interrupt`."""
+    """True after a SIGINT or SIGTERM inside :func:`graceful_interrupt`."""
     return _state["requested"]
 
 
@@ -42,33 +56,48 @@ def request_stop() -> None:
 
 def clear_stop() -> None:
     _state["requested"] = False
+    _state["noted"] = False
 
 
 def _handler(signum: int, frame: Any) -> None:
-    if _state["requested"]:
-        raise KeyboardInterrupt
-    _state["requested"] = True
-    print("rlbase: interrupt received: stopping at the next safe point (Ctrl-C again to abort)",
-          file=sys.stderr, flush=True)
+    name = signal.Signals(signum).name
+    if not _state["requested"]:
+        _state["requested"] = True
+        print(f"rlbase: {name} received: stopping at the next safe point and saving the model",
+              file=sys.stderr, flush=True)
+    elif not _state["noted"]:
+        # Raising here would cut the checkpoint or model write short: finish it instead.
+        _state["noted"] = True
+        print(f"rlbase: {name} received again: already stopping, the model is being saved "
+              "(SIGKILL ends the process without saving)", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
 def graceful_interrupt() -> Iterator[None]:
-    """Turn SIGINT into a stop request for the duration of the block (main thread only;
-    elsewhere the block runs with SIGINT left as it is)."""
+    """Turn SIGINT and SIGTERM into a stop request for the duration of the block (main thread
+    only; elsewhere the block runs with the signals left as they are)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     clear_stop()
-    previous = signal.signal(signal.SIGINT, _handler)
+    previous = {sig: signal.signal(sig, _handler) for sig in STOP_SIGNALS}
     try:
         yield
+    except StopExit:
+        # The process ends with its model saved: a late signal must not turn that exit into a
+        # KeyboardInterrupt or a death by signal.
+        previous = dict.fromkeys(STOP_SIGNALS, signal.SIG_IGN)
+        raise
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         # A request belongs to the training it interrupted: the next learn() runs in full.
         clear_stop()
 
 
-def ignore_sigint() -> None:
-    """Called first thing in an env worker process: leave Ctrl-C to the main process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def ignore_stop_signals() -> None:
+    """Called first thing in an env worker process (leave Ctrl-C and SIGTERM to the main
+    process, which stops the workers itself after its save), and by the CLI once its run is
+    finished and saved."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)

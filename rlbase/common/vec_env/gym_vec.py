@@ -6,13 +6,15 @@ import multiprocessing
 import signal
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
+from rlbase.common.checks import observation_shape_error
 from rlbase.common.errors import RLBaseError
+from rlbase.common.signals import ignore_stop_signals
 from rlbase.common.vec_env.base import VecEnv, VecStepResult
 
 
@@ -104,10 +106,40 @@ class DummyVecEnv(GymVecEnv):
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]):
         self._sync = SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode.SAME_STEP)
         super().__init__(self._sync)
+        self._episode_steps = np.zeros(self.num_envs, np.int64)
 
     @property
     def envs(self) -> list[gym.Env]:
         return list(self._sync.envs)
+
+    def reset(self) -> np.ndarray:
+        self._episode_steps[:] = 0
+        try:
+            return super().reset()
+        except ValueError as exc:  # numpy's 'Output array is the wrong shape' names no env
+            raise self._shape_error() or exc from exc
+
+    def step_wait(self) -> VecStepResult:
+        self._episode_steps += 1
+        try:
+            obs, rewards, terminated, truncated, infos = super().step_wait()
+        except ValueError as exc:
+            raise self._shape_error() or exc from exc
+        self._episode_steps[terminated | truncated] = 0
+        return obs, rewards, terminated, truncated, infos
+
+    def _shape_error(self) -> RLBaseError | None:
+        """After gymnasium failed to stack the observations: the first env whose observation
+        does not have its space's shape (checked only then, so stepping costs nothing)."""
+        shape = self.observation_space.shape
+        if shape is None:  # Dict / Tuple spaces: no single shape to compare
+            return None
+        observations: list[Any] = list(self._sync._env_obs)  # the obs each env returned
+        for i, obs in enumerate(observations):
+            if np.shape(obs) != shape:
+                return observation_shape_error(self._sync.envs[i], i,
+                                               int(self._episode_steps[i]), obs, shape)
+        return None
 
 
 class EnvWorkerError(RuntimeError):
@@ -119,8 +151,9 @@ class SubprocVecEnv(GymVecEnv):
 
     When a worker's env raises, or the worker dies, the call raises :class:`EnvWorkerError`
     naming the env index and the worker's exception (or exit status), and every worker is
-    stopped at once: no hang, no orphaned processes. Workers ignore SIGINT (Ctrl-C is the main
-    process's to handle) and, on Linux, die with the main process even if it is SIGKILLed.
+    stopped at once: no hang, no orphaned processes. Workers ignore SIGINT and SIGTERM (the
+    main process handles them, then stops the workers) and, on Linux, die with the main process
+    even if it is SIGKILLed.
 
     timeout: seconds to wait for the workers' answer to a step or reset (None: forever); a
         worker stuck longer is reported as hung.
@@ -138,13 +171,17 @@ class SubprocVecEnv(GymVecEnv):
             raise RLBaseError(f"in_series={in_series!r} must be a positive integer dividing the "
                               f"number of envs ({len(env_fns)})")
         self.timeout = timeout
-        fns = [_WorkerEnvFn(fn) for fn in env_fns]
+        fns = [_WorkerEnvFn(fn, i) for i, fn in enumerate(env_fns)]
         try:
             vector_env = AsyncVectorEnv(fns, context=context,
                                         autoreset_mode=AutoresetMode.SAME_STEP)
         except (EOFError, OSError) as exc:  # a worker died while building its env
             raise EnvWorkerError("an env worker died while creating its env (its traceback is "
                                  f"printed above): {type(exc).__name__}: {exc}") from exc
+        for process in vector_env.processes:
+            # Workers ignore SIGTERM: gymnasium's forced close (a timeout, garbage collection)
+            # must SIGKILL them, or it would wait for them forever.
+            process.terminate = process.kill  # type: ignore[method-assign]
         self._async = vector_env
         super().__init__(vector_env)
 
@@ -171,7 +208,7 @@ class SubprocVecEnv(GymVecEnv):
             raise self._fault("step", exc) from exc
         return obs, rewards, terminated, truncated, self._split_info(info)
 
-    def _fault(self, call: str, exc: BaseException) -> EnvWorkerError:
+    def _fault(self, call: str, exc: BaseException) -> EnvWorkerError | RLBaseError:
         """Describe which worker failed and why, then stop every worker."""
         venv = self._async
         if isinstance(exc, multiprocessing.TimeoutError):
@@ -189,6 +226,9 @@ class SubprocVecEnv(GymVecEnv):
                 # gymnasium re-raises ``type(e)(e)``: the worker's own exception is args[0].
                 cause = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) \
                     else exc
+                if isinstance(cause, RLBaseError):  # the env broke a rule: one line says which
+                    self._shutdown()
+                    return cause
                 message = (f"env {raised[0]} raised {type(cause).__name__}: {cause} during "
                            f"{call} (in its SubprocVecEnv worker; traceback above)")
             elif dead:
@@ -206,12 +246,9 @@ class SubprocVecEnv(GymVecEnv):
         venv = self._async
         for p in venv.processes:
             if p.is_alive():
-                p.terminate()
+                p.kill()  # workers ignore SIGTERM
         for p in venv.processes:
             p.join(timeout=2.0)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=2.0)
         for pipe in venv.parent_pipes:
             if pipe is not None:
                 pipe.close()
@@ -225,23 +262,52 @@ class SubprocVecEnv(GymVecEnv):
                 self._shutdown()
 
 
-class _WorkerEnvFn:
-    """Builds the env inside a worker after making the worker ignore SIGINT and (Linux) die
-    with its parent."""
+class _ShapeCheck(gym.Wrapper):
+    """In a SubprocVecEnv worker: an observation whose shape is not its space's is named (env,
+    step, both shapes) before gymnasium's copy into shared memory fails without saying which."""
 
-    def __init__(self, fn: Callable[[], gym.Env]):
-        self.fn = fn
+    def __init__(self, env: gym.Env, index: int):
+        super().__init__(env)
+        self.index, self.steps, self.shape = index, 0, env.observation_space.shape
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        self.steps = 0
+        obs, info = self.env.reset(**kwargs)
+        self._check(obs)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        self.steps += 1
+        result = self.env.step(action)
+        self._check(result[0])
+        return result
+
+    def _check(self, obs: Any) -> None:
+        if self.shape is not None and np.shape(obs) != self.shape:
+            raise observation_shape_error(self.env, self.index, self.steps, obs, self.shape)
+
+
+class _WorkerEnvFn:
+    """Builds the env inside a worker after making the worker ignore SIGINT and SIGTERM and
+    (Linux) die with its parent."""
+
+    def __init__(self, fn: Callable[[], gym.Env], index: int):
+        self.fn, self.index = fn, index
 
     def __call__(self) -> gym.Env:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if multiprocessing.parent_process() is None:
+            # gymnasium also builds env 0 in the main process to read its spaces: the main
+            # process keeps its signal handlers and its own parent's lifetime.
+            return _ShapeCheck(self.fn(), self.index)
+        ignore_stop_signals()
         if sys.platform.startswith("linux"):
             try:
                 import ctypes
 
-                ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # DEATHSIG
+                ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # DEATHSIG
             except (OSError, AttributeError):
                 pass
-        return self.fn()
+        return _ShapeCheck(self.fn(), self.index)
 
 
 ShmemVecEnv = SubprocVecEnv  # Baselines' name: rlbase's SubprocVecEnv already uses shared memory

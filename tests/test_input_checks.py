@@ -1,0 +1,81 @@
+"""Checks every algorithm shares: learning rates must be positive, and an env that changes its
+observation shape is named (env id, step, both shapes) instead of numpy's bare error."""
+
+from __future__ import annotations
+
+import inspect
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlbase import registry
+from rlbase.common.checks import LEARNING_RATE_NAMES
+from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.errors import RLBaseError
+
+ENV_OF = {"ddpg": "Pendulum-v1", "sac": "Pendulum-v1", "qlearning": "FrozenLake-v1"}
+
+
+def learning_rates() -> list[tuple[str, str]]:
+    """(algorithm, learning-rate argument) for every algorithm of the registry."""
+    cases = []
+    for alg in registry.available_algorithms():
+        params = inspect.signature(registry.get_algorithm(alg).learn).parameters
+        names = [n for n in LEARNING_RATE_NAMES if n in params]
+        assert names, f"{alg}.learn takes no learning rate the check knows"
+        cases += [(alg, name) for name in names]
+    return cases
+
+
+@pytest.mark.parametrize("alg,name", learning_rates())
+@pytest.mark.parametrize("value", [0.0, -1e-3, lambda frac: -1e-3 * frac])
+def test_every_algorithm_refuses_a_learning_rate_that_is_not_positive(alg, name, value):
+    learn = registry.get_algorithm(alg).learn
+    with pytest.raises(RLBaseError, match=f"{alg}: {name} must be a positive number") as err:
+        learn(network="mlp", env=ENV_OF.get(alg, "CartPole-v1"), total_timesteps=10, seed=0,
+              **{name: value})
+    assert "\n" not in str(err.value)
+    assert ("schedule starting at -0.001" if callable(value) else repr(value)) in str(err.value)
+
+
+def test_a_model_class_refuses_a_negative_learning_rate():
+    from rlbase.api import PPO
+
+    with pytest.raises(RLBaseError, match="ppo: lr must be a positive number.*got -0.5"):
+        PPO("MlpPolicy", "CartPole-v1", learning_rate=-0.5)
+
+
+class ShapeShifter(gym.Env):
+    """Observations of shape (3,) until step 4 of each episode, then (4,)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(3 if self.t < 4 else 4, np.float32), 1.0, False, False, {}
+
+
+gym.register("ShapeShifter-v0", entry_point=ShapeShifter)
+
+
+@pytest.mark.parametrize("vec_env", ["dummy", "subproc"])
+def test_an_observation_of_another_shape_names_the_env_the_step_and_both_shapes(vec_env):
+    env = make_vec_env("ShapeShifter-v0", num_env=2, seed=0, vec_env=vec_env)
+    try:
+        env.reset()
+        for _ in range(3):
+            env.step(np.zeros(2, np.int64))
+        with pytest.raises(RLBaseError) as err:
+            env.step(np.zeros(2, np.int64))
+    finally:
+        env.close()
+    message = str(err.value)
+    assert "(ShapeShifter-v0) returned an observation of shape (4,) at step 4 " in message
+    assert "observation space has shape (3,)" in message
