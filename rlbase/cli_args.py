@@ -76,6 +76,9 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
     p.add_argument("--normalize", action="store_true",
                    help="normalize observations and rewards with running statistics "
                         "(VecNormalize); they are saved with the model and used by --play")
+    p.add_argument("--deterministic_ops", action="store_true",
+                   help="make TensorFlow's kernels deterministic (slower, mainly on GPUs; "
+                        "the same as RLBASE_DETERMINISTIC_OPS=1)")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
     p.add_argument("--vec_env", choices=VEC_ENV_KINDS, default="auto",
                    help="how envs are stepped: dummy (in this process), subproc (a process "

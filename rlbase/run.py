@@ -314,6 +314,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     check_writable("--save_path", args.save_path, is_file=True)
     check_writable("--log_path", args.log_path, is_file=False)
     check_writable("--checkpoint_path", args.checkpoint_path, is_file=False)
+    if args.deterministic_ops:  # read by every seeded run's set_global_seeds
+        from rlbase.common.misc_util import DETERMINISTIC_OPS_ENV
+
+        os.environ[DETERMINISTIC_OPS_ENV] = "1"
     import_tensorflow_quietly()
     entry = registry.get_algorithm(alg)
 

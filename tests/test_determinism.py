@@ -95,3 +95,17 @@ def test_deterministic_ops_setting_is_checked(monkeypatch):
     monkeypatch.setenv("RLBASE_DETERMINISTIC_OPS", "yes")
     with pytest.raises(RLBaseError, match=r"RLBASE_DETERMINISTIC_OPS='yes': use 1"):
         set_global_seeds(0)
+
+
+def test_cli_deterministic_ops_flag_turns_them_on(monkeypatch):
+    import tensorflow as tf
+
+    from rlbase.run import main
+
+    calls = []
+    monkeypatch.setattr(tf.config.experimental, "enable_op_determinism",
+                        lambda: calls.append(True))
+    monkeypatch.delenv("RLBASE_DETERMINISTIC_OPS", raising=False)  # restored after the test
+    main(["--alg=a2c", "--env=CartPole-v1", "--num_timesteps=10", "--seed=0", "--num_env=1",
+          "--nsteps=5", "--no_progress", "--deterministic_ops"])
+    assert calls == [True]
