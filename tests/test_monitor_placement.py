@@ -12,7 +12,13 @@ from rlbase.common import logger
 from rlbase.common.cmd_util import ensure_monitor, make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import Evaluator, run_episodes
-from rlbase.common.vec_env import DummyVecEnv, VecMonitor, VecNormalize, find_wrapper
+from rlbase.common.vec_env import (
+    DummyVecEnv,
+    VecEnvWrapper,
+    VecMonitor,
+    VecNormalize,
+    find_wrapper,
+)
 
 
 def cartpole() -> DummyVecEnv:
@@ -44,6 +50,25 @@ def test_a_monitor_above_vec_normalize_is_refused():
     with pytest.raises(RLBaseError, match=r"VecMonitor sits above its VecNormalize.*"
                                           r"VecNormalize\(VecMonitor\(venv\)\)"):
         ensure_monitor(VecMonitor(VecNormalize(cartpole())))
+
+
+class ClipRewards(VecEnvWrapper):
+    """A user's own reward-changing wrapper, declared as such."""
+
+    changes_rewards = True
+
+    def step_wait(self):
+        obs, rewards, terminated, truncated, infos = self.venv.step_wait()
+        return obs, np.clip(rewards, -0.5, 0.5), terminated, truncated, infos
+
+
+def test_a_users_reward_changing_wrapper_keeps_the_monitor_below_it():
+    venv = ensure_monitor(ClipRewards(cartpole()))
+    assert isinstance(venv.venv, VecMonitor)
+    for episode in episodes(venv):
+        assert episode["r"] == episode["l"]  # the env's 1 per step, not the clipped 0.5
+    with pytest.raises(RLBaseError, match=r"VecMonitor sits above its ClipRewards"):
+        ensure_monitor(VecMonitor(ClipRewards(cartpole())))
 
 
 def test_a_monitor_below_vec_normalize_is_kept():

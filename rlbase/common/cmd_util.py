@@ -19,13 +19,11 @@ from rlbase.common.vec_env import (
     SubprocVecEnv,
     VecEnv,
     VecEnvWrapper,
-    VecNormalize,
 )
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.common.vec_env.vec_reward_scale import VecRewardScale
 
 # Wrappers whose rewards are not the env's own: a VecMonitor must sit below them.
-REWARD_CHANGING: tuple[type[VecEnv], ...] = (VecNormalize, VecRewardScale)
 
 # Ids gymnasium retired for a successor that is the same env at default arguments; papers,
 # tutorials and Baselines-era scripts still use them. Taxi-v4 (gymnasium 1.3) only fixed the
@@ -227,13 +225,14 @@ def ensure_monitor(venv: VecEnv, monitor_dir: str | None = None) -> VecEnv:
     the episodes a monitor reports, and their returns must be the env's own reward sums).
 
     With no monitor in the chain one is put right above the base VecEnv (the chain's wrappers
-    are kept, so ``venv`` itself is returned); a monitor above a VecNormalize or
-    VecRewardScale is refused.
+    are kept, so ``venv`` itself is returned); a monitor above a wrapper that declares
+    ``changes_rewards`` (VecNormalize, VecRewardScale, or a user's own) is refused.
     """
     chain = wrapper_chain(venv)
     monitors = [i for i, w in enumerate(chain) if isinstance(w, VecMonitor)]
     if monitors:
-        below = [w for w in chain[monitors[0] + 1:] if isinstance(w, REWARD_CHANGING)]
+        below = [w for w in chain[monitors[0] + 1:]
+                 if isinstance(w, VecEnvWrapper) and w.changes_rewards]
         if below:
             name = type(below[0]).__name__
             raise RLBaseError(f"the env's VecMonitor sits above its {name}, so it would log "

@@ -9,7 +9,7 @@ step) and ``infos[i]["final_observation"]`` holds the last observation of the ep
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -72,7 +72,14 @@ class VecEnv(ABC):
 
 
 class VecEnvWrapper(VecEnv):
-    """Base for wrappers: forwards everything to ``venv`` unless overridden."""
+    """Base for wrappers: forwards everything to ``venv`` unless overridden.
+
+    changes_rewards: the rewards it hands on are not the env's own (normalized, scaled,
+    clipped). A wrapper of yours that changes them says so, and rlbase keeps the episode
+    monitor below it: logged and evaluated returns stay the env's own reward sums.
+    """
+
+    changes_rewards: ClassVar[bool] = False
 
     def __init__(self, venv: VecEnv, observation_space: gym.Space | None = None,
                  action_space: gym.Space | None = None):

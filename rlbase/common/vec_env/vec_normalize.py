@@ -159,6 +159,8 @@ class VecNormalize(VecEnvWrapper):
         ones (the settings above are then theirs).
     """
 
+    changes_rewards = True
+
     def __init__(self, venv: VecEnv, ob: bool = True, ret: bool = True, clipob: float = 10.0,
                  cliprew: float = 10.0, gamma: float = 0.99, epsilon: float = 1e-8,
                  training: bool = True, comm: Any = None,

@@ -11,6 +11,8 @@ class VecRewardScale(VecEnvWrapper):
     """Multiply every reward by ``scale`` (``--reward_scale``). It belongs above the
     VecMonitor, so logged and evaluated returns stay the env's own reward sums."""
 
+    changes_rewards = True
+
     def __init__(self, venv: VecEnv, scale: float):
         super().__init__(venv)
         self.scale = float(scale)
