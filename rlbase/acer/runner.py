@@ -89,15 +89,14 @@ class Runner(AbstractEnvRunner):
             for i in np.flatnonzero(cut):
                 finals.append((int(i) * nsteps + t, infos[i]["final_observation"], states[i]))
             if raw is not None:
-                raw.step(t, rew, [infos[i] for i in np.flatnonzero(cut)])
+                raw.step(t, rew, {int(i) * nsteps + t: infos[i] for i in np.flatnonzero(cut)})
             self.collect_episodes(infos)
             done = (terminated | truncated).astype(np.float32)
             rewards[:, t], dones[:, t], truncs[:, t] = rew, done, cut
             self.obs, self.states, self.episode_starts = next_obs, states, done
         nested.assign(ob_space, obs, (slice(None), nsteps), self.obs)
         starts[:, nsteps] = self.episode_starts
-        order = sorted(range(len(finals)), key=lambda j: finals[j][0])  # env-major, as
-        finals = [finals[j] for j in order]                              # flatnonzero(truncs)
+        finals.sort(key=lambda f: f[0])  # env-major, as np.flatnonzero(truncs)
         final_obs = _stacked(ob_space, [ob for _, ob, _ in finals])
         final_state = np.zeros((len(finals), start_state.shape[1]), dtype=np.float32)
         for j, (_, _, st) in enumerate(finals):
@@ -106,7 +105,7 @@ class Runner(AbstractEnvRunner):
                         final_obs, final_state)
         if raw is not None:
             raw.observe(nsteps, self.obs)
-            seq.raw = raw.sequences(seq, order)
+            seq.raw = raw.sequences(seq)
         return seq
 
 
@@ -125,17 +124,20 @@ class _RawRecord:
         self.raw, self.space = raw, raw.stored_space(space)
         self.obs = nested.empty(self.space, (nenv, nsteps + 1))
         self.rewards = np.empty((nenv, nsteps), dtype=np.float32)
-        self.finals: list[Any] = []  # in the order of the runner's finals before sorting
+        self.finals: dict[int, Any] = {}  # env * nsteps + t -> final observation
 
     def observe(self, t: int, obs: Any) -> None:
         """Record the raw version of ``obs``, the env's last, as observation ``t``."""
         nested.assign(self.space, self.obs, (slice(None), t), self.raw.observations(obs))
 
-    def step(self, t: int, rewards: np.ndarray, cut_infos: list[dict[str, Any]]) -> None:
+    def step(self, t: int, rewards: np.ndarray, cut_infos: dict[int, dict[str, Any]]) -> None:
+        """Record step ``t``'s raw rewards and the raw final observations of the truncated
+        steps (``cut_infos``: their infos by ``env * nsteps + t``)."""
         self.rewards[:, t] = self.raw.rewards(rewards)
-        self.finals.extend(self.raw.final_observation(info) for info in cut_infos)
+        self.finals.update((key, self.raw.final_observation(info))
+                           for key, info in cut_infos.items())
 
-    def sequences(self, seq: Sequences, order: list[int]) -> Sequences:
+    def sequences(self, seq: Sequences) -> Sequences:
         """``seq`` with the raw observations and rewards."""
-        final_obs = _stacked(self.space, [self.finals[j] for j in order])
+        final_obs = _stacked(self.space, [self.finals[k] for k in sorted(self.finals)])
         return replace(seq, obs=self.obs, rewards=self.rewards, final_obs=final_obs)
