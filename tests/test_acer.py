@@ -585,3 +585,22 @@ def test_learns_cartpole_with_vec_normalize():
     eval_env = model.normalized_like_training(make_vec_env("CartPole-v1", num_env=1, seed=100))
     mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=10)
     assert mean >= 475
+
+
+def test_resuming_an_older_checkpoint_behind_vecnormalize_is_refused(tmp_path, monkeypatch):
+    # An older rlbase's ACER checkpoint holds rollouts normalized when collected: read as raw
+    # ones they would be normalized twice, so the resume is refused in one line.
+    from rlbase.common.checkpoint import object_state
+
+    def make():
+        return VecNormalize(DummyVecEnv([lambda: CountingImages(0, 3, truncate=True)]))
+
+    kw = dict(seed=0, nsteps=4, buffer_size=8, replay_start=4, checkpoint_interval=8,
+              checkpoint_path=str(tmp_path), **QUIET)
+    monkeypatch.setattr(RawReplay, "buffer_state",
+                        lambda self, buffer: object_state(buffer, "replay"))  # the old writer
+    learn("mlp", make(), total_timesteps=8, **kw)
+    monkeypatch.undo()
+    with pytest.raises(RLBaseError, match="older rlbase") as info:
+        learn("mlp", make(), total_timesteps=16, resume=True, **kw)
+    assert "\n" not in str(info.value)
