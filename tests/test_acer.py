@@ -15,12 +15,13 @@ import pytest
 import tensorflow as tf
 
 from rlbase.acer.acer import learn
-from rlbase.acer.buffer import Buffer
+from rlbase.acer.buffer import Buffer, normalized
 from rlbase.acer.model import AcerPolicy, Model, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Runner, Sequences
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.off_policy import RawReplay
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 
 QUIET = dict(log_interval=10**9)
@@ -363,22 +364,74 @@ def test_buffer_rebuilds_stacks_across_episode_starts():
     np.testing.assert_array_equal(got.final_obs, seq.final_obs)
 
 
-def test_normalizing_stacked_frames_is_refused_and_per_frame_works():
+def test_frame_stack_above_a_normalization_of_observations_is_refused_with_replay():
     makers = [lambda: CountingImages(0, 3, truncate=True)]
-    above = VecNormalize(VecFrameStack(DummyVecEnv(makers), 2))
-    with pytest.raises(RLBaseError, match="VecNormalize above the VecFrameStack") as err:
-        learn("mlp", above, total_timesteps=0, nsteps=4, buffer_size=8, replay_start=4,
-              **QUIET)
-    assert "\n" not in str(err.value) and "normalize each frame" in str(err.value)
-    # Normalized frames stacked afterwards rebuild exactly.
-    env = VecFrameStack(VecNormalize(DummyVecEnv(makers)), 2)
-    seq = Runner(env, RandomModel(), nsteps=4).run()
+    with pytest.raises(RLBaseError, match="VecNormalize.VecFrameStack.venv, n..") as err:
+        learn("mlp", VecFrameStack(VecNormalize(DummyVecEnv(makers)), 2), total_timesteps=0,
+              nsteps=4, buffer_size=8, replay_start=4, **QUIET)
+    assert "\n" not in str(err.value)
+    # On-policy ACER keeps no buffer: any order.
+    model = learn("mlp", VecFrameStack(VecNormalize(DummyVecEnv(makers)), 2),
+                  total_timesteps=4, nsteps=4, replay_ratio=0, **QUIET)
+    assert model.num_timesteps == 4
+
+
+def normalized_by_hand(stats, obs, rewards):
+    rms = stats.ob_rms
+    obs = np.clip((obs - rms.mean) / np.sqrt(rms.var + stats.epsilon), -10, 10)
+    return obs, np.clip(rewards / np.sqrt(stats.ret_rms.var + stats.epsilon), -10, 10)
+
+
+@pytest.mark.parametrize("nstack", [1, 2])
+def test_buffer_keeps_raw_rollouts_and_replays_them_normalized_now(nstack):
+    makers = [lambda: CountingImages(0, 3, truncate=True), lambda: CountingImages(1, 2)]
+
+    def stacked(venv):
+        return VecFrameStack(venv, nstack) if nstack > 1 else venv
+
+    env = VecNormalize(stacked(DummyVecEnv(makers)))
+    twin = stacked(DummyVecEnv(makers))  # the same raw data, unnormalized
+    raw = RawReplay(env)
+    runner = Runner(env, RandomModel(), nsteps=4, raw=raw)
+    twin_runner = Runner(twin, RandomModel(), nsteps=4)
     buffer = buffer_for(env, nsteps=4, size=4)
-    assert buffer.nstack == 2
-    buffer.put(seq)
-    got = buffer.get(np.random.default_rng(0))
-    np.testing.assert_array_equal(got.obs, seq.obs)
-    np.testing.assert_array_equal(got.final_obs, seq.final_obs)
+    assert buffer.nstack == nstack and buffer.frames.dtype == np.uint8  # raw images
+    seq, expected = runner.run(), twin_runner.run()
+    assert seq.raw is not None and seq.raw.final_obs.dtype == np.uint8
+    for name in ("obs", "rewards", "final_obs", "actions", "mus", "dones", "starts"):
+        np.testing.assert_array_equal(getattr(seq.raw, name), getattr(expected, name))
+    assert seq.final_obs.dtype == np.float32 and len(seq.final_obs) == 1
+    buffer.put(seq.raw)
+    np.testing.assert_array_equal(buffer.rewards, expected.rewards[None])  # raw: t
+    for _ in range(3):
+        runner.run()  # the statistics move on
+    got = normalized(buffer.get(np.random.default_rng(0)), raw)
+    obs, rewards = normalized_by_hand(env.stats, expected.obs, expected.rewards)
+    final_obs, _ = normalized_by_hand(env.stats, expected.final_obs, expected.rewards)
+    np.testing.assert_allclose(got.obs, obs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got.rewards, rewards, rtol=1e-6)
+    np.testing.assert_allclose(got.final_obs, final_obs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got.mus, expected.mus)  # the behaviour policy's, as taken
+    assert not np.allclose(got.obs, seq.obs)  # not the statistics of collection
+
+
+@pytest.mark.parametrize("nstack", [1, 2])
+def test_learn_stores_raw_rollouts_behind_vecnormalize(nstack):
+    makers = [lambda: CountingImages(0, 3, truncate=True), lambda: CountingImages(1, 2)]
+    venv = DummyVecEnv(makers)
+    env = VecNormalize(VecFrameStack(venv, nstack) if nstack > 1 else venv)
+    model = learn("mlp", env, seed=0, total_timesteps=24, nsteps=4, buffer_size=8,
+                  replay_start=4, **QUIET)
+    buffer = model.replay_buffer
+    assert buffer.num_in_buffer == 2 and buffer.nstack == nstack
+    # Three rollouts in a ring of two: slot 0 holds the third (observations at t = 8..12),
+    # slot 1 the second (t = 4..8), raw: frames 10 * env + t % 10, rewards t + 1.
+    assert buffer.frames.dtype == np.uint8
+    frames = np.array([[8, 9, 0, 1, 2], [4, 5, 6, 7, 8]])
+    np.testing.assert_array_equal(buffer.frames[:, :, :, 0, 0, 0],
+                                  np.stack([frames, 10 + frames], axis=1))
+    rewards = np.array([[9, 10, 11, 12], [5, 6, 7, 8]])
+    np.testing.assert_array_equal(buffer.rewards, np.stack([rewards] * 2, axis=1))
 
 
 # -- learning ------------------------------------------------------------------------------
@@ -521,3 +574,33 @@ def test_jit_and_graph_updates_agree():
     for a, b in zip(*stats):
         for key in ("loss", "value_loss", "policy_loss", "entropy_loss", "avg_norm_adj"):
             assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6)
+
+
+def test_learns_cartpole_with_vec_normalize():
+    # --normalize with the classic_control defaults: replay normalizes raw rollouts with the
+    # current statistics. Seed 0 evaluates at 500 (10 deterministic episodes) after 5e4 steps.
+    env = VecNormalize(make_vec_env("CartPole-v1", num_env=8, seed=0))
+    model = learn("mlp", env, seed=0, total_timesteps=50000, lr=0.002, buffer_size=5000,
+                  replay_start=1000, **QUIET)
+    eval_env = model.normalized_like_training(make_vec_env("CartPole-v1", num_env=1, seed=100))
+    mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=10)
+    assert mean >= 475
+
+
+def test_resuming_an_older_checkpoint_behind_vecnormalize_is_refused(tmp_path, monkeypatch):
+    # An older rlbase's ACER checkpoint holds rollouts normalized when collected: read as raw
+    # ones they would be normalized twice, so the resume is refused in one line.
+    from rlbase.common.checkpoint import object_state
+
+    def make():
+        return VecNormalize(DummyVecEnv([lambda: CountingImages(0, 3, truncate=True)]))
+
+    kw = dict(seed=0, nsteps=4, buffer_size=8, replay_start=4, checkpoint_interval=8,
+              checkpoint_path=str(tmp_path), **QUIET)
+    monkeypatch.setattr(RawReplay, "buffer_state",
+                        lambda self, buffer: object_state(buffer, "replay"))  # the old writer
+    learn("mlp", make(), total_timesteps=8, **kw)
+    monkeypatch.undo()
+    with pytest.raises(RLBaseError, match="older rlbase") as info:
+        learn("mlp", make(), total_timesteps=16, resume=True, **kw)
+    assert "\n" not in str(info.value)

@@ -212,6 +212,39 @@ def test_dqn_and_ddpg_store_raw_rewards():
     np.testing.assert_array_equal(model.replay_buffer.obs[:10], obs)
 
 
+class Frames(gym.Env):
+    """uint8 2x2x1 frames showing the step count t; reward 1; truncated after 3 steps."""
+
+    observation_space = gym.spaces.Box(0, 255, (2, 2, 1), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.full((2, 2, 1), self.t, np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full((2, 2, 1), self.t, np.uint8), 1.0, False, self.t >= 3, {}
+
+
+@pytest.mark.parametrize("nstack", [1, 2])
+def test_dqn_stores_raw_images_in_their_own_dtype(nstack):
+    from rlbase.dqn.dqn import learn as dqn_learn
+
+    venv = DummyVecEnv([Frames])
+    env = VecNormalize(VecFrameStack(venv, nstack) if nstack > 1 else venv)
+    model = dqn_learn("mlp", env, total_timesteps=6, learning_starts=100, num_hidden=4,
+                      best_model_interval=None, **QUIET)
+    buffer = model.replay_buffer
+    stored = buffer.frames if nstack > 1 else buffer.obs
+    assert stored.dtype == np.uint8  # not float32: a quarter of the memory
+    batch = buffer.get(np.arange(6))
+    assert batch.obs.dtype == np.uint8
+    np.testing.assert_array_equal(batch.obs[:, 0, 0, -1], [0, 1, 2, 0, 1, 2])
+    np.testing.assert_array_equal(batch.next_obs[:, 0, 0, -1], [1, 2, 3, 1, 2, 3])
+
+
 # -- item 5: a reset starts new episodes in the frame-stacking buffer ------------------------
 
 def test_second_learn_does_not_stitch_episodes_in_the_frame_buffer():

@@ -84,9 +84,10 @@ def make_env(alg: str, normalize: bool, dict_obs: bool = False, stack: int = 0) 
     continuous = alg in CONTINUOUS
     venv: VecEnv = VecMonitor(DummyVecEnv(
         [lambda: Clock(continuous, dict_obs) for _ in range(NENVS)]))
-    # Replay stores raw stacks and normalizes them when sampled, so off-policy algorithms take
-    # the statistics above the stack; the on-policy ones take either order (this one here).
-    normalize_above_stack = alg in ("dqn", "ddpg", "td3", "sac")
+    # Replay stores raw stacks and normalizes them when sampled, so algorithms with a replay
+    # buffer take the statistics above the stack; the on-policy ones take either order (this
+    # one here).
+    normalize_above_stack = alg in ("acer", "dqn", "ddpg", "td3", "sac")
     if stack and normalize_above_stack:
         venv = VecFrameStack(venv, stack)
     if normalize:
@@ -156,7 +157,7 @@ def test_resume_es_equals_the_uninterrupted_run(tmp_path):
     assert_same_parameters(straight, resumed)
 
 
-@pytest.mark.parametrize("alg", ["ppo", "dqn"])
+@pytest.mark.parametrize("alg", ["ppo", "dqn", "acer"])
 def test_resume_with_a_frame_stack_and_vec_normalize(tmp_path, alg):
     straight, s_env, resumed, r_env = straight_and_resumed(
         tmp_path, alg, lambda: make_env(alg, normalize=True, stack=2))
@@ -164,7 +165,7 @@ def test_resume_with_a_frame_stack_and_vec_normalize(tmp_path, alg):
     assert_same_parameters(straight, resumed)
 
 
-@pytest.mark.parametrize("alg", ["a2c", "sac"])
+@pytest.mark.parametrize("alg", ["a2c", "sac", "acer"])
 def test_resume_with_dict_observations_and_vec_normalize(tmp_path, alg):
     straight, s_env, resumed, r_env = straight_and_resumed(
         tmp_path, alg, lambda: make_env(alg, normalize=True, dict_obs=True))

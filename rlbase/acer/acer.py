@@ -89,7 +89,9 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run ACER's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all): each iteration is an on-policy update on a fresh rollout and
-    Poisson(replay_ratio) updates on replayed ones."""
+    Poisson(replay_ratio) updates on replayed ones. Behind a VecNormalize the on-policy update
+    uses the rollout as collected, the buffer keeps it raw and a replayed one is normalized
+    with the statistics of the moment it is replayed."""
     hp = model.hyperparameters
     lr = hp["lr"]
     lr_fn = get_schedule_fn(lr) if callable(lr) else named_schedule(hp["lrschedule"], lr)
@@ -98,7 +100,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
         buffer.configure(env)  # its storage exists before a checkpoint is restored into it
     loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
                         seed=hp.get("seed"))
-    runner = Runner(env, model, model.nsteps, episodes=loop.episodes)
+    runner = Runner(env, model, model.nsteps, episodes=loop.episodes,
+                    raw=None if buffer is None else model.raw_replay)
     nbatch = model.nenvs * model.nsteps
     for _ in range(loop.iterations_left(nbatch)):
         current_lr = lr_fn(loop.progress_remaining)
@@ -107,12 +110,12 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
         _check_finite(stats, loop, nbatch, "on-policy")
         nreplay = 0
         if buffer is not None:
-            buffer.put(seq)
+            buffer.put(model.stored(seq))
             if buffer.has_atleast(hp["replay_start"]):
                 nreplay = int(rng.poisson(hp["replay_ratio"]))
                 for _ in range(nreplay):
-                    _check_finite(model.train(buffer.get(rng), current_lr), loop, nbatch,
-                                  "replay")
+                    _check_finite(model.train(model.replayed(rng), current_lr), loop,
+                                  nbatch, "replay")
         extra = {"learning_rate": current_lr, "replay_updates": nreplay,
                  "buffer_rollouts": 0 if buffer is None else buffer.num_in_buffer}
         if loop.end_iteration(nbatch, {**stats, **extra}):

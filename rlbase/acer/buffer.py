@@ -13,12 +13,18 @@ side store: truncations are rare). Frames keep their dtype (uint8 stays uint8).
 The storage is allocated by :meth:`Buffer.configure`, once the training env (and so the frame
 layout) is known: a model built or loaded without an env holds no frames.
 
+Behind a VecNormalize the buffer holds raw rollouts (``Sequences.raw``, in the space below the
+normalization: images stay uint8), normalized with the current statistics when replayed
+(rlbase.common.off_policy.RawReplay, SB3's rule): a VecNormalize of observations must sit
+above the frame stack, whose raw stacks the buffer rebuilds.
+
 Dict/Tuple observations (:class:`NestedBuffer`) are stored whole, leaf by leaf: no frame
 deduplication.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
@@ -27,32 +33,32 @@ import numpy as np
 from rlbase.acer.runner import Sequences
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
+from rlbase.common.off_policy import RawReplay
 from rlbase.common.vec_env import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
-from rlbase.common.vec_env.vec_normalize import VecNormalize
 
 
-def frame_layout(env: VecEnv) -> tuple[int, int]:
-    """``(nstack, stack axis of one observation)`` of the frames the buffer may store once each;
-    ``(1, 0)``: store whole observations (always for Dict/Tuple observations)."""
-    if nested.is_nested(env.observation_space):
+def frame_layout(env: VecEnv, space: gym.Space) -> tuple[int, int]:
+    """``(nstack, stack axis of one observation)`` of the frames the buffer may store once each,
+    for observations of ``space`` (the stored, raw ones) from ``env``; ``(1, 0)``: store whole
+    observations (always for Dict/Tuple observations)."""
+    if nested.is_nested(space):
         return 1, 0
     stack = find_wrapper(env, VecFrameStack)
     if not isinstance(stack, VecFrameStack) or stack.nstack == 1:
         return 1, 0
-    normalizer = find_wrapper(env, VecNormalize)
-    if isinstance(normalizer, VecNormalize) and normalizer.stats.ob_rms is not None and \
-            find_wrapper(normalizer.venv, VecFrameStack) is stack:
-        # Each slot of a stack is normalized with its own statistics (which keep moving): a
-        # stack rebuilt from stored newest frames would differ from the one the agent saw.
-        raise RLBaseError("ACER's replay buffer stores each frame once and rebuilds the "
-                          "stacks, which a VecNormalize above the VecFrameStack would change: "
-                          "wrap VecNormalize inside the VecFrameStack (normalize each frame) "
-                          "or use replay_ratio=0")
-    if stack.observation_space != env.observation_space:
+    if stack.observation_space != space:
         return 1, 0  # a wrapper above the stack changes observations: keep them whole
-    ndim = len(env.observation_space.shape or ())
+    ndim = len(space.shape or ())
     return stack.nstack, (ndim - 1 if stack.channels_order == "last" else 0)
+
+
+def normalized(seq: Sequences, raw: RawReplay) -> Sequences:
+    """Stored (raw) sequences as the learner sees them now: observations, final ones too, and
+    rewards normalized with the current statistics (the behaviour probabilities stay: they
+    are those of the actions taken)."""
+    return replace(seq, obs=raw.normalize_obs(seq.obs), rewards=raw.normalize_rewards(
+        seq.rewards), final_obs=raw.normalize_obs(seq.final_obs))
 
 
 class Buffer:
@@ -73,11 +79,16 @@ class Buffer:
                               f"buffer_size >= nsteps")
         self.nenv, self.nsteps, self.slots = nenv, nsteps, size // nsteps
         self.nact = int(ac_space.n)
-        self.ob_shape = tuple(ob_space.shape or ())
-        self.ob_dtype = np.dtype(ob_space.dtype)
+        self._set_space(ob_space)
         self.ac_dtype = np.dtype(ac_space.dtype)
         self.state_size = state_size
         self._allocate(1, 0, rollouts=0)  # no storage until configure()
+
+    def _set_space(self, space: gym.Space) -> None:
+        """Store observations of ``space``."""
+        self.space = space
+        self.ob_shape = tuple(space.shape or ())
+        self.ob_dtype = np.dtype(space.dtype)
 
     def _allocate(self, nstack: int, axis: int, rollouts: int) -> None:
         self.nstack, self.axis = nstack, axis
@@ -110,14 +121,18 @@ class Buffer:
         return self.actions.shape[0] == self.slots
 
     def configure(self, env: VecEnv) -> None:
-        """Allocate the storage for the frame layout of ``env`` (the training env); kept when
-        the layout is the one already allocated."""
-        nstack, axis = frame_layout(env)
-        if self.allocated and (nstack, axis) == (self.nstack, self.axis):
+        """Allocate the storage for ``env`` (the training env): its raw observations (below a
+        VecNormalize, see rlbase.common.off_policy.RawReplay) in its frame layout; kept when
+        it is the one already allocated."""
+        space = RawReplay(env).stored_space(env.observation_space)
+        nstack, axis = frame_layout(env, space)
+        if self.allocated and (nstack, axis, space) == (self.nstack, self.axis, self.space):
             return
         if self.num_in_buffer:
-            raise RLBaseError(f"the env stacks {nstack} frames, the replay buffer holds "
-                              f"rollouts of {self.nstack}: train on envs wrapped alike")
+            raise RLBaseError(f"the env gives observations of {space} stacking {nstack} "
+                              f"frames, the replay buffer holds rollouts of {self.space} "
+                              f"stacking {self.nstack}: train on envs wrapped alike")
+        self._set_space(space)
         self._allocate(nstack, axis, self.slots)
 
     def _split(self, obs: np.ndarray) -> list[np.ndarray]:
@@ -228,10 +243,8 @@ class NestedBuffer(Buffer):
     stored whole in its own arrays (``obs_leaves``), each truncated step's final observation
     leaf by leaf (``final_leaves``); lists, which checkpoints save array by array."""
 
-    def __init__(self, ob_space: gym.Space, ac_space: gym.spaces.Discrete, nenv: int,
-                 nsteps: int, size: int, state_size: int = 0):
-        self.space = ob_space
-        super().__init__(ob_space, ac_space, nenv, nsteps, size, state_size)
+    def _set_space(self, space: gym.Space) -> None:
+        self.space = space  # no shape or dtype of its own
 
     def _allocate_observations(self, lead: tuple[int, int]) -> None:
         leaves = nested.leaf_spaces(self.space)

@@ -15,18 +15,14 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.acer.buffer import Buffer, NestedBuffer
+from rlbase.acer.buffer import Buffer, NestedBuffer, normalized
 from rlbase.acer.retrace import EPS, add_grads, avg_norm, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Sequences
 from rlbase.common import nested
-from rlbase.common.checkpoint import (
-    generator_state,
-    object_state,
-    restore_object_state,
-    set_generator_state,
-)
+from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import require_positive
+from rlbase.common.off_policy import RawReplay
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import ActorCriticPolicy, has_images, xla_is_faster
 from rlbase.common.schedules import named_schedule
@@ -41,6 +37,7 @@ from rlbase.common.tf_util import (
     spec_like,
 )
 from rlbase.common.transitions import bootstraps_truncation
+from rlbase.common.vec_env import VecEnv
 
 __all__ = ["AcerPolicy", "Model", "build_model", "q_retrace", "trust_region_adjust"]
 
@@ -123,8 +120,30 @@ class Model(OnPolicyModel):
         buffer = NestedBuffer if nested.is_nested(policy.ob_space) else Buffer
         self.replay_buffer = buffer(policy.ob_space, ac_space, nenvs, nsteps, buffer_size,
                                     policy.state_size) if replay_ratio > 0 else None
+        self.raw_replay = RawReplay()  # set by attach_env
         # Replay's Poisson counts and sampling; seeded from numpy's global generator.
         self.replay_rng = np.random.default_rng(np.random.randint(2**31 - 1))
+
+    # -- replay -------------------------------------------------------------------------------
+    def attach_env(self, env: VecEnv) -> None:
+        """Also lay the replay buffer out for ``env``'s raw observations (rlbase.acer.buffer;
+        a chain whose raw stacks replay could not rebuild is refused)."""
+        super().attach_env(env)
+        if self.replay_buffer is not None:
+            self.raw_replay = RawReplay(env)
+            self.replay_buffer.configure(env)
+
+    def stored(self, seq: Sequences) -> Sequences:
+        """What the replay buffer keeps of a fresh rollout: the raw one behind a
+        VecNormalize (its behaviour probabilities are those of the actions taken, valid
+        under any later normalization)."""
+        return seq if seq.raw is None else seq.raw
+
+    def replayed(self, rng: np.random.Generator) -> Sequences:
+        """A batch of stored sequences as the learner sees it: observations (final ones too)
+        and rewards normalized with the current statistics."""
+        assert self.replay_buffer is not None
+        return normalized(self.replay_buffer.get(rng), self.raw_replay)
 
     # -- the declared interface -------------------------------------------------------------
     def variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
@@ -136,7 +155,7 @@ class Model(OnPolicyModel):
         meta, arrays = super().resume_state()
         meta["replay"] = None
         if self.replay_buffer is not None:
-            meta["replay"], replay_arrays = object_state(self.replay_buffer, "replay")
+            meta["replay"], replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
             arrays.update(replay_arrays)
         meta["replay_rng"] = generator_state(self.replay_rng)
         return meta, arrays
@@ -147,7 +166,7 @@ class Model(OnPolicyModel):
             if meta.get("replay") is None:
                 raise RLBaseError("the checkpoint holds no replay buffer (written with "
                                   "replay_ratio=0): resume it with replay_ratio=0")
-            restore_object_state(self.replay_buffer, meta["replay"], arrays, "replay")
+            self.raw_replay.restore_buffer(self.replay_buffer, meta["replay"], arrays)
         set_generator_state(self.replay_rng, meta.get("replay_rng"))
 
     # -- acting -----------------------------------------------------------------------------

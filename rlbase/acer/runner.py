@@ -1,9 +1,17 @@
 """ACER's rollout collector: ``nsteps``-long sequences per env with the behaviour policy's
-action probabilities (needed for the importance weights when the sequence is replayed)."""
+action probabilities (needed for the importance weights when the sequence is replayed).
+
+Behind a VecNormalize each rollout also comes raw (``Sequences.raw``: what the env produced
+below the normalization), which is what the replay buffer stores (rlbase.common.off_policy.
+RawReplay): the on-policy update uses the rollout as collected, a replayed one is normalized
+with the statistics of the moment it is replayed. The behaviour probabilities are those of the
+actions actually taken, whatever the normalization: they stay the behaviour policy's; only the
+current policy's inputs, the observations, are normalized anew.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gymnasium as gym
@@ -12,6 +20,7 @@ import numpy as np
 from rlbase.common import nested
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
+from rlbase.common.off_policy import RawReplay
 from rlbase.common.runners import AbstractEnvRunner
 from rlbase.common.vec_env import VecEnv
 
@@ -37,15 +46,18 @@ class Sequences:
     final_obs: Any           # [K, *obs_shape], the truncated steps' last observations, in the
     #                          order of np.flatnonzero(truncated) (env-major)
     final_state: np.ndarray  # [K, state_size], the recurrent state after each of those steps
+    raw: Sequences | None = None  # the same rollout below the VecNormalize (None: none)
 
 
 class Runner(AbstractEnvRunner):
     """Steps the envs with the current policy, ``nsteps`` steps per :meth:`run`; finished
-    episodes go to ``episodes`` (the training loop's)."""
+    episodes go to ``episodes`` (the training loop's). With ``raw`` (a replay's view of
+    the env) behind a VecNormalize, each rollout also comes raw (``Sequences.raw``)."""
 
     def __init__(self, env: VecEnv, model: Any, nsteps: int,
-                 episodes: EpisodeStats | None = None):
+                 episodes: EpisodeStats | None = None, raw: RawReplay | None = None):
         super().__init__(env, model, nsteps, episodes=episodes)
+        self.raw = raw if raw is not None and raw.stats is not None else None
         space = env.action_space
         if not isinstance(space, gym.spaces.Discrete):
             raise RLBaseError(f"ACER needs a Discrete action space, got {space}")
@@ -55,6 +67,7 @@ class Runner(AbstractEnvRunner):
         nenv, nsteps = self.nenv, self.nsteps
         ob_space, ac_space = self.env.observation_space, self.env.action_space
         obs = nested.empty(ob_space, (nenv, nsteps + 1))
+        raw = None if self.raw is None else _RawRecord(self.raw, ob_space, nenv, nsteps)
         actions = np.empty((nenv, nsteps), dtype=ac_space.dtype)
         rewards = np.empty((nenv, nsteps), dtype=np.float32)
         dones = np.empty((nenv, nsteps), dtype=np.float32)
@@ -67,12 +80,16 @@ class Runner(AbstractEnvRunner):
             acts, probs, states = self.model.act_with_probabilities(self.obs, self.states,
                                                                     self.episode_starts)
             nested.assign(ob_space, obs, (slice(None), t), self.obs)
+            if raw is not None:
+                raw.observe(t, self.obs)
             actions[:, t], mus[:, t] = acts, probs
             starts[:, t] = self.episode_starts
             next_obs, rew, terminated, truncated, infos = self.env.step(acts)
             cut = np.asarray(truncated, bool) & ~np.asarray(terminated, bool)
             for i in np.flatnonzero(cut):
                 finals.append((int(i) * nsteps + t, infos[i]["final_observation"], states[i]))
+            if raw is not None:
+                raw.step(t, rew, {int(i) * nsteps + t: infos[i] for i in np.flatnonzero(cut)})
             self.collect_episodes(infos)
             done = (terminated | truncated).astype(np.float32)
             rewards[:, t], dones[:, t], truncs[:, t] = rew, done, cut
@@ -80,10 +97,47 @@ class Runner(AbstractEnvRunner):
         nested.assign(ob_space, obs, (slice(None), nsteps), self.obs)
         starts[:, nsteps] = self.episode_starts
         finals.sort(key=lambda f: f[0])  # env-major, as np.flatnonzero(truncs)
-        final_obs = nested.zeros(ob_space, (len(finals),))
+        final_obs = _stacked(ob_space, [ob for _, ob, _ in finals])
         final_state = np.zeros((len(finals), start_state.shape[1]), dtype=np.float32)
-        for j, (_, ob, st) in enumerate(finals):
-            nested.assign(ob_space, final_obs, j, ob)
+        for j, (_, _, st) in enumerate(finals):
             final_state[j] = st
-        return Sequences(obs, actions, rewards, dones, mus, starts, start_state, truncs,
-                         final_obs, final_state)
+        seq = Sequences(obs, actions, rewards, dones, mus, starts, start_state, truncs,
+                        final_obs, final_state)
+        if raw is not None:
+            raw.observe(nsteps, self.obs)
+            seq.raw = raw.sequences(seq)
+        return seq
+
+
+def _stacked(space: gym.Space, rows: list[Any]) -> Any:
+    """``rows`` (observations of ``space``) as one ``[len(rows), ...]`` batch."""
+    out = nested.zeros(space, (len(rows),))
+    for j, ob in enumerate(rows):
+        nested.assign(space, out, j, ob)
+    return out
+
+
+class _RawRecord:
+    """The raw side of one rollout (what the env produced below the VecNormalize)."""
+
+    def __init__(self, raw: RawReplay, space: gym.Space, nenv: int, nsteps: int):
+        self.raw, self.space = raw, raw.stored_space(space)
+        self.obs = nested.empty(self.space, (nenv, nsteps + 1))
+        self.rewards = np.empty((nenv, nsteps), dtype=np.float32)
+        self.finals: dict[int, Any] = {}  # env * nsteps + t -> final observation
+
+    def observe(self, t: int, obs: Any) -> None:
+        """Record the raw version of ``obs``, the env's last, as observation ``t``."""
+        nested.assign(self.space, self.obs, (slice(None), t), self.raw.observations(obs))
+
+    def step(self, t: int, rewards: np.ndarray, cut_infos: dict[int, dict[str, Any]]) -> None:
+        """Record step ``t``'s raw rewards and the raw final observations of the truncated
+        steps (``cut_infos``: their infos by ``env * nsteps + t``)."""
+        self.rewards[:, t] = self.raw.rewards(rewards)
+        self.finals.update((key, self.raw.final_observation(info))
+                           for key, info in cut_infos.items())
+
+    def sequences(self, seq: Sequences) -> Sequences:
+        """``seq`` with the raw observations and rewards."""
+        final_obs = _stacked(self.space, [self.finals[k] for k in sorted(self.finals)])
+        return replace(seq, obs=self.obs, rewards=self.rewards, final_obs=final_obs)

@@ -123,8 +123,8 @@ def _training_normalizer(env: VecEnv) -> VecNormalize | None:
     venv: VecEnv = env
     while wrapper is not None and venv is not wrapper:
         if isinstance(venv, VecFrameStack) and wrapper.stats.ob:
-            raise RLBaseError("off-policy replay stores raw observations and normalizes "
-                              "minibatches with the current statistics, which a VecFrameStack "
+            raise RLBaseError("replay stores raw observations and normalizes sampled "
+                              "batches with the current statistics, which a VecFrameStack "
                               "above VecNormalize prevents: wrap it the other way round, "
                               "VecNormalize(VecFrameStack(venv, n))")
         assert isinstance(venv, VecEnvWrapper)
@@ -158,6 +158,17 @@ class RawReplay:
         return None if self.normalizer is None else self.normalizer.stats
 
     # -- collecting: what the buffer stores --------------------------------------------------
+    @property
+    def _raw_obs(self) -> bool:
+        return self.normalizer is not None and self.normalizer.stats.ob
+
+    def stored_space(self, space: gym.Space) -> gym.Space:
+        """The space of what the buffer stores, given the env's ``space``: the one below the
+        normalization (raw uint8 images stay uint8)."""
+        if self.normalizer is None or not self.normalizer.stats.ob:
+            return space
+        return self.normalizer.venv.observation_space
+
     def observations(self, obs: Any) -> Any:
         """The raw version of ``obs``, the observations the env returned last (a copy:
         the raw arrays are the env's own)."""
@@ -165,29 +176,36 @@ class RawReplay:
             return obs
         return nested.map_structure(np.array, self.normalizer.get_original_obs())
 
+    def rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """The raw version of ``rewards``, the ones the env returned last."""
+        if self.normalizer is None or not self.normalizer.stats.ret:
+            return rewards
+        raw = self.normalizer.get_original_reward()
+        assert raw is not None
+        return raw
+
+    def final_observation(self, info: dict[str, Any]) -> Any:
+        """The raw true last observation of the episode that ended with ``info``."""
+        return info[RAW_FINAL_OBSERVATION] if self._raw_obs else info["final_observation"]
+
     def transitions(self, space: gym.Space, new_obs: Any, rewards: np.ndarray, done: np.ndarray,
                     infos: list[dict[str, Any]]) -> tuple[Any, np.ndarray]:
         """``(next observations, rewards)`` of the step just taken, raw: the next observation
         is the episode's true last one where it ended (see :func:`next_observations`)."""
-        if self.normalizer is None:
-            return next_observations(space, new_obs, done, infos), rewards
-        if self.normalizer.stats.ob:
+        if self._raw_obs:
             new_obs = self.observations(new_obs)
             infos = [{"final_observation": info[RAW_FINAL_OBSERVATION]}
                      if RAW_FINAL_OBSERVATION in info else {} for info in infos]
-        if self.normalizer.stats.ret:
-            raw_rewards = self.normalizer.get_original_reward()
-            assert raw_rewards is not None
-            rewards = raw_rewards
-        return next_observations(space, new_obs, done, infos), rewards
+        return next_observations(space, new_obs, done, infos), self.rewards(rewards)
 
     # -- checkpoints ----------------------------------------------------------------------------
-    def buffer_state(self, buffer: AnyBuffer) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """``buffer``'s resume state (rlbase.common.checkpoint), marked as raw."""
+    def buffer_state(self, buffer: object) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """``buffer``'s resume state (rlbase.common.checkpoint), marked as raw (any buffer
+        holding raw data: rlbase.common.replay_buffer's, ACER's)."""
         meta, arrays = object_state(buffer, "replay")
         return {**meta, _RAW_MARK: True}, arrays
 
-    def restore_buffer(self, buffer: AnyBuffer, meta: Any, arrays: dict[str, np.ndarray]
+    def restore_buffer(self, buffer: object, meta: Any, arrays: dict[str, np.ndarray]
                        ) -> None:
         """Inverse of :meth:`buffer_state`. A checkpoint of an older rlbase is refused where
         its buffer would be read wrong: behind a VecNormalize (it holds normalized values)
@@ -206,14 +224,19 @@ class RawReplay:
         """Stored observations normalized with the current statistics."""
         return obs if self.stats is None else self.stats.normalize_obs(obs)
 
+    def normalize_rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """Stored rewards scaled with the current return statistics, times ``reward_scale``."""
+        if self.stats is not None:
+            rewards = self.stats.normalize_reward(rewards)
+        if self.reward_scale != 1.0:
+            rewards = (rewards * self.reward_scale).astype(np.float32)
+        return rewards
+
     def normalize(self, batch: Batch) -> Batch:
         """A sampled minibatch as the learner sees it: observations and rewards normalized
         with the current statistics, rewards times ``reward_scale``."""
-        rewards = batch.rewards if self.stats is None else \
-            self.stats.normalize_reward(batch.rewards)
-        if self.reward_scale != 1.0:
-            rewards = (rewards * self.reward_scale).astype(np.float32)
-        return batch._replace(obs=self.normalize_obs(batch.obs), rewards=rewards,
+        return batch._replace(obs=self.normalize_obs(batch.obs),
+                              rewards=self.normalize_rewards(batch.rewards),
                               next_obs=self.normalize_obs(batch.next_obs))
 
 

@@ -99,6 +99,8 @@ class Model(SavesExplorationRate, TFModel):
         self.param_noise = PerturbedQ(q, make_net, self.mirror is not None, self._act_jit) \
             if hp["param_noise"] else None
         self.frame_layout: FrameLayout | None = None
+        # What the buffer stores: the raw observations below a VecNormalize (see attach_env).
+        self.stored_space: gym.Space = self.observation_space
         self.replay_buffer: Buffer = self._new_buffer()
         self.raw_replay = RawReplay()  # set by attach_env
         # The best-model rule of the train() running on this model: its state goes into that
@@ -110,22 +112,23 @@ class Model(SavesExplorationRate, TFModel):
     # -- the replay buffer ----------------------------------------------------------------------
     def _new_buffer(self) -> Buffer:
         hp = self.hyperparameters
-        return make_replay_buffer(self.observation_space, self.num_envs, hp["buffer_size"],
+        return make_replay_buffer(self.stored_space, self.num_envs, hp["buffer_size"],
                                   bool(hp["prioritized_replay"]),
                                   hp["prioritized_replay_alpha"], self.frame_layout)
 
     def attach_env(self, env: VecEnv) -> None:
-        """Also lay the replay buffer out for ``env``: behind a VecFrameStack each frame is
+        """Also lay the replay buffer out for ``env``: raw observations in their own dtype
+        (uint8 images stay uint8 behind a VecNormalize), behind a VecFrameStack each frame
         stored once (see rlbase.dqn.replay)."""
         super().attach_env(env)
         self.raw_replay = RawReplay(env)
-        layout = frame_layout(env)
-        if layout == self.frame_layout:
+        layout, space = frame_layout(env), self.raw_replay.stored_space(env.observation_space)
+        if (layout, space) == (self.frame_layout, self.stored_space):
             return
         if len(self.replay_buffer):
-            logger.log(f"dqn: the env stacks frames differently; the replay buffer's "
-                       f"{len(self.replay_buffer)} transitions are dropped")
-        self.frame_layout = layout
+            logger.log(f"dqn: the env stacks frames or gives raw observations differently; "
+                       f"the replay buffer's {len(self.replay_buffer)} transitions are dropped")
+        self.frame_layout, self.stored_space = layout, space
         self.replay_buffer = self._new_buffer()
 
     @property
