@@ -270,6 +270,7 @@ def test_best_model_scored_by_evaluation_keeps_the_newest_best():
     model, episodes = ScriptedModel(), EpisodeStats()
     for version, right in enumerate([False, True, False, True, False], start=1):
         model.version, model.right = version, right
+        model.num_timesteps = 10 * version - 1  # the loop counts this step after the rule
         rule.after_step(model, 10 * version, 1, episodes)
     assert rule.best_score == 20.0
     model.num_timesteps = 123
@@ -631,3 +632,24 @@ def test_the_cli_solves_cartpole_at_the_zoo_settings(seed):
     assert code == 0, err
     mean = float(re.search(r"mean return over 10 episodes: (\S+)", out).group(1))
     assert mean >= 475, out[-2000:]
+
+
+def test_periodic_evaluation_and_the_best_model_rule_play_each_evaluation_once(monkeypatch):
+    # The CLI's classic_control defaults evaluate every 2560 steps for the log and score the
+    # best model every 2560 steps on the same env: one set of episodes serves both.
+    import rlbase.common.evaluation as evaluation
+
+    played = []
+    run_episodes = evaluation.run_episodes
+
+    def counted(*args, **kwargs):
+        played.append(1)
+        return run_episodes(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "run_episodes", counted)
+    model = learn("mlp", make_vec_env("CartPole-v1", seed=0), seed=0, total_timesteps=6000,
+                  learning_starts=1000, best_model_interval=2560, eval_freq=2560,
+                  eval_env="CartPole-v1", eval_episodes=2, num_hidden=16, train_freq=256,
+                  gradient_steps=8)
+    # Scored at 2560 and 5120 (both), then the final model at 6000 (the rule alone).
+    assert len(played) == 3 and model.num_timesteps == 6000

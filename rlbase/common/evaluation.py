@@ -86,19 +86,26 @@ class Evaluator:
         self.best_score: float | None = None
         self.best_parameters: dict[str, np.ndarray] | None = None
         self.last: tuple[float, float] | None = None  # (mean return, mean length)
+        self.scored_at: int | None = None  # the model's num_timesteps at the last evaluation
         self._wrapped: VecEnv | None = None
 
-    def evaluate(self, model: Any) -> float:
+    def evaluate(self, model: Any, step: int | None = None) -> float:
         """Play ``n_episodes`` episodes; returns their mean return (ties keep the newer
-        model as the best)."""
+        model as the best). ``step``: the timestep the model has reached (default its
+        ``num_timesteps``); asked again at the same step (the loop's periodic evaluation and
+        DQN's best-model rule share one Evaluator), it returns that score unplayed."""
         if self.env is None:
             raise ValueError("this Evaluator has no env: score models with consider()")
+        step = int(model.num_timesteps if step is None else step)
+        if self.last is not None and self.scored_at == step:
+            return self.last[0]
         if self._wrapped is None:
             self._wrapped = model.normalized_like_training(self.env)
         returns, lengths = run_episodes(model, self._wrapped, self.n_episodes,
                                         self.deterministic)
         score = float(np.mean(returns))
         self.last = (score, float(np.mean(lengths)))
+        self.scored_at = step
         self.consider(model, score, ties_win=True)
         return score
 
@@ -126,11 +133,14 @@ class Evaluator:
     # -- checkpoints ----------------------------------------------------------------------------
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         arrays = {f"best/{k}": v for k, v in (self.best_parameters or {}).items()}
-        return {"best_score": self.best_score, "last": self.last}, arrays
+        return {"best_score": self.best_score, "last": self.last,
+                "scored_at": self.scored_at}, arrays
 
     def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.best_score = meta.get("best_score")
         last = meta.get("last")
         self.last = None if last is None else (float(last[0]), float(last[1]))
+        scored_at = meta.get("scored_at")
+        self.scored_at = None if scored_at is None else int(scored_at)
         best = {k[len("best/"):]: v for k, v in arrays.items() if k.startswith("best/")}
         self.best_parameters = best or None

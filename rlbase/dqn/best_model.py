@@ -42,6 +42,13 @@ class BestModelRule:
         self.keeper = Evaluator(eval_env, eval_episodes, seed=seed, keep_best=True)
         self.scored_at: int | None = None
 
+    def share(self, evaluator: Evaluator) -> None:
+        """Score with the training loop's evaluator (same env and episodes): where the loop's
+        periodic evaluation and this rule fall on the same step, the episodes are played
+        once. It keeps the best model in memory from now on."""
+        evaluator.keep_best = True
+        self.keeper = evaluator
+
     @property
     def best_score(self) -> float | None:
         return self.keeper.best_score
@@ -50,13 +57,16 @@ class BestModelRule:
         """Score ``model`` when ``t`` (env steps of this run) crossed a multiple of the
         interval with this vector step of ``steps`` env steps."""
         if t > self.learning_starts and crossings(t, steps, self.interval):
-            self.score(model, episodes)
+            # The model's counter takes this vector step at the loop's end of iteration,
+            # after the rule: the step the model has reached is one vector step ahead.
+            self.score(model, episodes, step=model.num_timesteps + steps)
             self.scored_at = t
 
-    def score(self, model: Any, episodes: EpisodeStats) -> None:
-        """Score ``model`` now and keep it if it is the best so far."""
+    def score(self, model: Any, episodes: EpisodeStats, step: int | None = None) -> None:
+        """Score ``model`` now (at timestep ``step``, default its own count) and keep it if it
+        is the best so far."""
         if self.keeper.env is not None:
-            score = self.keeper.evaluate(model)  # ties keep the newer model
+            score = self.keeper.evaluate(model, step)  # ties keep the newer model
             kept, kind = self.keeper.best_score == score, "evaluation"
         elif episodes.count > MIN_EPISODES:
             score, kind = episodes.mean_return(), "mean"

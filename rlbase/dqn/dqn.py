@@ -130,6 +130,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     try:
         loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
                             loss_names=LOSSES, seed=seed)
+        if rule is not None and rule.keeper.env is not None and loop.evaluator is not None:
+            rule.share(loop.evaluator)  # one evaluation serves both at the same step
         _run(model, env, loop, rule)
         if rule is not None:
             rule.finish(model, model.num_timesteps - loop.start, loop.episodes)
