@@ -168,3 +168,14 @@ def test_a_finished_cli_run_ignores_a_late_signal():
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+def test_ppo_ranks_stop_after_the_same_update():
+    """One rank's stop (its callback, or a signal that reached it first) stops every rank after
+    the same update; PPO's loop had no communicator, so the other rank went on into the next
+    update's gradient averaging and waited there forever."""
+    worker = os.path.join(os.path.dirname(__file__), "mpi_stop_worker.py")
+    proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, worker], capture_output=True,
+                          text=True, timeout=120, env=ENV)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "rank 0 stopped at 128" in proc.stdout and "rank 1 stopped at 128" in proc.stdout

@@ -90,9 +90,10 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     up to that many in all). Under MPI every rank runs it; rank 0 writes checkpoints."""
     hp = model.hyperparameters
     lr_fn, clip_fn = get_schedule_fn(hp["lr"]), get_schedule_fn(hp["cliprange"])
-    # Under MPI every rank resumes from the checkpoint rank 0 wrote (same weights and count).
+    # Under MPI every rank resumes from the checkpoint rank 0 wrote (same weights and count),
+    # and the ranks stop together (a callback or a signal on one rank stops all).
     loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        writer=mpi_rank() == 0, seed=hp.get("seed"))
+                        writer=mpi_rank() == 0, seed=hp.get("seed"), comm=model.comm)
     runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=model.gamma,
                            episodes=loop.episodes)
     comm = model.comm
