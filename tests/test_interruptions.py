@@ -79,8 +79,9 @@ def test_resumed_run_keeps_every_row_before_the_checkpoint_and_drops_those_after
                  f"--log_path={cut}"])
     assert first.returncode == 0, first.stderr[-2000:]
     before, monitor_before = progress_rows(cut), monitor_lines(cut)
-    assert steps_of(before)[-1] == 3000 and [s for s, _ in list_checkpoints(
-        str(cut / "checkpoints"))] == [2000]
+    checkpoints = list_checkpoints(str(cut / "checkpoints"))
+    assert steps_of(before)[-1] == 3000 and [s for s, _ in checkpoints] == [2000, 3000]
+    os.remove(checkpoints[-1][1])  # killed before its end: 2000 is its newest checkpoint
 
     resumed = run([*A2C, "--num_timesteps=4000", "--checkpoint_interval=2000", "--resume",
                    f"--log_path={cut}"])
@@ -155,12 +156,13 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_newest_intact_one(tmp_path,
     (old, _), (newest, path) = list_checkpoints(folder)[-2:]
     with open(path, "r+b") as f:  # a checkpoint cut short (a disk that filled mid-write)
         f.truncate(os.path.getsize(path) // 2)
+    intact = list_checkpoints(folder)[-2][1]
     capsys.readouterr()
     model = learn("mlp", "CartPole-v1", total_timesteps=old + 10, seed=0, nsteps=5,
                   checkpoint_interval=0, checkpoint_path=folder, resume=True)
     out = capsys.readouterr().out
     assert f"Skipped unreadable checkpoint(s) {path}" in out
-    assert f"Resumed from {list_checkpoints(folder)[-2][1]} at {old} timesteps" in out
+    assert f"Resumed from {intact} at {old} timesteps" in out
     assert model.num_timesteps == old + 10
 
 
@@ -168,6 +170,7 @@ def test_resume_into_an_empty_folder_says_so_and_must_refuses(tmp_path, capsys):
     empty = tmp_path / "nothing-here"
     main([*A2C, "--num_timesteps=20", f"--checkpoint_path={empty}", "--resume"])
     assert f"No checkpoint in {empty}: starting from scratch" in capsys.readouterr().out
+    empty = tmp_path / "nothing-here-either"  # the run above left its final checkpoint
     with pytest.raises(RLBaseError, match=f"--resume=must: no checkpoint in {empty}"):
         main([*A2C, "--num_timesteps=20", f"--checkpoint_path={empty}", "--resume=must"])
 
@@ -413,3 +416,18 @@ def test_a_layer_is_checked_against_the_memory_available(monkeypatch):
     with pytest.raises(RLBaseError, match=r"needs 125,000 parameters .* = 2 MB, more than "
                                           r"the 1 MB of memory available"):
         Dense(10).build((None, 12499))
+
+
+def test_resume_after_a_finished_run_keeps_the_finished_model(tmp_path):
+    # A scheduler that starts a finished job again: the run's last checkpoint is its end, so
+    # --resume has nothing left to train and hands back the finished model (it went back to
+    # the last periodic checkpoint and retrained, overwriting the finished model).
+    args = ["--alg=a2c", "--env=CartPole-v1", "--num_timesteps=200", "--seed=0", "--num_env=2",
+            "--nsteps=5", "--checkpoint_interval=128", f"--log_path={tmp_path}",
+            f"--save_path={tmp_path / 'm.zip'}", "--no_progress"]
+    finished = main(args)
+    assert finished.num_timesteps == 200
+    again = main([*args, "--resume"])
+    assert again.num_timesteps == 200
+    for a, b in zip(finished.get_parameters().values(), again.get_parameters().values()):
+        np.testing.assert_array_equal(a, b)

@@ -200,7 +200,10 @@ class TrainingLoop:
         if self.comm is not None:
             stop = any(self.comm.allgather(bool(stop)))
         ckpt = self.checkpointer
-        if ckpt.due(model.num_timesteps) or (stop and ckpt.active):
+        # A finished run leaves a checkpoint too: a --resume after it (a scheduler starting
+        # the job again) finds nothing left to do instead of retraining from an older one.
+        finished = model.num_timesteps >= self.target
+        if ckpt.due(model.num_timesteps) or ((stop or finished) and ckpt.active):
             path = self.save_checkpoint()
             if path is not None:  # None: not written (a full disk), warned once
                 logger.log(f"Checkpoint at {model.num_timesteps} timesteps: {path}")
