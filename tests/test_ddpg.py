@@ -708,7 +708,9 @@ def test_resume_restores_everything_exactly(tmp_path):
     more = learn("mlp", "Pendulum-v1", seed=5, total_timesteps=210, checkpoint_interval=50,
                  checkpoint_path=folder, resume=True, **CKPT)
     assert more.num_timesteps == 210
-    meta = load_file(list_checkpoints(folder)[-1][1])[0]
+    checkpoints = dict(list_checkpoints(folder))
+    assert max(checkpoints) == 210  # the run's end leaves one too
+    meta = load_file(checkpoints[200])[0]
     assert (meta["num_timesteps"], meta["resume"]["loop"]["iterations"]) == (200, 200)
     with pytest.raises(RLBaseError, match="buffer size"):
         learn("mlp", "Pendulum-v1", total_timesteps=300, checkpoint_path=folder,

@@ -100,6 +100,8 @@ class NormalizingModel:
     """A model trained under VecNormalize that always pushes left: evaluation wraps the eval env
     in a reward-normalizing VecNormalize, as a model trained with normalization does."""
 
+    num_timesteps = 0  # what Evaluator notes with each score
+
     def initial_states(self, n: int) -> None:
         return None
 

@@ -270,6 +270,12 @@ class _ShapeCheck(gym.Wrapper):
         super().__init__(env)
         self.index, self.steps, self.shape = index, 0, env.observation_space.shape
 
+    @property
+    def spec(self) -> Any:  # type: ignore[override]  # read-only here, on purpose
+        """The wrapped env's: a transparent check, not part of what ``gym.make(spec)``
+        re-makes (ES re-makes a SubprocVecEnv's envs from their specs)."""
+        return self.env.spec
+
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         self.steps = 0
         obs, info = self.env.reset(**kwargs)
