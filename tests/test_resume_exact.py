@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from rlbase.common.checkpoint import list_checkpoints
-from rlbase.common.vec_env import DummyVecEnv, VecMonitor
-from rlbase.common.vec_env.base import VecEnv, find_wrapper
+from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
+from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 from rlbase.common.vec_env.vec_normalize import VecNormalize
 from rlbase.registry import get_algorithm, resolve
@@ -204,3 +204,62 @@ def test_the_checkpointed_next_step_is_taken_only_for_the_observations_it_was_dr
     assert step is not None and step[0].shape == (NENVS,)
     np.testing.assert_array_equal(step[0], arrays["loop/next_step/0"])
     assert model.resumed_step(drawn_for) is None  # once
+
+
+# -- stochastic envs: the resumed run repeats the envs' noted resets ----------------------
+class EpisodeEnds(VecEnvWrapper):
+    """Whether the last step ended an episode of every env: the run stops right there, at an
+    episode boundary of a stochastic env."""
+
+    def __init__(self, venv: VecEnv):
+        super().__init__(venv)
+        self.all_ended = False
+
+    def reset(self) -> Any:
+        self.all_ended = False
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        obs, rewards, terminated, truncated, infos = self.venv.step_wait()
+        self.all_ended = bool(np.all(terminated | truncated))
+        return obs, rewards, terminated, truncated, infos
+
+
+CARTPOLE = {"dqn": dict(TINY, learning_starts=50, batch_size=16, buffer_size=500, train_freq=4,
+                        target_network_update_freq=50, best_model_interval=None),
+            "ppo": dict(TINY, nsteps=8, nminibatches=2, noptepochs=2)}
+
+
+def cartpole_run(alg: str, folder: str, resume: bool, subproc: bool, stop_after: int = 0
+                 ) -> tuple[Any, list[float]]:
+    make = [lambda: gym.make("CartPole-v1")]
+    monitor = VecMonitor(SubprocVecEnv(make) if subproc else DummyVecEnv(make))
+    env = EpisodeEnds(monitor)
+
+    def stop_at_an_episode_end(model: Any, info: dict) -> bool:
+        return not (model.num_timesteps >= stop_after and env.all_ended)
+
+    try:
+        model = get_algorithm(alg).learn(
+            env=env, seed=3, total_timesteps=400, checkpoint_path=folder, resume=resume,
+            callback=stop_at_an_episode_end if stop_after else None, **CARTPOLE[alg])
+    finally:
+        env.close()
+    return model, list(monitor.episode_returns)
+
+
+@pytest.mark.parametrize("alg, subproc", [("dqn", False), ("ppo", False), ("dqn", True)])
+def test_resume_of_a_stochastic_env_at_an_episode_boundary_equals_the_uninterrupted_run(
+        tmp_path, alg, subproc):
+    # CartPole draws each episode's start from the env's own generator: the resumed run's
+    # first reset repeats the reset the stopped run's env had just made, so the episodes go
+    # on as in the uninterrupted run (re-seeding replayed the run's first episodes instead).
+    straight, straight_returns = cartpole_run(alg, str(tmp_path / "straight"), False, subproc)
+    cut = str(tmp_path / "cut")
+    stopped, first_returns = cartpole_run(alg, cut, False, subproc, stop_after=150)
+    assert 150 <= stopped.num_timesteps < 400  # stopped at an episode end, with a checkpoint
+    resumed, resumed_returns = cartpole_run(alg, cut, True, subproc)
+    assert resumed.num_timesteps == straight.num_timesteps == 400
+    assert first_returns + resumed_returns == straight_returns[:len(first_returns) +
+                                                               len(resumed_returns)]
+    assert_same_parameters(straight, resumed)

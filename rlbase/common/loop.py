@@ -31,6 +31,7 @@ from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.evaluation import Evaluator
 from rlbase.common.signals import stop_requested
 from rlbase.common.vec_env.base import VecEnv, find_wrapper
+from rlbase.common.vec_env.gym_vec import GymVecEnv
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.common.vec_env.vec_normalize import VecNormalize
 
@@ -266,6 +267,9 @@ class TrainingLoop:
         monitor = self._monitor()
         if monitor is not None:  # what a resumed run keeps of monitor.csv
             loop["monitor_rows"] = monitor.file_rows
+        envs = find_wrapper(self.env, GymVecEnv)
+        if isinstance(envs, GymVecEnv):  # a resumed run repeats the envs' last resets
+            loop["env_resets"] = envs.reset_notes()
         if self.evaluator is not None:
             eval_meta, eval_arrays = self.evaluator.state()
             loop["evaluator"] = eval_meta
@@ -288,6 +292,17 @@ class TrainingLoop:
         monitor = find_wrapper(self.env, VecMonitor)
         return monitor if isinstance(monitor, VecMonitor) else None
 
+    def _replay_env_resets(self, notes: Any) -> None:
+        """The resumed run's first reset repeats the resets the checkpointed run noted, so at
+        an episode boundary it continues with the very episodes the uninterrupted run had."""
+        envs = find_wrapper(self.env, GymVecEnv)
+        if isinstance(envs, GymVecEnv) and isinstance(notes, list) and \
+                len(notes) == envs.num_envs:
+            envs.replay_resets(notes)
+        else:
+            logger.log("The envs' randomness restarts from the seed on this resume: their "
+                       "VecEnv (or this checkpoint) does not note how to repeat their resets")
+
     def _restore_checkpoint(self) -> None:
         self._monitor_rows = 0  # none kept when the run starts from scratch
         resumed = self.checkpointer.restore(self.model)
@@ -307,5 +322,6 @@ class TrainingLoop:
         normalizer = find_wrapper(self.env, VecNormalize)
         if isinstance(normalizer, VecNormalize):
             normalizer.resumed()
+        self._replay_env_resets(loop.get("env_resets"))
         if self.evaluator is not None and isinstance(loop.get("evaluator"), dict):
             self.evaluator.set_state(loop["evaluator"], arrays)

@@ -16,12 +16,13 @@ from rlbase.common.checks import observation_shape_error
 from rlbase.common.errors import RLBaseError
 from rlbase.common.signals import ignore_stop_signals
 from rlbase.common.vec_env.base import VecEnv, VecStepResult
+from rlbase.common.vec_env.reset_rng import ResetNotes
 
 
 class GymVecEnv(VecEnv):
     """Adapts a gymnasium vector env (same-step autoreset) to the Baselines VecEnv API."""
 
-    def __init__(self, vector_env: gym.vector.VectorEnv):
+    def __init__(self, vector_env: SyncVectorEnv | AsyncVectorEnv):
         self.vector_env = vector_env
         super().__init__(vector_env.num_envs, vector_env.single_observation_space,
                          vector_env.single_action_space)
@@ -83,6 +84,17 @@ class GymVecEnv(VecEnv):
     def render_fps(self) -> float | None:
         return (self.vector_env.metadata or {}).get("render_fps")
 
+    def reset_notes(self) -> list[dict[str, Any] | None]:
+        """How each env's last reset can be repeated (see ResetNotes): what a checkpoint keeps
+        so a resumed run draws the first observations the uninterrupted one drew."""
+        return list(self.vector_env.get_attr("last_reset"))
+
+    def replay_resets(self, notes: list[dict[str, Any] | None]) -> None:
+        """The next reset repeats each env's noted reset instead of seeding it again (a note
+        of None: that env's reset draws on from its own state)."""
+        self.vector_env.set_attr("replay_reset", list(notes))
+        self._seeds = None
+
     def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
         venv = self.vector_env
         assert isinstance(venv, (SyncVectorEnv, AsyncVectorEnv))
@@ -104,7 +116,8 @@ class DummyVecEnv(GymVecEnv):
     """Steps every env in this process, one after the other (``gymnasium.vector.SyncVectorEnv``)."""
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]):
-        self._sync = SyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode.SAME_STEP)
+        self._sync = SyncVectorEnv([_with_notes(fn) for fn in env_fns],
+                                   autoreset_mode=AutoresetMode.SAME_STEP)
         super().__init__(self._sync)
         self._episode_steps = np.zeros(self.num_envs, np.int64)
 
@@ -293,6 +306,10 @@ class _ShapeCheck(gym.Wrapper):
             raise observation_shape_error(self.env, self.index, self.steps, obs, self.shape)
 
 
+def _with_notes(fn: Callable[[], gym.Env]) -> Callable[[], gym.Env]:
+    return lambda: ResetNotes(fn())
+
+
 class _WorkerEnvFn:
     """Builds the env inside a worker after making the worker ignore SIGINT and SIGTERM and
     (Linux) die with its parent."""
@@ -304,7 +321,7 @@ class _WorkerEnvFn:
         if multiprocessing.parent_process() is None:
             # gymnasium also builds env 0 in the main process to read its spaces: the main
             # process keeps its signal handlers and its own parent's lifetime.
-            return _ShapeCheck(self.fn(), self.index)
+            return _ShapeCheck(ResetNotes(self.fn()), self.index)
         ignore_stop_signals()
         if sys.platform.startswith("linux"):
             try:
@@ -313,7 +330,7 @@ class _WorkerEnvFn:
                 ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # DEATHSIG
             except (OSError, AttributeError):
                 pass
-        return _ShapeCheck(self.fn(), self.index)
+        return _ShapeCheck(ResetNotes(self.fn()), self.index)
 
 
 ShmemVecEnv = SubprocVecEnv  # Baselines' name: rlbase's SubprocVecEnv already uses shared memory
