@@ -4,8 +4,13 @@ is passed on as ``--key=value`` to the algorithm's learn()."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rlbase.common.cmd_util import ENV_TYPES, VEC_ENV_KINDS
+
+# Config fields the CLI sets with its own flags (--seed, --eval_freq, ...).
+OWN_FLAGS = ("seed", "eval_freq", "eval_episodes", "checkpoint_interval")
+CONFIG_DEST = "config:"
 
 
 def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentParser:
@@ -95,3 +100,41 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
     p.add_argument("--check_finite", action=argparse.BooleanOptionalAction, default=True,
                    help="stop at the first NaN/inf observation or reward")
     return p
+
+
+def add_config_flags(parser: argparse.ArgumentParser, config: Any) -> None:
+    """One flag per field of an algorithm's config (and one per Stable-Baselines3 name), with
+    the field's type, unit, range and doc as help; values are Python literals."""
+    from rlbase.common.config import describe
+
+    group = parser.add_argument_group(
+        f"{config.algorithm} parameters ({config.__name__}; values are Python literals, "
+        "schedules lin_<start>)")
+    added: set[str] = set()
+    for row in describe(config):
+        name = row["name"]
+        if name in OWN_FLAGS:
+            continue
+        unit = f", in {row['unit']}" if row["unit"] else ""
+        allowed = f", {row['range']}" if row["range"] else ""
+        metavar = row["type"].upper().split()[0]
+        group.add_argument(f"--{name}", dest=CONFIG_DEST + name, default=argparse.SUPPRESS,
+                           nargs="?", const="True", metavar=metavar,
+                           help=f"{row['doc']} (default {row['default']}{unit}{allowed})")
+        added.add(name)
+        for other, text in ((row["sb3"], f"Stable-Baselines3's name for --{name}"),
+                            *((d, argparse.SUPPRESS) for d in row["deprecated"].split(", "))):
+            if other and other not in added:
+                group.add_argument(f"--{other}", dest=CONFIG_DEST + other, nargs="?",
+                                   const="True", default=argparse.SUPPRESS, metavar=metavar,
+                                   help=text)
+                added.add(other)
+
+
+def config_flags(args: argparse.Namespace) -> dict[str, str]:
+    """The config flags given, by name, as text (taken out of ``args``)."""
+    out = {}
+    for dest in [d for d in vars(args) if d.startswith(CONFIG_DEST)]:
+        out[dest[len(CONFIG_DEST):]] = getattr(args, dest)
+        delattr(args, dest)
+    return out

@@ -24,7 +24,16 @@ def page_path(algorithm: str) -> str:
 def generated_block(algorithm: str) -> str:
     from rlbase.registry import get_algorithm
 
-    return f"{START}\n{parameter_table(get_algorithm(algorithm).learn)}\n{END}"
+    entry = get_algorithm(algorithm)
+    if entry.config is None:
+        return f"{START}\n{parameter_table(entry.learn)}\n{END}"
+    from rlbase.common.config import parameter_table as config_table
+
+    fields = tuple(f for f in entry.config.field_names() if f != "seed")
+    name = entry.config.__name__
+    return (f"{START}\nlearn()'s arguments:\n\n{parameter_table(entry.learn, skip=fields)}\n\n"
+            f"The algorithm's parameters (`{name}`; keyword arguments of learn(), of the class "
+            f"and of the CLI as `--name=value`):\n\n{config_table(entry.config)}\n{END}")
 
 
 def current_block(algorithm: str) -> str | None:

@@ -45,6 +45,16 @@ def resolve(name: str) -> tuple[str, dict[str, Any]]:
     return name, {}
 
 
+def config_class(algorithm: str) -> Any:
+    """An algorithm's config class, without importing the algorithm (nor TensorFlow); None
+    before it has one."""
+    try:
+        module = importlib.import_module(f"rlbase.{algorithm}.config")
+    except ModuleNotFoundError:
+        return None
+    return module.CONFIG
+
+
 @dataclass(frozen=True)
 class Algorithm:
     """One algorithm's entry points."""
@@ -63,8 +73,16 @@ class Algorithm:
 
     @property
     def aliases(self) -> dict[str, Any]:
-        """Deprecated learn() spellings still accepted (``<alg>.ALIASES``)."""
+        """Deprecated learn() spellings still accepted (``<alg>.ALIASES``; with a config, its
+        fields' other names)."""
+        if self.config is not None:
+            return dict.fromkeys(self.config.accepted_names())
         return self.module.ALIASES
+
+    @property
+    def config(self) -> Any:
+        """The algorithm's config class (``rlbase.<alg>.config.CONFIG``)."""
+        return config_class(self.name)
 
     @property
     def build_model(self) -> Callable[..., Any]:
@@ -76,6 +94,8 @@ class Algorithm:
 
     def learn_defaults(self) -> dict[str, Any]:
         """learn()'s keyword defaults (what a model built without learn() starts from)."""
+        if self.config is not None:
+            return {k: v for k, v in self.config.defaults().items() if k != "seed"}
         params = inspect.signature(self.learn).parameters.values()
         return {p.name: p.default for p in params
                 if p.default is not p.empty and p.kind is not p.VAR_KEYWORD
@@ -108,6 +128,10 @@ def build_model(algorithm: str, observation_space: Any, action_space: Any, num_e
     """An algorithm's model built as learn() builds it: learn()'s defaults under
     ``hyperparameters``."""
     entry = get_algorithm(algorithm)
+    if entry.config is not None:
+        config = entry.config.build(hyperparameters or {}, num_envs)
+        return entry.build_model(observation_space, action_space, num_envs, network,
+                                 dict(network_kwargs or {}), config)
     params = {**entry.learn_defaults(), **(hyperparameters or {})}
     check_learning_rates(algorithm, params)
     return entry.build_model(observation_space, action_space, num_envs, network,
@@ -134,11 +158,17 @@ def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,
     except KeyError as exc:
         raise RLBaseError(f"model file {path} records no {exc.args[0]}") from None
     unusable = set(metadata.get("unserializable") or ())
-    hyperparameters = {k: v for k, v in (metadata.get("hyperparameters") or {}).items()
-                       if k not in unusable}
+    saved = metadata.get("hyperparameters") or {}
+    config = get_algorithm(algorithm).config
+    if config is not None:
+        hyperparameters = config.from_saved(saved, unusable)
+    else:
+        hyperparameters = {k: v for k, v in saved.items() if k not in unusable}
     hyperparameters.update(overrides or {})
     envs = num_envs or int(metadata.get("num_envs") or 1)
     model = build_model(algorithm, ob_space, ac_space, envs, metadata.get("network"),
                         metadata.get("network_kwargs"), hyperparameters)
     model.load(path, allow_pickle=allow_pickle)
+    # (files before the typed configs kept them among the hyperparameters)
+    model.env_kwargs = dict(metadata.get("env_kwargs") or saved.get("env_kwargs") or {})
     return model

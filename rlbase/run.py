@@ -8,6 +8,7 @@ mistake prints one line and exits with status 2. ``--num_timesteps=0 --load_path
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import sys
@@ -292,13 +293,21 @@ def main(argv: list[str] | None = None) -> Any:
 def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     """Everything up to the saved model: (model, args, env kwargs, MPI rank)."""
     from rlbase import registry
-    from rlbase.cli_args import common_arg_parser
+    from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
     from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
     from rlbase.common.misc_util import import_tensorflow_quietly
 
     parser = common_arg_parser()
+    pre = argparse.ArgumentParser(add_help=False)  # the algorithm first: its flags follow
+    pre.add_argument("--alg", default=parser.get_default("alg"))
+    alg_name = pre.parse_known_args(argv)[0].alg
+    config = registry.config_class(registry.resolve(alg_name)[0]) \
+        if alg_name in registry.available_algorithms() or alg_name in registry.ALIASES else None
+    if config is not None:
+        add_config_flags(parser, config)
     args, unknown = parser.parse_known_args(argv)
-    extra = parse_unknown_args(unknown)
+    flags = config_flags(args)
+    extra = parse_unknown_args([f"--{k}={v}" for k, v in flags.items()] + unknown)
     total = parse_num_timesteps(args.num_timesteps, allow_zero=bool(args.load_path))
     alg, preset = registry.resolve(args.alg)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
@@ -346,7 +355,9 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         # A bad file fails before any training; a model saved with env kwargs keeps them.
         saved = load_file(os.path.expanduser(args.load_path))[0]
         if args.env_kwargs is None:
-            env_kwargs = dict((saved.get("hyperparameters") or {}).get("env_kwargs") or {})
+            # (files before the typed configs kept them among the hyperparameters)
+            env_kwargs = dict(saved.get("env_kwargs") or
+                              (saved.get("hyperparameters") or {}).get("env_kwargs") or {})
 
     abort_on_error()  # under mpiexec a rank's crash ends every rank (no job hangs)
     rank = mpi_rank()
@@ -379,7 +390,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     finally:
         env.close()
     if env_kwargs:  # saved with the model: playing it later makes the same envs
-        model.hyperparameters["env_kwargs"] = env_kwargs
+        model.env_kwargs = env_kwargs
     # Every rank takes the same branch, even when the signal reached only some of them.
     if any_rank(stop_requested()):
         save_interrupted(model, args, ckpt, rank)

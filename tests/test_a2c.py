@@ -67,7 +67,7 @@ def test_runner_bootstraps_on_truncation_only():
     env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
     policy = build_policy(env.observation_space, env.action_space, identity_network)
     policy.value_head.set_weights([np.ones((1, 1), np.float32), np.zeros(1, np.float32)])
-    model = Model(policy, nenvs=2, nsteps=4, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
+    model = Model(policy, num_envs=2, nsteps=4, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
                   alpha=0.99, epsilon=1e-5, gamma=0.9)
     rollout = RolloutRunner(env, model, nsteps=4, gamma=0.9).run()
     # V(obs) = obs. Env 1 is cut at step 3 in state 0.3: its reward becomes 1 + 0.9 * 0.3,

@@ -79,12 +79,12 @@ def test_trust_region_adjustment():
     np.testing.assert_allclose(d[:, 0] * k[:, 1], d[:, 1] * k[:, 0], atol=1e-4)
 
 
-def constant_model(nenvs=1, nsteps=2, q_slope=0.0, **kwargs):
+def constant_model(num_envs=1, nsteps=2, q_slope=0.0, **kwargs):
     """Identity torso on a 1-d observation s: uniform pi and Q(s) = (1 + q_slope s,
     3 + q_slope s), so V(s) = 2 + q_slope s."""
     ob, ac = gym.spaces.Box(-1.0, 1.0, (1,), np.float32), gym.spaces.Discrete(2)
     policy, average = (AcerPolicy(ob, ac, identity_network) for _ in range(2))
-    model = Model(policy, average, nenvs, nsteps, **{"gamma": 0.5, "buffer_size": 10, **kwargs})
+    model = Model(policy, average, num_envs, nsteps, **{"gamma": 0.5, "buffer_size": 10, **kwargs})
     policy.pd_head.dense.set_weights([np.zeros((1, 2), np.float32), np.zeros(2, np.float32)])
     set_q(model, q_slope)
     return model
@@ -237,7 +237,7 @@ def test_trust_region_shrinks_the_step_towards_the_average():
 
 def test_runner_records_truncations_and_the_model_bootstraps_them():
     env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
-    model = constant_model(nenvs=2, nsteps=4, gamma=0.9)
+    model = constant_model(num_envs=2, nsteps=4, gamma=0.9)
     set_q(model, 1.0, bias=(0.0, 0.0))  # Q(s, .) = (s, s) so V(s) = s
     seq = Runner(env, model, nsteps=4).run()
     # Rewards stay as the env gave them; env 1 was cut at step 2 in state 0.3 (its final

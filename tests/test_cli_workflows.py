@@ -89,7 +89,7 @@ def test_env_kwargs_reach_every_env_and_are_saved_with_the_model(tmp_path):
                 f"--save_path={path}", "--eval_freq=64", "--eval_episodes=1",
                 f"--log_path={tmp_path / 'log'}")
     assert model.action_space.shape == (2,)  # the continuous variant
-    assert load_file(path)[0]["hyperparameters"]["env_kwargs"] == {"continuous": True}
+    assert load_file(path)[0]["env_kwargs"] == {"continuous": True}
     # Playing the saved model makes the same env without being told again.
     played = run("--alg=ppo", "--env=LunarLander-v3", "--num_timesteps=0",
                  f"--load_path={path}", "--num_env=1")

@@ -7,6 +7,7 @@ import pytest
 
 from rlbase import registry
 from rlbase.common.base_model import BaseModel
+from rlbase.common.config import describe
 
 ALGORITHMS = registry.available_algorithms()
 HEAD = ["network", "env", "total_timesteps", "seed"]
@@ -14,21 +15,48 @@ TAIL = ["log_interval", "eval_env", "eval_freq", "eval_episodes", "callback", "l
         "checkpoint_interval", "checkpoint_path", "resume", "network_kwargs"]
 
 
+# learn()'s arguments that are not config fields: what it trains on and how it runs.
+RUNTIME = ["eval_env", "callback", "load_path", "checkpoint_path", "resume"]
+
+
 @pytest.mark.parametrize("alg", ALGORITHMS)
 def test_learn_signature_is_the_contract(alg):
-    learn = registry.get_algorithm(alg).learn
-    params = list(inspect.signature(learn).parameters)
+    entry = registry.get_algorithm(alg)
+    signature = inspect.signature(entry.learn)
+    params = list(signature.parameters)
     assert params[:len(HEAD)] == HEAD
-    assert params[-len(TAIL):] == TAIL
+    if entry.config is None:
+        assert params[-len(TAIL):] == TAIL
+        return
+    # Keyword-only after the first four: every config field (its default the field's), then
+    # the runtime arguments, then the network's keyword arguments.
+    kinds = [signature.parameters[p].kind for p in params[len(HEAD):-1]]
+    assert set(kinds) == {inspect.Parameter.KEYWORD_ONLY}
+    assert params[-1] == "network_kwargs"
+    fields = [f for f in entry.config.field_names() if f != "seed"]
+    keyword = params[len(HEAD):-1]
+    assert [p for p in keyword if p not in RUNTIME and p != "model_fn"] == \
+        [f for f in keyword if f in fields]
+    assert sorted(f for f in keyword if f in fields) == sorted(fields)
+    defaults = entry.config.defaults()
+    for name in fields:
+        assert signature.parameters[name].default == defaults[name], name
+    assert [p for p in keyword if p in RUNTIME] == RUNTIME
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS)
 def test_every_learn_parameter_is_documented(alg):
-    learn = registry.get_algorithm(alg).learn
-    doc = inspect.getdoc(learn) or ""
-    for name in inspect.signature(learn).parameters:
+    entry = registry.get_algorithm(alg)
+    doc = inspect.getdoc(entry.learn) or ""
+    fields = entry.config.field_names() if entry.config is not None else ()
+    for name in inspect.signature(entry.learn).parameters:
+        if name in fields and name != "seed":
+            continue  # documented by its field (below)
         label = f"**{name}" if name == "network_kwargs" else name
         assert re.search(rf"^{re.escape(label)}\b.*:", doc, re.M), f"{alg}: {name} undocumented"
+    if entry.config is not None:
+        for row in describe(entry.config):
+            assert row["doc"], f"{alg}: {row['name']} has no doc"
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS)

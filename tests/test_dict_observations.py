@@ -236,22 +236,24 @@ def test_frame_stack_replay_buffer_refuses_nested_observations():
 
 
 def test_acer_nested_buffer_keeps_final_observations_through_a_checkpoint():
-    nenv, nsteps = 2, 3
+    num_envs, nsteps = 2, 3
     rng = np.random.default_rng(1)
-    buffer = NestedBuffer(NESTED_SPACE, gym.spaces.Discrete(2), nenv, nsteps, 6)
+    buffer = NestedBuffer(NESTED_SPACE, gym.spaces.Discrete(2), num_envs, nsteps, 6)
     buffer._allocate(1, 0, buffer.slots)  # what configure(env) does for nested spaces
-    obs = nested.map_structure(lambda x: x.reshape(nenv, nsteps + 1, *x.shape[1:]),
-                               nested_batch(rng, nenv * (nsteps + 1)))
-    truncated = np.zeros((nenv, nsteps), np.float32)
+    obs = nested.map_structure(lambda x: x.reshape(num_envs, nsteps + 1, *x.shape[1:]),
+                               nested_batch(rng, num_envs * (nsteps + 1)))
+    truncated = np.zeros((num_envs, nsteps), np.float32)
     truncated[1, 2] = 1
     final = nested_batch(rng, 1)
-    seq = Sequences(obs, np.zeros((nenv, nsteps), np.int64), np.ones((nenv, nsteps), np.float32),
-                    truncated, np.full((nenv, nsteps, 2), 0.5, np.float32),
-                    np.zeros((nenv, nsteps + 1), np.float32), np.zeros((nenv, 0), np.float32),
+    seq = Sequences(obs, np.zeros((num_envs, nsteps), np.int64),
+                    np.ones((num_envs, nsteps), np.float32),
+                    truncated, np.full((num_envs, nsteps, 2), 0.5, np.float32),
+                    np.zeros((num_envs, nsteps + 1), np.float32),
+                    np.zeros((num_envs, 0), np.float32),
                     truncated, final, np.zeros((1, 0), np.float32))
     buffer.put(seq)
     meta, arrays = object_state(buffer, "replay")
-    copy = NestedBuffer(NESTED_SPACE, gym.spaces.Discrete(2), nenv, nsteps, 6)
+    copy = NestedBuffer(NESTED_SPACE, gym.spaces.Discrete(2), num_envs, nsteps, 6)
     copy._allocate(1, 0, copy.slots)
     restore_object_state(copy, json.loads(json.dumps(meta)), arrays, "replay")
     got = copy.get(np.random.default_rng(0))

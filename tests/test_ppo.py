@@ -136,7 +136,7 @@ def test_bad_arguments_fail_before_training():
         learn("mlp", env, total_timesteps=100, nsteps=5, nminibatches=4)
     with pytest.raises(RLBaseError, match="must divide the number of envs"):
         learn("lstm", env, total_timesteps=100, nsteps=4, nminibatches=2)
-    with pytest.raises(RLBaseError, match="cliprange must be positive"):
+    with pytest.raises(RLBaseError, match="cliprange must be > 0, got 0.0"):
         learn("mlp", env, total_timesteps=100, cliprange=0.0)
 
 

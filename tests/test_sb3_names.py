@@ -57,5 +57,5 @@ def test_td3_learning_rate_sets_both_networks():
 def test_one_setting_under_two_names_is_an_error():
     with pytest.raises(RLBaseError, match="nsteps is given twice"):
         A2C("MlpPolicy", "CartPole-v1", n_steps=5, nsteps=5)
-    with pytest.raises(RLBaseError, match="batch_size=30 must divide"):
+    with pytest.raises(RLBaseError, match="batch_size=30: must divide"):
         PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=30)

@@ -82,7 +82,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
                         seed=hp.get("seed"))
     runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=model.gamma,
                            episodes=loop.episodes)
-    nbatch = model.nenvs * model.nsteps
+    nbatch = model.num_envs * model.nsteps
     for _ in range(loop.iterations_left(nbatch)):
         current_lr = lr_fn(loop.progress_remaining)
         rollout = runner.run()

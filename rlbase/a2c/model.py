@@ -60,7 +60,7 @@ class Model(OnPolicyModel):
     architecture = ("nsteps",)
     stat_names = STAT_NAMES
 
-    def __init__(self, policy: ActorCriticPolicy, nenvs: int, nsteps: int, ent_coef: float,
+    def __init__(self, policy: ActorCriticPolicy, num_envs: int, nsteps: int, ent_coef: float,
                  vf_coef: float, max_grad_norm: float | None, alpha: float, epsilon: float,
                  gamma: float, tf1_rmsprop: bool = False,
                  network_kwargs: dict[str, Any] | None = None,
@@ -70,7 +70,7 @@ class Model(OnPolicyModel):
         self.max_grad_norm = max_grad_norm
         optimizer = RMSprop(7e-4, alpha, epsilon, initial_accumulator=1.0 if tf1_rmsprop else 0.0,
                             epsilon_inside_sqrt=tf1_rmsprop)
-        super().__init__(policy, optimizer, nenvs, nsteps, network_kwargs or {},
+        super().__init__(policy, optimizer, num_envs, nsteps, network_kwargs or {},
                          hyperparameters or {}, jit_compile)
 
     def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
@@ -97,7 +97,7 @@ class Model(OnPolicyModel):
         GAE(lam) advantages plus the values (lam < 1; SB3's gae_lambda)."""
         if self.lam == 1.0:
             return tf.reshape(discounted_returns(rewards, dones, last_values, self.gamma), [-1])
-        values = tf.reshape(values, [self.nenvs, self.nsteps])
+        values = tf.reshape(values, [self.num_envs, self.nsteps])
         advantages = gae_advantages(rewards, values, dones, last_values, self.gamma, self.lam)
         return tf.reshape(advantages + values, [-1])
 

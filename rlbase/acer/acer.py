@@ -102,7 +102,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
                         seed=hp.get("seed"))
     runner = Runner(env, model, model.nsteps, episodes=loop.episodes,
                     raw=None if buffer is None else model.raw_replay)
-    nbatch = model.nenvs * model.nsteps
+    nbatch = model.num_envs * model.nsteps
     for _ in range(loop.iterations_left(nbatch)):
         current_lr = lr_fn(loop.progress_remaining)
         seq = runner.run()

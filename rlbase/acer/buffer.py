@@ -66,18 +66,18 @@ class Buffer:
     counts env steps per env).
 
     ob_space / ac_space: the env's observation space and (Discrete) action space.
-    nenv: the number of envs (one sequence each per rollout).
+    num_envs: the number of envs (one sequence each per rollout).
     nsteps: steps per sequence.
     size: env steps kept per env.
     state_size: width of the policy's recurrent state (0 for feed-forward policies).
     """
 
-    def __init__(self, ob_space: gym.Space, ac_space: gym.spaces.Discrete, nenv: int,
+    def __init__(self, ob_space: gym.Space, ac_space: gym.spaces.Discrete, num_envs: int,
                  nsteps: int, size: int, state_size: int = 0):
         if size < nsteps:
             raise RLBaseError(f"buffer_size={size} holds no sequence of nsteps={nsteps}: use "
                               f"buffer_size >= nsteps")
-        self.nenv, self.nsteps, self.slots = nenv, nsteps, size // nsteps
+        self.num_envs, self.nsteps, self.slots = num_envs, nsteps, size // nsteps
         self.nact = int(ac_space.n)
         self._set_space(ob_space)
         self.ac_dtype = np.dtype(ac_space.dtype)
@@ -92,7 +92,7 @@ class Buffer:
 
     def _allocate(self, nstack: int, axis: int, rollouts: int) -> None:
         self.nstack, self.axis = nstack, axis
-        lead, nsteps = (rollouts, self.nenv), self.nsteps
+        lead, nsteps = (rollouts, self.num_envs), self.nsteps
         self._allocate_observations(lead)
         self.actions = np.zeros((*lead, nsteps), dtype=self.ac_dtype)
         self.rewards = np.zeros((*lead, nsteps), dtype=np.float32)
@@ -101,7 +101,7 @@ class Buffer:
         self.mus = np.zeros((*lead, nsteps, self.nact), dtype=np.float32)
         self.starts = np.zeros((*lead, nsteps + 1), dtype=np.float32)
         self.states = np.zeros((*lead, self.state_size), dtype=np.float32)
-        # Keyed by (rollout * nenv + env) * nsteps + t: the recurrent state after a truncated
+        # Keyed by (rollout * num_envs + env) * nsteps + t: the recurrent state after a truncated
         # step (its final observation is kept alike, see _put_final).
         self.final_states: dict[int, np.ndarray] = {}
         self.next_idx = 0
@@ -151,7 +151,7 @@ class Buffer:
         self.actions[i], self.rewards[i], self.dones[i] = seq.actions, seq.rewards, seq.dones
         self.mus[i], self.starts[i], self.states[i] = seq.mus, seq.starts, seq.state
         self.truncated[i] = seq.truncated
-        base, span = i * self.nenv * self.nsteps, self.nenv * self.nsteps
+        base, span = i * self.num_envs * self.nsteps, self.num_envs * self.nsteps
         for key in [k for k in self.final_states if base <= k < base + span]:
             del self.final_states[key]
             self._drop_final(key)
@@ -212,13 +212,13 @@ class Buffer:
         the shape of a fresh rollout, so training runs the same compiled call)."""
         if self.num_in_buffer == 0:
             raise RLBaseError("cannot sample from an empty ACER replay buffer")
-        idx = rng.integers(0, self.num_in_buffer, size=self.nenv)
-        env = np.arange(self.nenv)
+        idx = rng.integers(0, self.num_in_buffer, size=self.num_envs)
+        env = np.arange(self.num_envs)
         starts = self.starts[idx, env]
         obs = self._observations(idx, env, starts)
         truncated = self.truncated[idx, env]
         # (key, env, step) of each truncated step, env-major as np.flatnonzero.
-        cut = [((int(idx[e]) * self.nenv + int(e)) * self.nsteps + int(t), int(e), int(t))
+        cut = [((int(idx[e]) * self.num_envs + int(e)) * self.nsteps + int(t), int(e), int(t))
                for e, t in zip(*np.nonzero(truncated))]
         final_obs = self._final_observations(obs, cut)
         final_state = np.zeros((len(cut), self.state_size), dtype=np.float32)

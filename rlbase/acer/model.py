@@ -98,7 +98,7 @@ class Model(OnPolicyModel):
     architecture = ("nsteps",)
     stat_names = STAT_NAMES
 
-    def __init__(self, policy: AcerPolicy, average: AcerPolicy, nenvs: int, nsteps: int,
+    def __init__(self, policy: AcerPolicy, average: AcerPolicy, num_envs: int, nsteps: int,
                  q_coef: float = 0.5, ent_coef: float = 0.01, max_grad_norm: float | None = 10,
                  rprop_alpha: float = 0.99, rprop_epsilon: float = 1e-5, gamma: float = 0.99,
                  c: float = 10.0, trust_region: bool = True, alpha: float = 0.99,
@@ -115,10 +115,10 @@ class Model(OnPolicyModel):
             avg.assign(var)  # the average starts where the policy does
         optimizer = RMSprop(7e-4, rprop_alpha, rprop_epsilon, initial_accumulator=1.0,
                             epsilon_inside_sqrt=True)
-        super().__init__(policy, optimizer, nenvs, nsteps, network_kwargs or {},
+        super().__init__(policy, optimizer, num_envs, nsteps, network_kwargs or {},
                          hyperparameters or {}, jit_compile)
         buffer = NestedBuffer if nested.is_nested(policy.ob_space) else Buffer
-        self.replay_buffer = buffer(policy.ob_space, ac_space, nenvs, nsteps, buffer_size,
+        self.replay_buffer = buffer(policy.ob_space, ac_space, num_envs, nsteps, buffer_size,
                                     policy.state_size) if replay_ratio > 0 else None
         self.raw_replay = RawReplay()  # set by attach_env
         # Replay's Poisson counts and sampling; seeded from numpy's global generator.
@@ -199,16 +199,16 @@ class Model(OnPolicyModel):
     # -- training ---------------------------------------------------------------------------
     def _signature(self) -> list[tf.TensorSpec]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy
-        nenvs, nsteps = self.nenvs, self.nsteps
-        return [observation_spec(ob, [nenvs * (nsteps + 1)]),            # obs
-                spec_like([nenvs * nsteps], ac.dtype),                    # actions
-                spec_like([nenvs, nsteps], np.float32),                   # rewards
-                spec_like([nenvs, nsteps], np.float32),                   # dones
-                spec_like([nenvs * nsteps, self.nact], np.float32),       # mus
-                spec_like([nenvs * (nsteps + 1)], np.float32),            # starts
-                spec_like([nenvs, p.state_size], np.float32),             # state
+        num_envs, nsteps = self.num_envs, self.nsteps
+        return [observation_spec(ob, [num_envs * (nsteps + 1)]),            # obs
+                spec_like([num_envs * nsteps], ac.dtype),                    # actions
+                spec_like([num_envs, nsteps], np.float32),                   # rewards
+                spec_like([num_envs, nsteps], np.float32),                   # dones
+                spec_like([num_envs * nsteps, self.nact], np.float32),       # mus
+                spec_like([num_envs * (nsteps + 1)], np.float32),            # starts
+                spec_like([num_envs, p.state_size], np.float32),             # state
                 # Truncated steps' final observations, recurrent states and step indices;
-                # their number varies (padded to whole multiples of nenvs: few shapes).
+                # their number varies (padded to whole multiples of num_envs: few shapes).
                 observation_spec(ob, [None]),                             # final_obs
                 spec_like([None, p.state_size], np.float32),              # final_state
                 spec_like([None], np.int32),                              # final_index
@@ -217,7 +217,7 @@ class Model(OnPolicyModel):
     def batch(self, seq: Sequences) -> tuple[Any, ...]:
         """The training call's inputs (all but lr) for a batch of sequences (observations
         nested for Dict/Tuple spaces, leaf by leaf)."""
-        n, t, space = self.nenvs, self.nsteps, self.policy.ob_space
+        n, t, space = self.num_envs, self.nsteps, self.policy.ob_space
         index = np.flatnonzero(seq.truncated).astype(np.int32)
         found = nested.batch_size(space, seq.final_obs)
         if found != len(index):
@@ -236,16 +236,16 @@ class Model(OnPolicyModel):
 
     def truncation_bootstrap(self, final_obs: tf.Tensor, final_state: tf.Tensor,
                              final_index: tf.Tensor) -> tf.Tensor:
-        """``[nenvs, nsteps]``: ``gamma * V(final observation)`` at truncated steps under the
+        """``[num_envs, nsteps]``: ``gamma * V(final observation)`` at truncated steps under the
         current weights (0 elsewhere, and everywhere when gamma is 1)."""
-        nbatch = self.nenvs * self.nsteps
+        nbatch = self.num_envs * self.nsteps
         if not bootstraps_truncation(self.gamma):
-            return tf.zeros([self.nenvs, self.nsteps])
+            return tf.zeros([self.num_envs, self.nsteps])
         rows = tf.shape(final_index)[0]
         values = self.policy.forward(final_obs, final_state, tf.zeros([rows]))[1]
         boot = tf.scatter_nd(final_index[:, None], self.gamma * tf.stop_gradient(values),
                              [nbatch + 1])
-        return tf.reshape(boot[:nbatch], [self.nenvs, self.nsteps])
+        return tf.reshape(boot[:nbatch], [self.num_envs, self.nsteps])
 
     def gradients(self, obs: tf.Tensor, actions: tf.Tensor, rewards: tf.Tensor,
                   dones: tf.Tensor, mus: tf.Tensor, starts: tf.Tensor, state: tf.Tensor,
@@ -253,13 +253,13 @@ class Model(OnPolicyModel):
                   ) -> tuple[list[tf.Tensor | None], dict[str, tf.Tensor]]:
         """The (unclipped) gradients of the ACER loss for the policy's trainable variables and
         the statistics by name (STAT_NAMES)."""
-        nenvs, nsteps, nbatch = self.nenvs, self.nsteps, self.nenvs * self.nsteps
+        num_envs, nsteps, nbatch = self.num_envs, self.nsteps, self.num_envs * self.nsteps
         policy = self.policy
         variables = policy.trainable_variables
 
         def strip(x: tf.Tensor) -> tf.Tensor:
-            """``[nenvs * (nsteps + 1), ...]`` -> the first nsteps of each env, flat."""
-            x = tf.reshape(x, [nenvs, nsteps + 1, *x.shape[1:]])
+            """``[num_envs * (nsteps + 1), ...]`` -> the first nsteps of each env, flat."""
+            x = tf.reshape(x, [num_envs, nsteps + 1, *x.shape[1:]])
             return tf.reshape(x[:, :-1], [nbatch, *x.shape[2:]])
 
         rewards = rewards + self.truncation_bootstrap(final_obs, final_state, final_index)
@@ -270,14 +270,14 @@ class Model(OnPolicyModel):
             logits, values, _, q_all = policy.forward(obs, state, starts)
             f = strip(tf.nn.softmax(logits))
             q = strip(q_all)
-            v_all = tf.stop_gradient(tf.reshape(values, [nenvs, nsteps + 1]))
+            v_all = tf.stop_gradient(tf.reshape(values, [num_envs, nsteps + 1]))
             v = tf.reshape(v_all[:, :-1], [nbatch])
             f_i, q_i = tf.gather_nd(f, index), tf.gather_nd(q, index)
             rho = f / (mus + EPS)
             rho_i = tf.gather_nd(rho, index)
             qret = tf.reshape(q_retrace(
-                rewards, dones, tf.reshape(tf.stop_gradient(q_i), [nenvs, nsteps]), v_all,
-                tf.reshape(tf.minimum(1.0, tf.stop_gradient(rho_i)), [nenvs, nsteps]),
+                rewards, dones, tf.reshape(tf.stop_gradient(q_i), [num_envs, nsteps]), v_all,
+                tf.reshape(tf.minimum(1.0, tf.stop_gradient(rho_i)), [num_envs, nsteps]),
                 self.gamma), [nbatch])
             entropy = tf.reduce_mean(-tf.reduce_sum(f * tf.math.log(f + EPS), axis=-1))
             # Truncated importance weights on the Retrace advantage...

@@ -12,9 +12,9 @@ EPS = 1e-6  # the reference's epsilon in log(f + eps), rho = f / (mu + eps), ...
 
 def q_retrace(rewards: tf.Tensor, dones: tf.Tensor, q_i: tf.Tensor, values: tf.Tensor,
               rho_bar: tf.Tensor, gamma: float) -> tf.Tensor:
-    """Retrace targets of ``[nenvs, nsteps]`` sequences.
+    """Retrace targets of ``[num_envs, nsteps]`` sequences.
 
-    values: ``[nenvs, nsteps + 1]``, the last column bootstraps the sequence. Going backwards,
+    values: ``[num_envs, nsteps + 1]``, the last column bootstraps the sequence. Going backwards,
     ``Qret_t = r_t + gamma (1 - d_t) X_{t+1}`` with ``X_t = rho_bar_t (Qret_t - Q_t) + V_t``:
     at an episode end the target is the reward alone (the training call adds
     ``gamma V(final observation)`` to a truncated step's reward before this).

@@ -35,14 +35,16 @@ class Sequences:
     (``obs``, ``final_obs``) are nested for Dict/Tuple spaces (rlbase.common.nested).
     """
 
-    obs: Any                 # [nenv, nsteps + 1, *obs_shape]: the last one bootstraps the sequence
-    actions: np.ndarray      # [nenv, nsteps]
-    rewards: np.ndarray      # [nenv, nsteps], as the env gave them
-    dones: np.ndarray        # [nenv, nsteps], 1 where the episode ended (either way) at that step
-    mus: np.ndarray          # [nenv, nsteps, nact], the behaviour policy's probabilities
-    starts: np.ndarray       # [nenv, nsteps + 1], 1 where obs starts an episode (resets LSTMs)
-    state: np.ndarray        # [nenv, state_size], recurrent state before obs[:, 0]
-    truncated: np.ndarray    # [nenv, nsteps], 1 where a time limit (not the MDP) ended it
+    # [num_envs, nsteps + 1, *obs_shape]: the last one bootstraps the sequence
+    obs: Any
+    actions: np.ndarray      # [num_envs, nsteps]
+    rewards: np.ndarray      # [num_envs, nsteps], as the env gave them
+    # [num_envs, nsteps], 1 where the episode ended (either way) at that step
+    dones: np.ndarray
+    mus: np.ndarray          # [num_envs, nsteps, nact], the behaviour policy's probabilities
+    starts: np.ndarray       # [num_envs, nsteps + 1], 1 where obs starts an episode (resets LSTMs)
+    state: np.ndarray        # [num_envs, state_size], recurrent state before obs[:, 0]
+    truncated: np.ndarray    # [num_envs, nsteps], 1 where a time limit (not the MDP) ended it
     final_obs: Any           # [K, *obs_shape], the truncated steps' last observations, in the
     #                          order of np.flatnonzero(truncated) (env-major)
     final_state: np.ndarray  # [K, state_size], the recurrent state after each of those steps
@@ -64,16 +66,16 @@ class Runner(AbstractEnvRunner):
         self.nact = int(space.n)
 
     def run(self) -> Sequences:
-        nenv, nsteps = self.nenv, self.nsteps
+        num_envs, nsteps = self.num_envs, self.nsteps
         ob_space, ac_space = self.env.observation_space, self.env.action_space
-        obs = nested.empty(ob_space, (nenv, nsteps + 1))
-        raw = None if self.raw is None else _RawRecord(self.raw, ob_space, nenv, nsteps)
-        actions = np.empty((nenv, nsteps), dtype=ac_space.dtype)
-        rewards = np.empty((nenv, nsteps), dtype=np.float32)
-        dones = np.empty((nenv, nsteps), dtype=np.float32)
-        truncs = np.zeros((nenv, nsteps), dtype=np.float32)
-        mus = np.empty((nenv, nsteps, self.nact), dtype=np.float32)
-        starts = np.empty((nenv, nsteps + 1), dtype=np.float32)
+        obs = nested.empty(ob_space, (num_envs, nsteps + 1))
+        raw = None if self.raw is None else _RawRecord(self.raw, ob_space, num_envs, nsteps)
+        actions = np.empty((num_envs, nsteps), dtype=ac_space.dtype)
+        rewards = np.empty((num_envs, nsteps), dtype=np.float32)
+        dones = np.empty((num_envs, nsteps), dtype=np.float32)
+        truncs = np.zeros((num_envs, nsteps), dtype=np.float32)
+        mus = np.empty((num_envs, nsteps, self.nact), dtype=np.float32)
+        starts = np.empty((num_envs, nsteps + 1), dtype=np.float32)
         finals: list[tuple[int, Any, np.ndarray]] = []  # (env * nsteps + t, obs, state)
         start_state = self.states
         for t in range(nsteps):
@@ -120,10 +122,10 @@ def _stacked(space: gym.Space, rows: list[Any]) -> Any:
 class _RawRecord:
     """The raw side of one rollout (what the env produced below the VecNormalize)."""
 
-    def __init__(self, raw: RawReplay, space: gym.Space, nenv: int, nsteps: int):
+    def __init__(self, raw: RawReplay, space: gym.Space, num_envs: int, nsteps: int):
         self.raw, self.space = raw, raw.stored_space(space)
-        self.obs = nested.empty(self.space, (nenv, nsteps + 1))
-        self.rewards = np.empty((nenv, nsteps), dtype=np.float32)
+        self.obs = nested.empty(self.space, (num_envs, nsteps + 1))
+        self.rewards = np.empty((num_envs, nsteps), dtype=np.float32)
         self.finals: dict[int, Any] = {}  # env * nsteps + t -> final observation
 
     def observe(self, t: int, obs: Any) -> None:

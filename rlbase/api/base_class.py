@@ -81,8 +81,16 @@ class BaseRLModel:
             self.observation_space = self.env.observation_space
             self.action_space = self.env.action_space
         num_envs = self.env.num_envs if self.env is not None else 1
-        hyperparameters, policy_kwargs = translate(self.algorithm, dict(hyperparameters),
-                                                   dict(policy_kwargs or {}), num_envs)
+        config = self.entry.config
+        if config is not None:
+            _, policy_kwargs = translate(self.algorithm, {}, dict(policy_kwargs or {}),
+                                         num_envs)
+            hyperparameters = dict(hyperparameters)
+            # Checked now (names, types, ranges), converted when the model is built.
+            config.build({**self.presets, **hyperparameters}, num_envs)
+        else:
+            hyperparameters, policy_kwargs = translate(self.algorithm, dict(hyperparameters),
+                                                       dict(policy_kwargs or {}), num_envs)
         allowed = self._hyperparameter_names()
         for name in hyperparameters:
             if name not in allowed:
@@ -113,6 +121,8 @@ class BaseRLModel:
         return policy
 
     def _hyperparameter_names(self) -> set[str]:
+        if self.entry.config is not None:
+            return set(self.entry.config.accepted_names()) - set(RESERVED)
         return set(self.entry.learn_parameters()) - set(RESERVED)
 
     def _setup_model(self) -> None:
@@ -340,12 +350,19 @@ class BaseRLModel:
         BaseRLModel.__init__(obj, policy, None, seed=seed, verbose=verbose,
                              tensorboard_log=tensorboard_log, _init_setup_model=False, **kwargs)
         obj.policy_kwargs = dict(metadata.get("network_kwargs") or {})
-        unusable = set(metadata.get("unserializable") or ())
-        saved = {k: v for k, v in (metadata.get("hyperparameters") or {}).items()
-                 if k not in unusable and k in obj._hyperparameter_names()}
-        obj.hyperparameters = {**saved, **obj.hyperparameters}
         obj.model = model
-        model.hyperparameters.update(obj.hyperparameters)
+        if model.config is not None:
+            # The file's settings under the ones given here (any spelling, converted).
+            model.config = type(model.config).build(obj.hyperparameters, model.num_envs,
+                                                    base=model.config.to_dict())
+            obj.hyperparameters = {k: v for k, v in model.config.to_dict().items()
+                                   if k not in RESERVED}
+        else:
+            unusable = set(metadata.get("unserializable") or ())
+            saved = {k: v for k, v in (metadata.get("hyperparameters") or {}).items()
+                     if k not in unusable and k in obj._hyperparameter_names()}
+            obj.hyperparameters = {**saved, **obj.hyperparameters}
+            model.hyperparameters.update(obj.hyperparameters)
         obj.observation_space, obj.action_space = model.observation_space, model.action_space
         if venv is not None:
             obj.set_env(venv)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
 from rlbase.common.serialization import check_spaces, load_file, save_file, space_to_json
 from rlbase.common.vec_env.base import VecEnv, find_wrapper
@@ -78,14 +79,23 @@ class BaseModel(ABC):
     state_size: int = 0
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, network: Any,
-                 network_kwargs: dict[str, Any] | None, hyperparameters: dict[str, Any] | None,
-                 num_envs: int = 1):
+                 network_kwargs: dict[str, Any] | None,
+                 hyperparameters: AlgorithmConfig | dict[str, Any] | None, num_envs: int = 1):
         self.observation_space = observation_space
         self.action_space = action_space
         self.network = network if network is None or isinstance(network, str) \
             else getattr(network, "__name__", repr(network))
         self.network_kwargs = dict(network_kwargs or {})
-        self.hyperparameters = dict(hyperparameters or {})
+        # The algorithm's config (read by the loop at every train() call, so a class's load()
+        # can replace its training settings).
+        self.config: AlgorithmConfig | None = None
+        if isinstance(hyperparameters, AlgorithmConfig):
+            self.config = hyperparameters
+            self._hyperparameters: dict[str, Any] = {}
+        else:
+            self._hyperparameters = dict(hyperparameters or {})
+        #: the keyword arguments of every env made for it (the CLI's --env_kwargs; saved)
+        self.env_kwargs: dict[str, Any] = {}
         self.num_envs = int(num_envs)
         self.num_timesteps = 0
         # The normalization statistics the policy sees observations through: those of the
@@ -93,6 +103,17 @@ class BaseModel(ABC):
         # loaded from a file, the file's.
         self.normalization: NormalizationStats | None = None
         self._training_normalizer: VecNormalize | None = None
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        """The config's fields as a dict (what the model file records)."""
+        if self.config is not None:
+            return self.config.to_dict()
+        return self._hyperparameters
+
+    @hyperparameters.setter
+    def hyperparameters(self, values: dict[str, Any]) -> None:
+        self._hyperparameters = dict(values)
 
     # -- acting ---------------------------------------------------------------------------------
     @abstractmethod
@@ -213,6 +234,8 @@ class BaseModel(ABC):
             "hyperparameters": jsonable(self.hyperparameters),
             "unserializable": unserializable(self.hyperparameters),
             "num_timesteps": int(self.num_timesteps), "num_envs": self.num_envs}
+        if self.env_kwargs:
+            meta["env_kwargs"] = jsonable(self.env_kwargs)
         if self.normalization is not None:
             meta["vec_normalize"] = self.normalization.config()
         return meta

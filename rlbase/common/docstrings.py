@@ -47,9 +47,12 @@ def documented_parameters(learn: Callable[..., Any]) -> list[Parameter]:
     return out
 
 
-def parameter_table(learn: Callable[..., Any]) -> str:
+def parameter_table(learn: Callable[..., Any], skip: tuple[str, ...] = ()) -> str:
+    """The table of learn()'s documented parameters, less those in ``skip``."""
     rows = ["| parameter | default | meaning |", "|---|---|---|"]
     for p in documented_parameters(learn):
+        if p.name in skip:
+            continue
         meaning = p.meaning.replace("|", "\\|")
         rows.append(f"| `{p.name}` | {p.default} | {meaning} |")
     return "\n".join(rows)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import gymnasium as gym
 
@@ -22,6 +22,7 @@ from rlbase.common import logger
 from rlbase.common.base_model import BaseModel, check_model_metadata
 from rlbase.common.checks import check_learning_rates
 from rlbase.common.cmd_util import as_vec_env, ensure_monitor
+from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loop import LOOP_ARGUMENTS, LoopOptions
 from rlbase.common.misc_util import set_global_seeds
@@ -36,10 +37,9 @@ NOT_HYPERPARAMETERS = ("network", "env", "network_kwargs", "load_path", "callbac
 ModelT = TypeVar("ModelT", bound=BaseModel, covariant=True)
 
 
-class BuildModel(Protocol[ModelT]):
-    def __call__(self, observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                 network: Any, network_kwargs: dict[str, Any],
-                 hyperparameters: dict[str, Any]) -> ModelT: ...
+# build_model(observation_space, action_space, num_envs, network, network_kwargs, config, *,
+#             total_timesteps=0) -> the algorithm's Model
+BuildModel = Callable[..., ModelT]
 
 
 class Alias:
@@ -72,25 +72,29 @@ def apply_aliases(algorithm: str, arguments: dict[str, Any], network_kwargs: dic
             else value
 
 
-def saved_architecture(path: str, algorithm: str, architecture: tuple[str, ...]
+def saved_architecture(path: str, algorithm: str, architecture: tuple[str, ...] | None
                        ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """The network, network kwargs and architecture hyperparameters of a saved model."""
+    """The network, network kwargs and architecture hyperparameters of a saved model (None:
+    every hyperparameter that could be saved)."""
     metadata = load_file(path)[0]
     check_model_metadata(metadata, path, algorithm)
     saved = dict(metadata.get("hyperparameters") or {})
     unusable = set(metadata.get("unserializable") or ())
-    arch = {k: saved[k] for k in architecture if k in saved and k not in unusable}
+    arch = {k: v for k, v in saved.items() if k not in unusable
+            and (architecture is None or k in architecture)}
     return metadata.get("network"), dict(metadata.get("network_kwargs") or {}), arch
 
 
-def start_learning(algorithm: str, build_model: BuildModel[ModelT], arguments: dict[str, Any],
-                   aliases: Mapping[str, Alias] | None = None, architecture: tuple[str, ...] = ()
-                   ) -> tuple[ModelT, VecEnv, LoopOptions]:
+def start_learning(algorithm: str | type[AlgorithmConfig], build_model: BuildModel[ModelT],
+                   arguments: dict[str, Any], aliases: Mapping[str, Alias] | None = None,
+                   architecture: tuple[str, ...] = ()) -> tuple[ModelT, VecEnv, LoopOptions]:
     """Everything before the loop, from learn()'s ``locals()``.
 
     With ``load_path`` the model is built with the saved network and architecture (so a model
     saved by any path loads here) and continues from the file's weights and timestep count.
     """
+    if not isinstance(algorithm, str):
+        return start_with_config(algorithm, build_model, arguments)
     arguments = dict(arguments)
     if isinstance(arguments["network"], (VecEnv, gym.Env)):
         # Baselines' deepq.learn (and rlbase 0.1's dqn and qlearning) took the env first.
@@ -116,6 +120,43 @@ def start_learning(algorithm: str, build_model: BuildModel[ModelT], arguments: d
         model.load(load_path)
     model.attach_env(env)
     return model, env, LoopOptions.from_arguments(arguments)
+
+
+def start_with_config(config_class: type[AlgorithmConfig], build_model: BuildModel[ModelT],
+                      arguments: Mapping[str, Any]) -> tuple[ModelT, VecEnv, LoopOptions]:
+    """Everything before the loop, from learn()'s ``locals()``: the env, the config (learn()'s
+    keyword arguments, plus other spellings that arrived among ``**network_kwargs``), the model
+    (built, or loaded with the saved architecture) and the loop options.
+
+    With ``load_path`` the model is built with the saved network and architecture (so a model
+    saved by any path loads here) and continues from the file's weights and timestep count.
+    """
+    algorithm = config_class.algorithm
+    if isinstance(arguments["network"], (VecEnv, gym.Env)):
+        # Baselines' deepq.learn (and rlbase 0.1's dqn and qlearning) took the env first.
+        raise RLBaseError(f"{algorithm}.learn takes the network first: learn(network, env, ...)"
+                          f", got an env as network (Baselines' deepq order); pass both by "
+                          f"keyword: learn(network=..., env=...)")
+    given, network_kwargs = config_class.split(arguments.get("network_kwargs") or {})
+    seed = arguments.get("seed")
+    set_global_seeds(seed)
+    env = ensure_monitor(as_vec_env(arguments["env"], seed, logger.get_dir()), logger.get_dir())
+    base = {k: arguments[k] for k in config_class.field_names() if k in arguments}
+    config = config_class.build(given, env.num_envs, base=base)
+    network = arguments["network"]
+    load_path = arguments.get("load_path")
+    if load_path is not None:
+        network, network_kwargs, saved = saved_architecture(load_path, algorithm, None)
+        architecture = config_class.architecture()
+        config = config.replace(**{k: v for k, v in config_class.from_saved(saved).items()
+                                   if k in architecture})
+    model = build_model(env.observation_space, env.action_space, env.num_envs, network,
+                        network_kwargs, config,
+                        total_timesteps=int(arguments.get("total_timesteps") or 0))
+    if load_path is not None:
+        model.load(load_path)
+    model.attach_env(env)
+    return model, env, LoopOptions.from_arguments({**arguments, **config.to_dict()})
 
 
 def loop_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:

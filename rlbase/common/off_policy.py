@@ -70,6 +70,20 @@ class TrainSchedule:
         """Whether this step's actions are uniformly random (no training yet)."""
         return num_timesteps < self.learning_starts
 
+    def phases(self, num_timesteps: int, num_envs: int, stored: int) -> int:
+        """How many training phases run before the vector step that takes the run's env step
+        count from ``num_timesteps`` to ``num_timesteps + num_envs``, with ``stored``
+        transitions in the buffer: one per multiple of ``train_freq`` (in env steps, summed
+        over envs) in ``[num_timesteps, num_timesteps + num_envs)``. With one env that is a
+        phase whenever ``num_timesteps % train_freq == 0``; with SB3's ``(n, "step")``
+        (``train_freq = n * num_envs``) one every n vector steps; with ``train_freq`` below
+        ``num_envs``, several per vector step, so the gradient steps per env step do not
+        depend on the number of envs."""
+        if self.gradient_steps == 0 or stored < self.batch_size:
+            return 0
+        f = self.train_freq
+        return (num_timesteps + num_envs - 1) // f - (num_timesteps - 1) // f
+
     def trains(self, iteration: int, stored: int) -> bool:
         """Whether a training phase runs before vectorized step ``iteration`` (counted from 0
         over the run; a resumed run continues the count) with ``stored`` transitions in the

@@ -19,6 +19,7 @@ import tensorflow as tf
 from rlbase.common import nested
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.compiled_policy import CompiledPolicy
+from rlbase.common.config import AlgorithmConfig
 from rlbase.common.distributions import Categorical, DiagGaussian
 from rlbase.common.errors import RLBaseError
 from rlbase.common.policies import ActorCriticPolicy
@@ -32,7 +33,7 @@ class OnPolicyModel(TFModel):
 
     policy: the actor-critic policy (its network name and kwargs are the model's).
     optimizer: the optimizer of the policy's trainable variables.
-    nenvs / nsteps: the rollout's shape (the training call is traced for it).
+    num_envs / nsteps: the rollout's shape (the training call is traced for it).
     hyperparameters: the learn() arguments the model was built with.
     jit_compile: compile the update with XLA.
     """
@@ -43,16 +44,16 @@ class OnPolicyModel(TFModel):
     scalar_names: tuple[str, ...] = ("lr",)
 
     def __init__(self, policy: ActorCriticPolicy, optimizer: keras.optimizers.Optimizer,
-                 nenvs: int, nsteps: int, network_kwargs: dict[str, Any],
-                 hyperparameters: dict[str, Any], jit_compile: bool = True):
+                 num_envs: int, nsteps: int, network_kwargs: dict[str, Any],
+                 hyperparameters: AlgorithmConfig | dict[str, Any], jit_compile: bool = True):
         super().__init__(policy.ob_space, policy.ac_space, policy.network_name, network_kwargs,
-                         hyperparameters, nenvs)
+                         hyperparameters, num_envs)
         if nsteps < 1:
             raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
         self.policy = policy
         self.optimizer = optimizer
         self.optimizer.build(policy.trainable_variables)
-        self.nenvs, self.nsteps = nenvs, nsteps
+        self.num_envs, self.nsteps = num_envs, nsteps
         self.state_size = policy.state_size
         self.calls = CompiledPolicy(policy)
         self.jit_compile = jit_compile
@@ -69,16 +70,16 @@ class OnPolicyModel(TFModel):
 
     def _signature(self) -> list[Any]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy
-        nenvs, nbatch = self.nenvs, self.nenvs * self.nsteps
+        num_envs, nbatch = self.num_envs, self.num_envs * self.nsteps
         return [observation_spec(ob, [nbatch]),                        # obs
                 spec_like([nbatch, *(ac.shape or ())], ac.dtype),     # actions
-                spec_like([nenvs, self.nsteps], np.float32),          # rewards
-                spec_like([nenvs, self.nsteps], np.float32),          # dones
+                spec_like([num_envs, self.nsteps], np.float32),          # rewards
+                spec_like([num_envs, self.nsteps], np.float32),          # dones
                 spec_like([nbatch], np.float32),                      # starts
-                spec_like([nenvs, p.state_size], np.float32),         # state
-                observation_spec(ob, [nenvs]),                         # last_obs
-                spec_like([nenvs, p.state_size], np.float32),         # last_state
-                spec_like([nenvs], np.float32)] + \
+                spec_like([num_envs, p.state_size], np.float32),         # state
+                observation_spec(ob, [num_envs]),                         # last_obs
+                spec_like([num_envs, p.state_size], np.float32),         # last_state
+                spec_like([num_envs], np.float32)] + \
             [spec_like([], np.float32) for _ in self.scalar_names]   # lr, ...
 
     # -- the declared interface -----------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Actor-critic policies: observation encoding + a registry network + distribution/value heads.
 
 Rollouts are stored env-major: row ``env * nsteps + t``. A recurrent policy is trained on
-``[nenvs * nsteps]`` rows with a ``[nenvs, state_size]`` start state, so every env's sequence
+``[num_envs * nsteps]`` rows with a ``[num_envs, state_size]`` start state, so every env's sequence
 stays whole. Feed-forward policies carry a zero-width state so both kinds share one code path.
 """
 

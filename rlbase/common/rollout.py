@@ -21,14 +21,14 @@ from rlbase.common.vec_env import VecEnv
 
 @dataclass
 class Rollout:
-    obs: Any                 # [nenv * nsteps, *obs_shape], row env * nsteps + t (nested for
+    obs: Any                 # [num_envs * nsteps, *obs_shape], row env * nsteps + t (nested for
     #                          Dict/Tuple spaces, see rlbase.common.nested)
-    actions: np.ndarray      # [nenv * nsteps, *action_shape]
-    rewards: np.ndarray      # [nenv, nsteps], truncated steps include gamma * V(final obs)
-    dones: np.ndarray        # [nenv, nsteps], 1 where the episode ended at that step
-    starts: np.ndarray       # [nenv * nsteps], 1 where an episode started (resets LSTM state)
-    state: np.ndarray        # [nenv, state_size], recurrent state before the rollout
-    last_obs: Any            # [nenv, *obs_shape], the observation after the rollout
+    actions: np.ndarray      # [num_envs * nsteps, *action_shape]
+    rewards: np.ndarray      # [num_envs, nsteps], truncated steps include gamma * V(final obs)
+    dones: np.ndarray        # [num_envs, nsteps], 1 where the episode ended at that step
+    starts: np.ndarray       # [num_envs * nsteps], 1 where an episode started (resets LSTM state)
+    state: np.ndarray        # [num_envs, state_size], recurrent state before the rollout
+    last_obs: Any            # [num_envs, *obs_shape], the observation after the rollout
     last_state: np.ndarray
     last_starts: np.ndarray
 
@@ -48,13 +48,13 @@ class RolloutRunner(AbstractEnvRunner):
         self.pending: tuple[np.ndarray, ...] | None = model.resumed_step(self.obs)
 
     def run(self) -> Rollout:
-        nenv, nsteps = self.nenv, self.nsteps
+        num_envs, nsteps = self.num_envs, self.nsteps
         obs_space, ac_space = self.env.observation_space, self.env.action_space
-        mb_obs = nested.empty(obs_space, (nsteps, nenv))
-        mb_actions = np.empty((nsteps, nenv, *(ac_space.shape or ())), dtype=ac_space.dtype)
-        mb_rewards = np.empty((nsteps, nenv), dtype=np.float32)
-        mb_dones = np.empty((nsteps, nenv), dtype=np.float32)
-        mb_starts = np.empty((nsteps, nenv), dtype=np.float32)
+        mb_obs = nested.empty(obs_space, (nsteps, num_envs))
+        mb_actions = np.empty((nsteps, num_envs, *(ac_space.shape or ())), dtype=ac_space.dtype)
+        mb_rewards = np.empty((nsteps, num_envs), dtype=np.float32)
+        mb_dones = np.empty((nsteps, num_envs), dtype=np.float32)
+        mb_starts = np.empty((nsteps, num_envs), dtype=np.float32)
         start_state = self.states
         for t in range(nsteps):
             if self.pending is not None:
@@ -83,5 +83,5 @@ class RolloutRunner(AbstractEnvRunner):
 
 
 def _env_major(x: np.ndarray) -> np.ndarray:
-    """[nsteps, nenv, ...] -> [nenv * nsteps, ...]"""
+    """[nsteps, num_envs, ...] -> [num_envs * nsteps, ...]"""
     return x.swapaxes(0, 1).reshape(x.shape[0] * x.shape[1], *x.shape[2:])

@@ -23,14 +23,19 @@ class AbstractEnvRunner(ABC):
         self.env = env
         self.gamma = gamma
         self.model = model
-        self.nenv = env.num_envs
+        self.num_envs = env.num_envs
         self.nsteps = nsteps
         self.obs = env.reset()
-        self.states = model.initial_states(self.nenv)
-        self.episode_starts = np.ones(self.nenv, dtype=np.float32)
+        self.states = model.initial_states(self.num_envs)
+        self.episode_starts = np.ones(self.num_envs, dtype=np.float32)
         self.episodes = episodes if episodes is not None else EpisodeStats()
         space = env.action_space
         self._clip = (space.low, space.high) if isinstance(space, gym.spaces.Box) else None
+
+    @property
+    def nenv(self) -> int:
+        """Baselines' name of :attr:`num_envs` (its runners' subclasses read it)."""
+        return self.num_envs
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """Box actions are clipped to the space before they reach the env; the unclipped
@@ -51,7 +56,7 @@ class AbstractEnvRunner(ABC):
         A truncated episode did not end in the MDP: its return continues past the cut, so we
         bootstrap from the value of the observation the env was in (not the reset one).
         """
-        bonus = np.zeros(self.nenv, dtype=np.float32)
+        bonus = np.zeros(self.num_envs, dtype=np.float32)
         if not bootstraps_truncation(self.gamma):  # gamma = 1: see rlbase.common.transitions
             return bonus
         idx = np.flatnonzero(truncated)

@@ -97,6 +97,22 @@ def named_schedule(name: str, value: float) -> ScheduleFn:
     return NamedSchedule(name, value)
 
 
+def parse_schedule(text: str) -> NamedSchedule:
+    """A schedule written as text: the zoo's ``lin_3e-4`` (linear from 3e-4 to 0) or
+    rlbase's ``linear(0.0003)`` (how a saved model records a named schedule)."""
+    import re
+
+    match = re.fullmatch(r"lin_([-+0-9.eE]+)", text.strip()) or \
+        re.fullmatch(r"(\w+)\(([-+0-9.eE]+)\)", text.strip())
+    if match is None:
+        raise RLBaseError(f"a schedule is written lin_<start> or <shape>(<start>), got {text!r}")
+    name, value = ("linear", match.group(1)) if len(match.groups()) == 1 else match.groups()
+    try:
+        return NamedSchedule(name, float(value))
+    except ValueError:
+        raise RLBaseError(f"a schedule's start must be a number, got {text!r}") from None
+
+
 class NamedSchedule:
     """``value * shape(1 - frac_remaining)`` for a named shape, shown as ``linear(0.0003)``
     (in the CLI's start line and in saved hyperparameters)."""

@@ -97,7 +97,7 @@ def average_over_workers(grads: list[tf.Tensor], comm: Any | None) -> list[tf.Te
 
 def discounted_returns(rewards: tf.Tensor, dones: tf.Tensor, last_values: tf.Tensor,
                        gamma: float) -> tf.Tensor:
-    """n-step returns of ``[nenvs, nsteps]`` rewards, bootstrapped from ``last_values``.
+    """n-step returns of ``[num_envs, nsteps]`` rewards, bootstrapped from ``last_values``.
 
     ``dones[:, t]`` is 1 where the episode ended at step t (terminated, or truncated with the
     final observation's value already folded into the reward): the return does not look past it.
@@ -115,7 +115,7 @@ def discounted_returns(rewards: tf.Tensor, dones: tf.Tensor, last_values: tf.Ten
 
 def gae_advantages(rewards: tf.Tensor, values: tf.Tensor, dones: tf.Tensor,
                    last_values: tf.Tensor, gamma: float, lam: float) -> tf.Tensor:
-    """Generalized advantage estimates of ``[nenvs, nsteps]`` rollouts (Schulman et al. 2016).
+    """Generalized advantage estimates of ``[num_envs, nsteps]`` rollouts (Schulman et al. 2016).
 
     ``dones[:, t]`` is 1 where the episode ended at step t; a truncated step's reward already
     holds ``gamma * V(final observation)``, so both kinds of end stop the recursion there.

@@ -144,7 +144,7 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
     """The loop body: act, store, train, copy the target, score; one vector step at a time.
     ``t`` counts this run's env steps (with ``resume``, the whole run's)."""
     hp = model.hyperparameters
-    nenvs, span = env.num_envs, max(1, loop.target - loop.start)
+    num_envs, span = env.num_envs, max(1, loop.target - loop.start)
     exploration = LinearSchedule(max(1, int(hp["exploration_fraction"] * span)),
                                  final_p=hp["exploration_final_eps"],
                                  initial_p=hp["exploration_initial_eps"])
@@ -176,22 +176,22 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
         store_step(buffer, model.raw_replay, env.observation_space, raw_obs, actions, new_obs,
                    rewards, terminated, truncated, infos, model.gamma)
         obs = new_obs
-        t += nenvs
+        t += num_envs
         model.epsilon = exploration.value(t)
         if noise is not None and len(buffer) >= model.batch_size and \
-                crossings(t, nenvs, hp["param_noise_adaption_interval"]):
+                crossings(t, num_envs, hp["param_noise_adaption_interval"]):
             model.adapt_param_noise(epsilon)
         if t > learning_starts and len(buffer) >= model.batch_size:
-            for _ in range(crossings(t, nenvs, train_freq)):
+            for _ in range(crossings(t, num_envs, train_freq)):
                 lr = lr_fn(loop.progress_remaining)
                 stats.update(model.replay_update(lr, beta.value(t), hp["prioritized_replay_eps"]),
                              learning_rate=lr, n_updates=model.updates)
-            if crossings(t, nenvs, hp["target_network_update_freq"]):
+            if crossings(t, num_envs, hp["target_network_update_freq"]):
                 model.update_target()
         if rule is not None:
-            rule.after_step(model, t, nenvs, loop.episodes)
+            rule.after_step(model, t, num_envs, loop.episodes)
         stats["rollout/exploration_rate"] = epsilon
         if noise is not None:
             stats["rollout/param_noise_scale"] = noise.adaptation.scale
-        if loop.end_iteration(nenvs, stats):
+        if loop.end_iteration(num_envs, stats):
             break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -9,7 +10,6 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import require_positive
 from rlbase.common.mpi_util import get_comm, sync_variables
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import (
@@ -26,6 +26,7 @@ from rlbase.common.tf_util import (
     explained_variance,
     gae_advantages,
 )
+from rlbase.ppo.config import PPOConfig
 
 STAT_NAMES = ("policy_gradient_loss", "value_loss", "entropy_loss", "approx_kl",
               "clip_fraction", "grad_norm", "explained_variance")
@@ -69,25 +70,23 @@ class Model(OnPolicyModel):
     stat_names = STAT_NAMES
     scalar_names = ("lr", "cliprange")
 
-    def __init__(self, policy: ActorCriticPolicy, nenvs: int, nsteps: int, nminibatches: int,
-                 noptepochs: int, ent_coef: float, vf_coef: float, max_grad_norm: float | None,
-                 gamma: float, lam: float, clip_value: bool = True,
-                 network_kwargs: dict[str, Any] | None = None,
-                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = True,
+    config: PPOConfig
+
+    def __init__(self, policy: ActorCriticPolicy, num_envs: int, config: PPOConfig,
+                 network_kwargs: dict[str, Any] | None = None, jit_compile: bool = True,
                  comm: Any | None = None):
-        nbatch = nenvs * nsteps
-        if nminibatches < 1 or noptepochs < 1:
-            raise RLBaseError(f"nminibatches and noptepochs must be at least 1, got "
-                              f"nminibatches={nminibatches}, noptepochs={noptepochs}")
-        if policy.recurrent and nenvs % nminibatches:
+        nsteps, nminibatches, noptepochs = config.nsteps, config.nminibatches, config.noptepochs
+        nbatch = num_envs * nsteps
+        if policy.recurrent and num_envs % nminibatches:
             raise RLBaseError(f"a recurrent policy splits minibatches by env: nminibatches "
-                              f"({nminibatches}) must divide the number of envs ({nenvs})")
+                              f"({nminibatches}) must divide the number of envs ({num_envs})")
         if nbatch % nminibatches:
-            raise RLBaseError(f"nsteps * num_envs ({nsteps} * {nenvs} = {nbatch}) must be "
+            raise RLBaseError(f"nsteps * num_envs ({nsteps} * {num_envs} = {nbatch}) must be "
                               f"divisible by nminibatches ({nminibatches})")
         self.nminibatches, self.noptepochs = nminibatches, noptepochs
-        self.ent_coef, self.vf_coef, self.max_grad_norm = ent_coef, vf_coef, max_grad_norm
-        self.gamma, self.lam, self.clip_value = gamma, lam, clip_value
+        self.ent_coef, self.vf_coef = config.ent_coef, config.vf_coef
+        self.max_grad_norm, self.clip_value = config.max_grad_norm, config.clip_value
+        self.gamma, self.lam = config.gamma, config.lam
         # Minibatches are drawn in units: single samples, or whole env sequences (recurrent).
         self.unit_len = nsteps if policy.recurrent else 1
         self.nunits = nbatch // self.unit_len
@@ -100,8 +99,8 @@ class Model(OnPolicyModel):
             jit_compile = False
             sync_variables(policy.weights, self.comm)
         optimizer = Adam(learning_rate=3e-4, epsilon=1e-5)
-        super().__init__(policy, optimizer, nenvs, nsteps, network_kwargs or {},
-                         hyperparameters or {}, jit_compile)
+        super().__init__(policy, optimizer, num_envs, nsteps, network_kwargs or {}, config,
+                         jit_compile)
 
     def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta, arrays = super().resume_state()
@@ -122,12 +121,12 @@ class Model(OnPolicyModel):
     def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
                     last_starts, lr, cliprange):
         policy = self.policy
-        nenvs, nsteps = self.nenvs, self.nsteps
+        num_envs, nsteps = self.num_envs, self.nsteps
         # The behaviour policy: the weights have not changed since the rollout was collected.
         params, values, _, _ = policy.forward(obs, state, starts)
         old_neglogp = policy.distribution(params).neglogp(actions)
         last_values = policy.value(last_obs, last_state, last_starts)
-        advantages = gae_advantages(rewards, tf.reshape(values, [nenvs, nsteps]), dones,
+        advantages = gae_advantages(rewards, tf.reshape(values, [num_envs, nsteps]), dones,
                                     last_values, self.gamma, self.lam)
         advantages = tf.reshape(advantages, [-1])
         returns = advantages + values
@@ -178,29 +177,22 @@ class Model(OnPolicyModel):
 
 
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                network: Any, network_kwargs: dict[str, Any],
-                hyperparameters: dict[str, Any]) -> Model:
+                network: Any, network_kwargs: dict[str, Any], config: PPOConfig, *,
+                total_timesteps: int = 0, model_fn: Callable[..., Model] | None = None) -> Model:
     """PPO's model for these spaces and ``num_envs`` envs (learn() and rlbase.PPO call this).
 
     network_kwargs: the network builder's arguments; ``value_network='copy'`` gives the value
         head its own torso.
-    hyperparameters: learn()'s arguments (nsteps, nminibatches, ...; jit_compile None: XLA for
-        runs of at least 200 updates, except convnets on a CPU; ``model_fn`` builds another
-        Model class with the same arguments). Under MPI the model averages gradients over
-        the workers.
+    config: PPO's parameters (``jit_compile`` None: XLA for runs of at least 200 updates of
+        ``total_timesteps``, except convnets on a CPU).
+    model_fn: builds another Model class with the same arguments. Under MPI the model
+        averages gradients over the workers.
     """
-    hp = hyperparameters
-    require_positive(nsteps=hp["nsteps"], nminibatches=hp["nminibatches"],
-                     noptepochs=hp["noptepochs"])
     configure_threads(small_model=not has_images(observation_space))
     policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
-    jit = hp.get("jit_compile")
+    jit = config.jit_compile
     if jit is None:
-        total = hp.get("total_timesteps") or 0
-        jit = total // (num_envs * hp["nsteps"]) >= XLA_MIN_UPDATES and \
+        jit = total_timesteps // (num_envs * config.nsteps) >= XLA_MIN_UPDATES and \
             xla_is_faster(observation_space)
-    model_fn = hp.get("model_fn") or Model
-    return model_fn(policy, num_envs, hp["nsteps"], hp["nminibatches"], hp["noptepochs"],
-                    hp["ent_coef"], hp["vf_coef"], hp["max_grad_norm"], hp["gamma"], hp["lam"],
-                    hp["clip_value"], network_kwargs, hp, jit_compile=bool(jit),
-                    comm=get_comm())
+    return (model_fn or Model)(policy, num_envs, config, network_kwargs, jit_compile=bool(jit),
+                               comm=get_comm())

@@ -93,7 +93,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
                                                      loop.target - loop.start)
     lr = hp["lr"]
     lr_fn = make_schedule(lr if callable(lr) else hp["lrschedule"], None if callable(lr) else lr)
-    gamma, nenvs, start = hp["gamma"], env.num_envs, model.action_start
+    gamma, num_envs, start = hp["gamma"], env.num_envs, model.action_start
     obs = env.reset()
     while loop.running():
         rows = model.states(obs)
@@ -107,8 +107,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
         model.update(rows, actions, rewards, next_rows,
                      target_dones(terminated, truncated, gamma), current_lr, gamma)
         obs = new_obs
-        model.epsilon = max(hp["epsilon_min"], model.epsilon * decay ** nenvs)
-        if loop.end_iteration(nenvs, {"learning_rate": current_lr,
+        model.epsilon = max(hp["epsilon_min"], model.epsilon * decay ** num_envs)
+        if loop.end_iteration(num_envs, {"learning_rate": current_lr,
                                       "rollout/exploration_rate": model.epsilon}):
             break
     return model

@@ -1,0 +1,405 @@
+"""One typed configuration per algorithm: each parameter declared once, with its type, unit,
+default, allowed range, one-line doc and the other names it is accepted under.
+
+An algorithm's ``config.py`` is a frozen dataclass built on :class:`AlgorithmConfig`::
+
+    @dataclass(frozen=True)
+    class PPOConfig(AlgorithmConfig):
+        nsteps: int = param(2048, "env steps per env per update", unit="env steps per env",
+                            low=1, sb3="n_steps", architecture=True)
+
+``learn()`` takes the fields as keyword arguments (their defaults are the fields'), and the
+CLI's flags, ``--help``, the docs tables, the classes' names (rlbase's and Stable-Baselines3's),
+the range checks, the saved model's metadata and the resume state all read the fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import types
+import typing
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from numbers import Real
+from typing import Any, ClassVar, TypeVar
+
+from rlbase.common.errors import RLBaseError
+
+# A conversion of another spelling's value: ``convert(value, given, num_envs)`` -> the field's
+# value (``given``: every argument as passed, under any spelling).
+Convert = Callable[[Any, Mapping[str, Any], int], Any]
+
+_RLBASE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass(frozen=True)
+class OtherName:
+    """Another name a field is accepted under: a deprecated rlbase/Baselines spelling (with a
+    DeprecationWarning) or Stable-Baselines3's name (silently), converted to the field's unit
+    by ``convert`` when the meaning differs."""
+
+    name: str
+    convert: Convert | None = None
+    note: str = ""
+
+    def value(self, value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
+        return self.convert(value, given, num_envs) if self.convert is not None else value
+
+
+def param(default: Any, doc: str, *, unit: str = "", low: float | None = None,
+          high: float | None = None, low_open: bool = False, high_open: bool = False,
+          choices: Iterable[Any] | None = None, sb3: str | OtherName | None = None,
+          deprecated: Iterable[str | OtherName] = (), architecture: bool = False) -> Any:
+    """A config field.
+
+    doc: one line saying what it does; unit: what a number counts (env steps, updates, ...);
+    low/high: the allowed range (inclusive unless ``*_open``); choices: the allowed values;
+    sb3: Stable-Baselines3's name for it; deprecated: old spellings, still accepted with a
+    DeprecationWarning; architecture: it shapes the model's variables, so a saved model's value
+    is used when loading it.
+    """
+    def other(n: str | OtherName) -> OtherName:
+        return n if isinstance(n, OtherName) else OtherName(n)
+
+    metadata = {"doc": doc, "unit": unit, "low": low, "high": high, "low_open": low_open,
+                "high_open": high_open, "choices": tuple(choices) if choices is not None else None,
+                "sb3": other(sb3) if sb3 is not None else None,
+                "deprecated": tuple(other(n) for n in deprecated),
+                "architecture": architecture}
+    return field(default=default, metadata=metadata)
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside rlbase's package (the user's line)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_RLBASE_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
+def warn_deprecated(algorithm: str, old: str, new: str, note: str = "") -> None:
+    """The one-line warning a deprecated spelling gets, pointing at the caller's line."""
+    extra = f" ({note})" if note else ""
+    warnings.warn(f"{algorithm}: '{old}' is deprecated, use '{new}'{extra}", DeprecationWarning,
+                  stacklevel=caller_stacklevel())
+
+
+ConfigT = TypeVar("ConfigT", bound="AlgorithmConfig")
+
+
+def _type_name(hint: Any) -> str:
+    if hint is type(None):
+        return "None"
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(hint))
+    if origin is typing.Literal:
+        return " or ".join(repr(a) for a in typing.get_args(hint))
+    if origin is Callable:
+        return "a function of the progress remaining"
+    if origin is tuple:
+        return "a tuple of " + _type_name(typing.get_args(hint)[0])
+    return getattr(hint, "__name__", str(hint))
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _coerce(value: Any, hint: Any) -> Any:
+    """``value`` as type ``hint`` (an int for a float, 1e5 for an int, a list for a tuple),
+    or :class:`_Mismatch`."""
+    if hint is Any:
+        return value
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        for member in typing.get_args(hint):
+            try:
+                return _coerce(value, member)
+            except _Mismatch:
+                continue
+        raise _Mismatch
+    if origin is typing.Literal:
+        if value in typing.get_args(hint):
+            return value
+        raise _Mismatch
+    if hint is type(None):
+        if value is None:
+            return None
+        raise _Mismatch
+    if origin is Callable or hint is Callable:
+        if isinstance(value, str):  # the zoo's "lin_3e-4", or a saved "linear(0.0003)"
+            from rlbase.common.schedules import parse_schedule
+
+            try:
+                return parse_schedule(value)
+            except RLBaseError:
+                raise _Mismatch from None
+        if callable(value) and not isinstance(value, type):
+            return value
+        raise _Mismatch
+    if origin is tuple:
+        if not isinstance(value, (tuple, list)):
+            raise _Mismatch
+        (item,) = typing.get_args(hint)[:1]
+        return tuple(_coerce(v, item) for v in value)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if hint is int:
+        if isinstance(value, bool):
+            raise _Mismatch
+        if isinstance(value, Real) and float(value).is_integer():
+            return int(float(value))
+        raise _Mismatch
+    if hint is float:
+        if isinstance(value, Real) and not isinstance(value, bool):
+            return float(value)
+        raise _Mismatch
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise _Mismatch
+    if isinstance(hint, type) and isinstance(value, hint):
+        return value
+    raise _Mismatch
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    """The parameters every algorithm shares; an algorithm's config adds its own."""
+
+    #: the algorithm's name (rlbase.<algorithm>)
+    algorithm: ClassVar[str] = ""
+    #: Stable-Baselines3 names accepted only with the one value rlbase always uses
+    sb3_fixed: ClassVar[dict[str, Any]] = {"device": ("auto", "cpu", "cuda", "gpu")}
+
+    seed: int | None = param(None, "seeds python, numpy, TensorFlow and the envs (None: "
+                             "unseeded)")
+    eval_freq: int = param(0, "evaluate on eval_env every this many env steps (0: at every log "
+                           "row when eval_env is given); logged as eval/mean_reward, the best "
+                           "model written to <log dir>/best_model.zip", unit="env steps", low=0)
+    eval_episodes: int = param(5, "episodes per evaluation", unit="episodes", low=1)
+    checkpoint_interval: int = param(0, "write a resumable checkpoint every this many env steps "
+                                     "(0: never; under MPI rank 0 writes)", unit="env steps",
+                                     low=0)
+
+    # -- checks ----------------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        hints = type(self).type_hints()
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            try:
+                coerced = _coerce(value, hints[f.name])
+            except _Mismatch:
+                raise RLBaseError(f"{self.algorithm}: {f.name} must be "
+                                  f"{_type_name(hints[f.name])}, got {value!r}") from None
+            if coerced is not value:
+                object.__setattr__(self, f.name, coerced)
+            self._check_range(f, coerced)
+        self.check()
+
+    def check(self) -> None:
+        """Checks across fields (an algorithm's config overrides this)."""
+
+    def _check_range(self, f: dataclasses.Field, value: Any) -> None:
+        meta = f.metadata
+        choices = meta.get("choices")
+        if choices is not None and value not in choices:
+            raise RLBaseError(f"{self.algorithm}: {f.name} must be one of "
+                              f"{', '.join(repr(c) for c in choices)}, got {value!r}")
+        number = value(1.0) if callable(value) else value
+        if isinstance(number, bool) or not isinstance(number, Real):
+            return
+        low, high = meta.get("low"), meta.get("high")
+        too_low = low is not None and (number <= low if meta.get("low_open") else number < low)
+        too_high = high is not None and (number >= high if meta.get("high_open")
+                                         else number > high)
+        if too_low or too_high:
+            got = f"a schedule starting at {number!r}" if callable(value) else repr(value)
+            raise RLBaseError(f"{self.algorithm}: {f.name} must be {range_text(f)}, got {got}")
+
+    # -- the fields ------------------------------------------------------------------------------
+    @classmethod
+    def type_hints(cls) -> dict[str, Any]:
+        cached = cls.__dict__.get("_hints")
+        if cached is None:
+            module = sys.modules[cls.__module__]
+            cached = typing.get_type_hints(cls, globalns=vars(module))
+            type.__setattr__(cls, "_hints", cached)
+        return cached
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def architecture(cls) -> tuple[str, ...]:
+        """Fields that shape the variables: a saved model's values win when loading it."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("architecture"))
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        return {f.name: f.default for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def other_names(cls) -> dict[str, tuple[str, OtherName, bool]]:
+        """Every other accepted spelling -> (field, its rule, deprecated?). One spelling may
+        feed several fields (SB3's learning_rate sets DDPG's two); the last wins here, see
+        :meth:`_targets`."""
+        out: dict[str, tuple[str, OtherName, bool]] = {}
+        for name, rule, deprecated in cls._spellings():
+            out[rule.name] = (name, rule, deprecated)
+        return out
+
+    @classmethod
+    def _spellings(cls) -> list[tuple[str, OtherName, bool]]:
+        out = []
+        for f in dataclasses.fields(cls):
+            for rule in f.metadata.get("deprecated", ()):
+                out.append((f.name, rule, True))
+            sb3 = f.metadata.get("sb3")
+            if sb3 is not None and sb3.name != f.name:
+                out.append((f.name, sb3, False))
+        return out
+
+    @classmethod
+    def _targets(cls, spelling: str) -> list[tuple[str, OtherName, bool]]:
+        return [s for s in cls._spellings() if s[1].name == spelling]
+
+    @classmethod
+    def accepts(cls, name: str) -> bool:
+        """Whether ``name`` is a field, another spelling of one, or an SB3 fixed option."""
+        return name in cls.field_names() or bool(cls._targets(name)) or name in cls.sb3_fixed
+
+    @classmethod
+    def accepted_names(cls) -> list[str]:
+        return sorted(set(cls.field_names()) | {s[1].name for s in cls._spellings()}
+                      | set(cls.sb3_fixed))
+
+    # -- building --------------------------------------------------------------------------------
+    @classmethod
+    def build(cls: type[ConfigT], given: Mapping[str, Any], num_envs: int = 1, *,
+              base: Mapping[str, Any] | None = None, warn: bool = True) -> ConfigT:
+        """The config from ``given`` (fields under any accepted spelling, converted to the
+        field's unit for ``num_envs`` envs) over ``base`` (field values, e.g. learn()'s own or
+        a saved model's). An unknown name, a name given twice, a bad type or an out-of-range
+        value is a one-line error."""
+        values = dict(base or {})
+        names = set(cls.field_names())
+        set_by: dict[str, str] = {}
+        for spelling, value in given.items():
+            if spelling in names:
+                targets = [(spelling, value)]
+            elif cls._targets(spelling):
+                targets = []
+                for name, rule, deprecated in cls._targets(spelling):
+                    if deprecated and warn:
+                        warn_deprecated(cls.algorithm, spelling, name, rule.note)
+                    try:
+                        targets.append((name, rule.value(value, given, num_envs)))
+                    except RLBaseError as exc:
+                        raise RLBaseError(f"{cls.algorithm}: {spelling}={value!r}: {exc}") \
+                            from None
+            elif spelling in cls.sb3_fixed:
+                allowed = cls.sb3_fixed[spelling]
+                allowed = allowed if isinstance(allowed, tuple) else (allowed,)
+                if value not in allowed:
+                    raise RLBaseError(f"{cls.algorithm}: {spelling} must be "
+                                      f"{' or '.join(repr(a) for a in allowed)} (what rlbase "
+                                      f"does), got {value!r}")
+                continue
+            else:
+                raise RLBaseError(f"{cls.algorithm} has no parameter {spelling!r}; valid: "
+                                  f"{', '.join(cls.accepted_names())}")
+            for name, converted in targets:
+                if name in set_by:
+                    raise RLBaseError(f"{cls.algorithm}: {name} is given twice (as "
+                                      f"{set_by[name]} and {spelling})")
+                set_by[name] = spelling
+                values[name] = converted
+        unknown = set(values) - names
+        if unknown:
+            raise RLBaseError(f"{cls.algorithm} has no parameter "
+                              f"{', '.join(repr(u) for u in sorted(unknown))}")
+        return cls(**values)
+
+    @classmethod
+    def split(cls, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``kwargs`` into (the config's names under any spelling, the rest)."""
+        mine = {k: v for k, v in kwargs.items() if cls.accepts(k)}
+        return mine, {k: v for k, v in kwargs.items() if k not in mine}
+
+    @classmethod
+    def from_saved(cls: type[ConfigT], saved: Mapping[str, Any],
+                   unusable: Iterable[str] = ()) -> dict[str, Any]:
+        """A saved model's field values (older files' spellings converted silently; values
+        that could not be saved, such as functions, and names no longer used are left out)."""
+        unusable = set(unusable)
+        names = set(cls.field_names())
+        out: dict[str, Any] = {}
+        for key, value in saved.items():
+            if key in unusable:
+                continue
+            if key in names:
+                out[key] = value
+                continue
+            for name, rule, _ in cls._targets(key):
+                if name not in saved:
+                    out[name] = rule.value(value, saved, 1)
+        return out
+
+    def replace(self: ConfigT, **changes: Any) -> ConfigT:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def range_text(f: dataclasses.Field) -> str:
+    """The allowed range as text: ``> 0``, ``>= 1``, ``in [0, 1]``, ``in (0, 1]`` ('' if any)."""
+    meta = f.metadata
+    low, high = meta.get("low"), meta.get("high")
+    if low is None and high is None:
+        return ""
+    if high is None:
+        return f"{'>' if meta.get('low_open') else '>='} {low:g}"
+    if low is None:
+        return f"{'<' if meta.get('high_open') else '<='} {high:g}"
+    left, right = "(" if meta.get("low_open") else "[", ")" if meta.get("high_open") else "]"
+    return f"in {left}{low:g}, {high:g}{right}"
+
+
+def describe(config: type[AlgorithmConfig]) -> list[dict[str, str]]:
+    """Each field as text: name, type, default, unit, range, other names, doc."""
+    hints = config.type_hints()
+    rows = []
+    for f in dataclasses.fields(config):
+        meta = f.metadata
+        choices = meta.get("choices")
+        allowed = ", ".join(repr(c) for c in choices) if choices else range_text(f)
+        sb3 = meta.get("sb3")
+        rows.append({"name": f.name, "type": _type_name(hints[f.name]),
+                     "default": repr(f.default), "unit": meta.get("unit", ""),
+                     "range": allowed, "sb3": sb3.name if sb3 is not None else "",
+                     "deprecated": ", ".join(r.name for r in meta.get("deprecated", ())),
+                     "doc": meta.get("doc", "")})
+    return rows
+
+
+def parameter_table(config: type[AlgorithmConfig]) -> str:
+    """The docs' table of a config's fields."""
+    rows = ["| parameter | type | default | unit | allowed | SB3 name | meaning |",
+            "|---|---|---|---|---|---|---|"]
+    for r in describe(config):
+        meaning = r["doc"] + (f" (deprecated: {r['deprecated']})" if r["deprecated"] else "")
+        cells = [f"`{r['name']}`", r["type"], f"`{r['default']}`", r["unit"], r["range"],
+                 f"`{r['sb3']}`" if r["sb3"] else "", meaning]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)
