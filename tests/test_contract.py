@@ -90,3 +90,56 @@ def test_the_env_first_order_is_a_clear_error(alg):
     env = gym.make("CartPole-v1")
     with pytest.raises(RLBaseError, match=r"takes the network first: learn\(network, env"):
         registry.get_algorithm(alg).learn(env, "mlp", total_timesteps=10)
+
+
+# One name, one unit: these count env steps summed over envs wherever they appear.
+ENV_STEP_FIELDS = ("train_freq", "learning_starts", "eval_freq", "checkpoint_interval",
+                   "target_update_interval", "param_noise_adaption_interval",
+                   "best_model_interval")
+# Spellings retired for one shared name (still accepted with a DeprecationWarning).
+RETIRED = {"nenvs", "nenv", "num_env", "alpha", "epsilon", "rprop_alpha", "rprop_epsilon",
+           "target_network_update_freq", "observation_normalization", "grad_norm_clipping",
+           "clip_norm", "nb_rollout_steps", "nb_train_steps", "print_freq", "save_interval",
+           "checkpoint_freq", "epsilon_min", "epsilon_decay"}
+# Fields whose unit is each algorithm's own iteration (updates, episodes, generations).
+OWN_UNIT = {"log_interval"}
+
+
+def _configs():
+    return {alg: registry.config_class(alg) for alg in ALGORITHMS
+            if registry.config_class(alg) is not None}
+
+
+@pytest.mark.parametrize("alg", ALGORITHMS)
+def test_names_and_units_are_the_shared_ones(alg):
+    config = registry.config_class(alg)
+    if config is None:
+        pytest.skip(f"{alg} has no config yet")
+    rows = {r["name"]: r for r in describe(config)}
+    assert not set(rows) & RETIRED, f"{alg} uses retired names {set(rows) & RETIRED}"
+    for name in ENV_STEP_FIELDS:
+        if name in rows:
+            assert rows[name]["unit"] == "env steps", (alg, name, rows[name]["unit"])
+    for name in rows:
+        assert not (set(rows[name]["deprecated"].split(", ")) - {""}) & set(rows), name
+
+
+def test_a_name_means_the_same_in_every_algorithm():
+    units: dict[str, dict[str, str]] = {}
+    for alg, config in _configs().items():
+        for row in describe(config):
+            units.setdefault(row["name"], {})[alg] = row["unit"]
+    for name, by_alg in units.items():
+        if name not in OWN_UNIT:
+            assert len(set(by_alg.values())) == 1, f"{name} has units {by_alg}"
+
+
+def test_the_number_of_envs_has_one_name_in_the_code():
+    import pathlib
+
+    root = pathlib.Path(registry.__file__).parent
+    for path in root.rglob("*.py"):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if re.search(r"\bnenvs?\b", code) and "Baselines' name" not in line:
+                assert "def nenv" in code, f"{path}:{number}: {line.strip()}"
