@@ -81,6 +81,23 @@ def test_ppo_cartpole_study_runs_resumes_and_writes_the_best(tmp_path):
     assert config.build(fields, num_envs=row["n_envs"]).nsteps == row["nsteps"]
 
 
+@pytest.mark.slow
+def test_two_processes_share_the_study(tmp_path):
+    # --n-jobs 2: trials in two processes, in a temporary journal when no storage is given;
+    # the study comes back whole and the temporary file is gone.
+    settings = TuneSettings(algo="ppo", env_id="CartPole-v1", n_trials=3, n_jobs=2,
+                            n_timesteps=512, eval_freq=0, eval_episodes=1, seed=0)
+    before = set(os.listdir(study.tempfile.gettempdir()))
+    result = study.optimize(settings)
+    assert sorted(t.number for t in result.trials) == [0, 1, 2]
+    assert all(t.state == COMPLETE for t in result.trials)
+    assert not [d for d in set(os.listdir(study.tempfile.gettempdir())) - before
+                if d.startswith("rlbase-tune-")]
+    study.write_best(result, settings, str(tmp_path / "best.yml"))
+    assert yaml.safe_load((tmp_path / "best.yml").read_text())["CartPole-v1"]["n_timesteps"] \
+        == 512
+
+
 class Scripted:
     """A search dimension that gives trial i the i-th value."""
 

@@ -3,9 +3,9 @@ separate env and reported to the pruner.
 
 A trial that raises or scores NaN is recorded as failed (one line) and the study goes on; a
 study kept in a storage resumes where a killed run stopped. ``n_jobs`` > 1 runs trials in that
-many processes sharing the storage: training in threads is not safe here (learn() seeds the
-process-wide generators, the logger is process-wide and stop signals are installed by the main
-thread), so Optuna's thread pool is not used.
+many processes sharing the storage, not in Optuna's threads: two learn() calls in one process
+are not safe (each seeds the process-wide python, numpy and TensorFlow generators, so seeded
+trials would not repeat, and each swaps the process-wide logger, which the other would close).
 """
 
 from __future__ import annotations
@@ -287,17 +287,20 @@ def _worker(settings: TuneSettings, storage_spec: str, n_trials: int, worker: in
 def optimize(settings: TuneSettings) -> optuna.Study:
     """Run (or resume) the study; with ``n_jobs`` > 1 in that many processes sharing the
     storage (a temporary journal file when none is given)."""
+    import optuna
+
     settings.check()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # log_trial says it in one line
     if settings.n_jobs == 1:
         return run_trials(settings, make_storage(settings.storage), settings.n_trials)
     import multiprocessing
 
-    import optuna
-
     tmp = tempfile.mkdtemp(prefix="rlbase-tune-") if settings.storage is None else None
     spec = settings.storage or os.path.join(str(tmp), "study.journal")
     try:
-        base_settings(settings)  # a bad env id: one error here, not one per process
+        from rlbase.common.cmd_util import check_env_id
+
+        check_env_id(settings.env_id)  # a bad env id: one error here, not one per process
         open_study(settings, make_storage(spec), settings.seed)
         jobs = min(settings.n_jobs, settings.n_trials)
         shares = [settings.n_trials // jobs + (i < settings.n_trials % jobs) for i in range(jobs)]
@@ -311,7 +314,12 @@ def optimize(settings: TuneSettings) -> optuna.Study:
         lost = [i for i, p in enumerate(processes) if p.exitcode]
         if lost:
             print(f"rlbase tune: worker process(es) {lost} exited with an error", flush=True)
-        return optuna.load_study(study_name=settings.name, storage=make_storage(spec))
+        if tmp is None:
+            return optuna.load_study(study_name=settings.name, storage=make_storage(spec))
+        memory = optuna.storages.InMemoryStorage()  # the temporary file goes
+        optuna.copy_study(from_study_name=settings.name, from_storage=make_storage(spec),
+                          to_storage=memory)
+        return optuna.load_study(study_name=settings.name, storage=memory)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
