@@ -190,6 +190,7 @@ def test_the_callback_evaluates_every_eval_freq_and_stops_a_pruned_run(monkeypat
     (["--algo", "ppo", "--n-trials", "0"], "--n-trials must be at least 1, got 0"),
     (["--algo", "ppo", "--sampler", "grid"], "unknown sampler 'grid'; choose tpe or random"),
     (["--algo", "ppo", "--n-trials", "x"], "argument --n-trials: invalid int value: 'x'"),
+    (["--algo", "ppo", "--storage", "nope://x"], "--storage nope://x cannot be opened"),
 ])
 def test_bad_input_is_one_line_error(args, fragment):
     with pytest.raises(RLBaseError, match=fragment):

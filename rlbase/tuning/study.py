@@ -100,7 +100,13 @@ def make_storage(spec: str | None) -> Any:
     if "://" in spec:
         with warnings.catch_warnings():  # the heartbeat is "experimental" in Optuna 4 and 5
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(spec, heartbeat_interval=60, grace_period=180)
+            try:
+                return optuna.storages.RDBStorage(spec, heartbeat_interval=60,
+                                                  grace_period=180)
+            except Exception as exc:  # SQLAlchemy's many kinds: a bad URL, no driver, ...
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise RLBaseError(f"--storage {spec} cannot be opened: "
+                                  f"{type(exc).__name__}: {first}") from None
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     return JournalStorage(JournalFileBackend(os.path.abspath(os.path.expanduser(spec))))
