@@ -225,7 +225,7 @@ def run_trial(trial: optuna.Trial, settings: TuneSettings, base: Base) -> float:
         with logger.scoped_configure(format_strs=[]):  # one line per trial, not its tables
             model = get_algorithm(base.algorithm).learn(
                 network=base.network, env=env, total_timesteps=settings.n_timesteps, seed=seed,
-                callback=callback, **base.preset, **{**base.fields, **params},
+                callback=callback, **{**base.fields, **base.preset, **params},
                 **base.network_kwargs)
         if callback.pruned:
             raise optuna.TrialPruned(f"at {callback.last_step} timesteps, mean return "
@@ -368,7 +368,7 @@ def best_row(study: optuna.Study, settings: TuneSettings) -> dict[str, Any]:
     if base.network_kwargs:
         row["policy_kwargs"] = "dict(" + ", ".join(
             f"{k}={yaml_value(v)!r}" for k, v in base.network_kwargs.items()) + ")"
-    row.update({k: yaml_value(v) for k, v in {**base.preset, **base.fields}.items()})
+    row.update({k: yaml_value(v) for k, v in {**base.fields, **base.preset}.items()})
     row.update(best.user_attrs["config"])
     return {settings.env_id: row}
 
