@@ -6,6 +6,7 @@
     rlbase enjoy ...                                                  (= play)
     rlbase plot LOG_DIR [LOG_DIR ...] [--out=curves.png]
     rlbase bench {run,compare,suite,report} ...                       (= python -m rlbase.bench)
+    rlbase tune --algo=ppo --env=CartPole-v1 --n-trials=20 [--storage=sqlite:///study.db]
     rlbase --version
 """
 
@@ -75,6 +76,10 @@ def main(argv: list[str] | None = None) -> None:
         from rlbase.bench.__main__ import main as bench_main
 
         bench_main(rest)
+    elif command == "tune":
+        from rlbase.tuning.cli import main as tune_main
+
+        tune_main(rest)
     else:
         raise RLBaseError(f"unknown command {command!r}; use train, play (enjoy), plot or "
                           "bench (rlbase --help)")
