@@ -71,12 +71,9 @@ def _gradient_steps(value: Any, given: dict[str, Any], num_envs: int) -> dict[st
 
 COMMON: dict[str, Rule] = {"learning_rate": "lr", "device": _device}
 SB3_NAMES: dict[str, dict[str, Rule]] = {
-    "a2c": {**COMMON, "n_steps": "nsteps", "rms_prop_eps": "epsilon", "gae_lambda": "lam",
-            "use_rms_prop": _accept(True)},
     "ppo": {**COMMON, "n_steps": "nsteps", "batch_size": _ppo_batch_size,
             "n_epochs": "noptepochs", "gae_lambda": "lam", "clip_range": "cliprange",
             "normalize_advantage": _accept(True)},
-    "acer": {**COMMON, "n_steps": "nsteps"},
     "dqn": {**COMMON, "target_update_interval": "target_network_update_freq",
             "train_freq": _train_freq, "gradient_steps": _gradient_steps},
     "ddpg": {**COMMON, "learning_rate": _both_learning_rates,
