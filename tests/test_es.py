@@ -31,7 +31,7 @@ from rlbase.es.optimizer import (
     ranks,
     shape_fitness,
 )
-from rlbase.es.policy import ESPolicy
+from rlbase.es.networks import ESPolicy
 from rlbase.es.rollout import EpisodeRunner, gym_envs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
