@@ -23,6 +23,7 @@ from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.es.es import learn, share
 from rlbase.es.model import Model
+from rlbase.es.networks import ESPolicy
 from rlbase.es.noise_table import NoiseTable
 from rlbase.es.optimizer import (
     Adam,
@@ -32,7 +33,6 @@ from rlbase.es.optimizer import (
     ranks,
     shape_fitness,
 )
-from rlbase.es.networks import ESPolicy
 from rlbase.es.rollout import EpisodeRunner, gym_envs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

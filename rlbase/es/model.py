@@ -16,9 +16,9 @@ from rlbase.common.mpi_util import mpi_rank, mpi_size
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.serialization import check_named_arrays, numbered_arrays
 from rlbase.es.config import ESConfig
+from rlbase.es.networks import ESPolicy
 from rlbase.es.noise_table import NoiseTable, default_size
 from rlbase.es.optimizer import Adam
-from rlbase.es.networks import ESPolicy
 
 ALGORITHM = "es"
 # The file's array names (unchanged since rlbase 0.1, so older ES files load): the policy's

@@ -21,8 +21,8 @@ from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv
 from rlbase.common.vec_env.vec_check_finite import VecCheckFinite
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.common.vec_env.vec_reward_scale import VecRewardScale
-from rlbase.es.noise_table import NoiseTable
 from rlbase.es.networks import ESPolicy
+from rlbase.es.noise_table import NoiseTable
 
 
 class Results(NamedTuple):
