@@ -82,8 +82,6 @@ SB3_NAMES: dict[str, dict[str, Rule]] = {
     "sac": {**COMMON, "train_freq": _train_freq, "gradient_steps": _gradient_steps,
             "use_sde": _accept(False), "use_sde_at_warmup": _accept(False),
             "action_noise": _accept(None), "optimize_memory_usage": _accept(False)},
-    "es": {**COMMON},
-    "qlearning": {**COMMON},
 }
 
 
