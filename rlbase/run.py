@@ -466,6 +466,12 @@ def run_cli(main_fn: Callable[[], Any]) -> None:
     from rlbase.common.mpi_util import abort_job
     from rlbase.common.signals import StopExit, ignore_stop_signals
 
+    import warnings
+
+    # A deprecated flag's warning is the user's to see (Python shows DeprecationWarnings only
+    # for code in __main__; here the user's "line" is the command line).
+    warnings.filterwarnings("default", message=r".*' is deprecated, use '",
+                            category=DeprecationWarning)
     try:
         main_fn()
         # Done and saved: a signal while the interpreter shuts down must not turn rc 0 into a
