@@ -295,7 +295,7 @@ def write_config(path: str, alg: str, env_id: str, seed: int | None, n_timesteps
     n_timesteps: ``--conf-file`` of this file repeats the run."""
     import yaml
 
-    resolved = {**row, "algo": alg, "env": env_id, "n_timesteps": n_timesteps}
+    resolved = {**plain(row), "algo": alg, "env": env_id, "n_timesteps": n_timesteps}
     if seed is not None:
         resolved["seed"] = seed
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -314,3 +314,24 @@ def next_run_folder(log_folder: str, alg: str, env_id: str) -> str:
                 used.add(int(index))
     n = max(used, default=0) + 1
     return os.path.join(base, f"{env_id}_{n}")
+
+
+def resolve_row(alg: str, env_id: str, env_type: str | None, conf_file: str | None,
+                overrides: list[str] | None) -> tuple[dict[str, Any], str]:
+    """The row for ``env_id`` (its own, else its env type's) of ``conf_file`` or the packaged
+    file, with ``--hyperparams`` overrides, and where it came from (for errors)."""
+    path = conf_file or file_for(alg)
+    rows = read_file(path)
+    key, row = find_row(rows, env_id, env_type, path)
+    return apply_overrides(row, overrides or []), f"{path}, row {key!r}"
+
+
+def plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A row YAML can write (tuples as lists)."""
+    def value(v: Any) -> Any:
+        if isinstance(v, (tuple, list)):
+            return [value(x) for x in v]
+        if isinstance(v, dict):
+            return {k: value(x) for k, x in v.items()}
+        return v if v is None or isinstance(v, (bool, int, float, str)) else repr(v)
+    return {k: value(v) for k, v in row.items()}
