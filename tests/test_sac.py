@@ -538,7 +538,8 @@ def test_cli_trains_pendulum(tmp_path):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_pendulum_at_the_zoo_settings(seed):
     # rl-baselines3-zoo's Pendulum-v1 SAC settings (rlbase/hyperparams/sac.yml
-    # classic_control, the peer's anchor): the issue asks for a deterministic evaluation of -200 or better at 2e4 steps.
+    # classic_control, the peer's anchor): the issue asks for a deterministic evaluation of
+    # -200 or better at 2e4 steps.
     from rlbase.common.cmd_util import make_vec_env
 
     kw = registry.get_algorithm("sac").defaults("classic_control")
