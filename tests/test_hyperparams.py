@@ -34,8 +34,10 @@ def test_every_row_loads_and_builds_its_config(alg, key):
         text = f.read()
     assert f"\n{key}:" in text  # a row of its own (comments cite each one's source)
     env_type = key if key in hp.ENV_TYPE_ROWS else None
-    settings = hp.row_settings(alg, hp.read_file(path)[key], f"{path}, row {key!r}",
-                               env_type=env_type)
+    row, where = hp.read_file(path)[key], f"{path}, row {key!r}"
+    if env_type is None and key != hp.SB3_DEFAULTS:  # as zoo mode reads it: over SB3's defaults
+        row, where = hp.resolve_row(alg, key, None, None, None)
+    settings = hp.row_settings(alg, row, where, env_type=env_type)
     config = registry.config_class(registry.resolve(alg)[0])
     if config is None:
         pytest.skip(f"{alg} has no typed config yet: parsed only")
@@ -55,6 +57,20 @@ def test_zoo_row_conversions():
                         "activation": "relu", "log_std_init": -2}
     ddpg = hp.row_settings("td3", {"noise_type": "ornstein-uhlenbeck", "noise_std": 0.5}, "w")
     assert ddpg.params == {"noise_type": "ou_0.5"}
+
+
+def test_env_id_rows_go_over_sb3_defaults_by_parameter():
+    base = {"batch_size": 64, "n_epochs": 10, "clip_value": False,
+            "policy_kwargs": "dict(value_network='copy')"}
+    row = {"nminibatches": 2, "noptepochs": 3, "policy_kwargs": "dict(net_arch=[8])"}
+    # nminibatches and batch_size set one parameter: the row's name wins, the base's goes
+    assert hp.under("ppo", row, base) == {
+        "clip_value": False, "nminibatches": 2, "noptepochs": 3,
+        "policy_kwargs": "dict(value_network='copy', net_arch=[8])"}
+    zoo, _ = hp.resolve_row("ppo", "CartPole-v1", "classic_control", None, ["n_epochs:5"])
+    assert (zoo["batch_size"], zoo["n_epochs"], zoo["clip_value"]) == (256, 5, False)
+    typed, _ = hp.resolve_row("ppo", "Taxi-v3", "classic_control", None, None)
+    assert "clip_value" in typed and "batch_size" not in typed  # an env-type row is complete
 
 
 @pytest.mark.parametrize("row,fragment", [

@@ -11,7 +11,9 @@ A file maps an env id (``CartPole-v1``) or an env type (``atari``, ``classic_con
 * every other key is an algorithm parameter under any name the algorithm accepts (rlbase's,
   SB3's or a deprecated spelling), schedules written ``lin_<start>``.
 
-A key rlbase cannot honour is a one-line error naming the file, the row and the key.
+A row keyed by an env id goes over the packaged file's ``_sb3_defaults`` row: SB3's
+defaults where rlbase's ``learn()`` has others (a zoo row means SB3's defaults for what it leaves
+out). A key rlbase cannot honour is a one-line error naming the file, the row and the key.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from rlbase.common.errors import RLBaseError
 HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                "hyperparams")
 ENV_TYPE_ROWS = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
+# The row of SB3's defaults where rlbase's learn() differs: under every env id's row.
+SB3_DEFAULTS = "_sb3_defaults"
 # Keys a row may hold that are not algorithm parameters.
 ZOO_KEYS = ("n_timesteps", "policy", "n_envs", "normalize", "frame_stack", "env_wrapper",
             "policy_kwargs", "noise_type", "noise_std", "algo", "env")
@@ -319,11 +323,78 @@ def next_run_folder(log_folder: str, alg: str, env_id: str) -> str:
 def resolve_row(alg: str, env_id: str, env_type: str | None, conf_file: str | None,
                 overrides: list[str] | None) -> tuple[dict[str, Any], str]:
     """The row for ``env_id`` (its own, else its env type's) of ``conf_file`` or the packaged
-    file, with ``--hyperparams`` overrides, and where it came from (for errors)."""
+    file, with ``--hyperparams`` overrides, and where it came from (for errors). An env id's
+    row goes over the packaged ``_sb3_defaults`` row (SB3's defaults where rlbase's learn()
+    differs), as SB3's defaults lie under the zoo's rows; an env-type row is complete."""
+    from rlbase import registry
+
     path = conf_file or file_for(alg)
     rows = read_file(path)
+    packaged = read_file(file_for(alg))
+    if conf_file is None and env_id not in rows and env_type not in rows:
+        path = file_for(registry.resolve(alg)[0])  # td3: ddpg's env-type rows
+        rows = read_file(path)
     key, row = find_row(rows, env_id, env_type, path)
-    return apply_overrides(row, overrides or []), f"{path}, row {key!r}"
+    row = apply_overrides(row, overrides or [])
+    if key not in ENV_TYPE_ROWS:
+        row = under(alg, row, packaged.get(SB3_DEFAULTS, {}))
+    return row, f"{path}, row {key!r}"
+
+
+def _fields(alg: str, params: dict[str, Any]) -> set[str]:
+    """The rlbase parameters that ``params`` (under any names) set."""
+    from rlbase import registry
+    from rlbase.api.sb3_names import SB3_NAMES
+
+    algorithm = registry.resolve(alg)[0]
+    config = registry.config_class(algorithm)
+    out = set()
+    for key, value in params.items():
+        if config is not None:
+            out.update([key] if key in config.field_names() else
+                       [t[0] for t in config._targets(key)] or [key])
+            continue
+        rule = SB3_NAMES.get(algorithm, {}).get(key)
+        if isinstance(rule, str):
+            out.add(rule)
+        elif rule is not None:
+            try:
+                out.update(rule(value, params, 1) or [key])
+            except RLBaseError:
+                out.add(key)
+        else:
+            out.add(key)
+    if "noise_std" in params:
+        out.add("noise_type")
+    return out
+
+
+def under(alg: str, row: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """``row`` over ``base``: a base key is kept when the row sets its parameter under no
+    name; policy_kwargs are merged key by key (the row's win)."""
+    set_by_row = _fields(alg, {k: v for k, v in row.items() if k != "policy_kwargs"})
+    out = {k: v for k, v in base.items() if k != "policy_kwargs" and k not in row
+           and not _fields(alg, {k: v}) & set_by_row}
+    out.update(row)
+    if "policy_kwargs" in base:
+        out["policy_kwargs"] = _merge_kwargs(str(base["policy_kwargs"]),
+                                             row.get("policy_kwargs"))
+    return out
+
+
+def _merge_kwargs(base: str, row: Any) -> str:
+    """Two policy_kwargs strings as one (``dict(...)``, the row's keywords win)."""
+    if row is None:
+        return base
+    if isinstance(row, dict):
+        row = f"dict({', '.join(f'{k}={v!r}' for k, v in row.items())})"
+    calls = [ast.parse(str(text).strip(), mode="eval").body for text in (base, row)]
+    keywords: dict[str, ast.keyword] = {}
+    for call in calls:
+        if not isinstance(call, ast.Call):
+            return str(row)  # not dict(...): the row's, checked when it is read
+        keywords.update({kw.arg: kw for kw in call.keywords if kw.arg})
+    return ast.unparse(ast.Call(ast.Name("dict"), [], list(keywords.values())))
 
 
 def plain(row: dict[str, Any]) -> dict[str, Any]:
