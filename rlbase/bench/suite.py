@@ -8,9 +8,9 @@
 Each run trains in its own process (``--jobs`` at a time) through ``rlbase.bench``'s
 ``train_and_evaluate`` (the env-type row of ``rlbase/hyperparams/<alg>.yml`` merged with
 ``PEER_SETTINGS``), writes its monitor.csv and, when it finishes, ``result.json`` into
-``<out>/runs/<name>__<env>__s<seed>``. A run whose ``result.json`` exists is skipped, so an interrupted suite resumes where it stopped.
-Then ``rlbase.bench.report`` writes results.csv, results.md and learning-curve PNGs into
-``<out>``.
+``<out>/runs/<name>__<env>__s<seed>``. A run whose ``result.json`` exists is skipped, so an
+interrupted suite resumes where it stopped. Then ``rlbase.bench.report`` writes results.csv,
+results.md and learning-curve PNGs into ``<out>``.
 """
 
 from __future__ import annotations
