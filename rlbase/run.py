@@ -456,7 +456,7 @@ def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], 
         args.seed = int(row["seed"])
     row.pop("seed", None)
     settings = row_settings(args.alg, row, where, env_type=env_type, env_id=args.env)
-    alg_kwargs = flat(args.alg, settings)
+    alg_kwargs = {"num_env": 1, **flat(args.alg, settings)}  # the zoo's n_envs default
     network = args.network or alg_kwargs.get("network") or "mlp"
     params = {k: v for k, v in alg_kwargs.items()
               if k not in ("network", "num_env", "normalize", "eval_freq", "eval_episodes")}

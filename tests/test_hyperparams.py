@@ -108,12 +108,19 @@ def test_train_zoo_flags_config_file_and_repeat(tmp_path):
     assert saved["n_steps"] == 64 and saved["batch_size"] == 256  # the override, the zoo row
     assert (saved["algo"], saved["env"], saved["seed"], saved["n_timesteps"]) == \
         ("ppo", "CartPole-v1", 0, 2000)
+    assert (saved["clip_value"], saved["policy_kwargs"]) == (False, "dict(value_network='copy')")
     code, _, err = train("--conf-file", str(run / "config.yml"), "--algo", "ppo", "--env",
                          "CartPole-v1", "-f", "logs", cwd=tmp_path)
     assert code == 0, err
     again = yaml.safe_load((tmp_path / "logs" / "ppo" / "CartPole-v1_2" / "config.yml")
                            .read_text())["CartPole-v1"]
     assert again == saved
+
+
+def test_a_row_without_n_envs_trains_on_one_env_as_in_the_zoo(tmp_path):
+    code, out, err = train("--algo", "sac", "--env", "Pendulum-v1", "-n", "200", cwd=tmp_path)
+    assert code == 0, err
+    assert "with 1 env(s)" in out and "'lr': 0.001" in out
 
 
 def test_a_zoo_users_own_file_works_unchanged(tmp_path):
@@ -133,13 +140,11 @@ def test_a_zoo_users_own_file_works_unchanged(tmp_path):
     (["--hyperparams", "n_stepz:64"], "unknown key 'n_stepz'"),
     (["--n-eval-envs", "4"], "--n-eval-envs=4"),
     (["--env", "Taxi-v3"], "no row for Taxi-v3"),
+    (["--hyperparams", "use_sde:True"], "unknown key 'use_sde'"),
 ])
 def test_bad_zoo_input_is_one_line_and_exit_2(tmp_path, args, fragment):
-    base = {"--env": "CartPole-v1"}
-    if "--env" in args:
-        base = {}
-    flat = [x for kv in base.items() for x in kv]
-    code, _, err = train("--algo", "ppo", *flat, "-n", "100", *args, cwd=tmp_path)
+    env = [] if "--env" in args else ["--env", "CartPole-v1"]
+    code, _, err = train("--algo", "ppo", *env, "-n", "100", *args, cwd=tmp_path)
     assert code == 2, err
     lines = [line for line in err.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("rlbase: error:"), err
