@@ -7,6 +7,7 @@
     rlbase plot LOG_DIR [LOG_DIR ...] [--out=curves.png]
     rlbase bench {run,compare,suite,report} ...                       (= python -m rlbase.bench)
     rlbase tune --algo=ppo --env=CartPole-v1 --n-trials=20 [--storage=sqlite:///study.db]
+    rlbase train --algo=ppo --env=CartPole-v1 --optimize --n-trials=20          (= tune)
     rlbase --version
 """
 
@@ -18,6 +19,8 @@ import sys
 from rlbase.common.errors import RLBaseError
 
 USAGE = __doc__ or ""
+# rl-baselines3-zoo's train.py flags that run a study instead of one training.
+OPTIMIZE_FLAGS = ("--optimize", "-optimize", "--optimize-hyperparameters")
 
 
 def _plot(argv: list[str]) -> None:
@@ -64,6 +67,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if command.startswith("--"):  # flags only: train, as python -m rlbase.run does
         command, rest = "train", argv
+    optimize = [a for a in rest if a in OPTIMIZE_FLAGS]
+    if command == "train" and optimize:  # the zoo's spelling of a study: rlbase tune
+        command, rest = "tune", [a for a in rest if a not in OPTIMIZE_FLAGS]
     if command == "train":
         from rlbase.run import main as train_main
 

@@ -80,8 +80,9 @@ def test_ppo_cartpole_study_runs_resumes_and_writes_the_best(tmp_path):
     first = study.optimize(settings)
     assert len(first.trials) == 1
     out = tmp_path / "best.yml"
-    # The same study, resumed from its storage through the command line: 2 more trials.
-    cli_main(["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "2",
+    # The same study, resumed from its storage through the command line (the zoo's spelling,
+    # train --optimize): 2 more trials.
+    cli_main(["train", "--optimize", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "2",
               "--storage", db, "--study-name", "cartpole", "--n-timesteps", "2000",
               "--eval-freq", "1000", "--eval-episodes", "1", "--seed", "0", "--out", str(out)])
     resumed = optuna.load_study(study_name="cartpole", storage=db)
@@ -103,6 +104,14 @@ def test_ppo_cartpole_study_runs_resumes_and_writes_the_best(tmp_path):
     config = registry.config_class("ppo")
     fields = {k: v for k, v in row.items() if k in config.field_names()}
     assert config.build(fields, num_envs=row["n_envs"]).nsteps == row["nsteps"]
+    # rlbase train --conf-file best.yml trains with the best trial's config, field for field.
+    from rlbase.common.hyperparams import flat, resolve_row, row_settings
+
+    row, where = resolve_row("ppo", "CartPole-v1", "classic_control", str(out), None)
+    params = flat("ppo", row_settings("ppo", row, where, "classic_control", "CartPole-v1"))
+    mine, _ = config.split(params)
+    trained = config.build({**study.base_settings(settings).fields, **sampled}, 8)
+    assert config.build(mine, 8).replace(seed=None) == trained.replace(seed=None)
 
 
 @pytest.mark.slow

@@ -128,6 +128,13 @@ class NamedSchedule:
     def __repr__(self) -> str:
         return f"{self.name}({self.start:g})"
 
+    def __eq__(self, other: object) -> bool:  # the same shape and start: the same schedule
+        return isinstance(other, NamedSchedule) and (self.name, self.start) == \
+            (other.name, other.start)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.start))
+
 
 def get_schedule_fn(value: float | ScheduleFn) -> ScheduleFn:
     """Turn a number or a callable into a function of the fraction of training remaining.

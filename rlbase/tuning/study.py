@@ -348,6 +348,10 @@ def yaml_value(value: Any) -> Any:
     return value
 
 
+# Config fields a hyperparameter row leaves to the command line.
+RUN_FIELDS = ("seed", "eval_freq", "eval_episodes", "checkpoint_interval")
+
+
 def best_row(study: optuna.Study, settings: TuneSettings) -> dict[str, Any]:
     """The best trial as the zoo's row: ``{env id: {n_timesteps, policy, n_envs, ...}}``."""
     import optuna
@@ -368,8 +372,19 @@ def best_row(study: optuna.Study, settings: TuneSettings) -> dict[str, Any]:
     if base.network_kwargs:
         row["policy_kwargs"] = "dict(" + ", ".join(
             f"{k}={yaml_value(v)!r}" for k, v in base.network_kwargs.items()) + ")"
-    row.update({k: yaml_value(v) for k, v in {**base.fields, **base.preset}.items()})
-    row.update(best.user_attrs["config"])
+    # Every field the trial trained with (the env type's, the preset's and the sampled ones,
+    # the rest at learn()'s defaults), so the file repeats the trial whatever lies under it.
+    from rlbase import registry
+
+    config = registry.config_class(registry.resolve(settings.algo)[0])
+    given = {**base.fields, **base.preset, **best.user_attrs["config"]}
+    if config is None:
+        row.update({k: yaml_value(v) for k, v in given.items()})
+        return {settings.env_id: row}
+    trained = config.build(given, base.num_envs).to_dict()
+    for name in RUN_FIELDS:
+        trained.pop(name)
+    row.update({k: yaml_value(v) for k, v in trained.items()})
     return {settings.env_id: row}
 
 
