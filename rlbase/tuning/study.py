@@ -340,7 +340,7 @@ def yaml_value(value: Any) -> Any:
     from rlbase.common.schedules import NamedSchedule
 
     if isinstance(value, NamedSchedule):
-        return f"lin_{value.start:g}" if value.name == "linear" else repr(value)
+        return f"lin_{value.start!r}" if value.name == "linear" else repr(value)
     if isinstance(value, tuple):
         return [yaml_value(v) for v in value]
     if callable(value):
