@@ -1,4 +1,4 @@
-"""The algorithm pages' parameter tables, generated from the learn() docstrings.
+"""The algorithm pages' parameter tables, generated from the configs' fields.
 
 ``python -m rlbase.doc_pages`` rewrites the table between the markers of every page in
 rlbase/docs/algorithms/; tests/test_docs.py fails when a page and its docstring differ.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Any
 
-from rlbase.common.docstrings import parameter_table
 
-START = "<!-- learn-parameters: generated from the learn() docstring, do not edit -->"
+START = "<!-- learn-parameters: generated from the config, do not edit -->"
 END = "<!-- end learn-parameters -->"
 
 
@@ -21,19 +21,32 @@ def page_path(algorithm: str) -> str:
     return os.path.join(here, "docs", "algorithms", f"{algorithm}.md")
 
 
+def run_arguments_table(learn: Any) -> str:
+    """learn()'s arguments that are not config fields, with their defaults."""
+    import inspect
+
+    from rlbase.common.learning import RUN_ARGUMENTS
+
+    rows = ["| argument | default | meaning |", "|---|---|---|"]
+    for name, param in inspect.signature(learn).parameters.items():
+        label = f"**{name}" if param.kind is param.VAR_KEYWORD else name
+        if label not in RUN_ARGUMENTS:
+            continue
+        default = "" if param.kind is param.VAR_KEYWORD else \
+            "required" if param.default is param.empty else f"`{param.default!r}`"
+        rows.append(f"| `{label}` | {default} | {RUN_ARGUMENTS[label]} |")
+    return "\n".join(rows)
+
+
 def generated_block(algorithm: str) -> str:
+    from rlbase.common.config import parameter_table
     from rlbase.registry import get_algorithm
 
     entry = get_algorithm(algorithm)
-    if entry.config is None:
-        return f"{START}\n{parameter_table(entry.learn)}\n{END}"
-    from rlbase.common.config import parameter_table as config_table
-
-    fields = tuple(f for f in entry.config.field_names() if f != "seed")
     name = entry.config.__name__
-    return (f"{START}\nlearn()'s arguments:\n\n{parameter_table(entry.learn, skip=fields)}\n\n"
+    return (f"{START}\nlearn()'s arguments:\n\n{run_arguments_table(entry.learn)}\n\n"
             f"The algorithm's parameters (`{name}`; keyword arguments of learn(), of the class "
-            f"and of the CLI as `--name=value`):\n\n{config_table(entry.config)}\n{END}")
+            f"and of the CLI as `--name=value`):\n\n{parameter_table(entry.config)}\n{END}")
 
 
 def current_block(algorithm: str) -> str | None:

@@ -29,6 +29,26 @@ from rlbase.common.misc_util import set_global_seeds
 from rlbase.common.serialization import load_file
 from rlbase.common.vec_env.base import VecEnv
 
+# learn()'s arguments besides its config's fields: what it trains on and how it runs (the
+# docs' tables list them from here; each learn()'s docstring says the same).
+RUN_ARGUMENTS = {
+    "network": "a registered network name (mlp, cnn, lstm, ...) or a builder callable",
+    "env": "a VecEnv (a gymnasium env or an env id is wrapped into one)",
+    "total_timesteps": "env steps to train for, summed over envs (with resume: the whole "
+                       "run's)",
+    "seed": "seed of python, numpy, TensorFlow and the envs (None: unseeded)",
+    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the policy on",
+    "callback": "called after every iteration as callback(model, info); returning False "
+                "stops",
+    "load_path": "continue from this saved model (its network and architecture are used)",
+    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints)",
+    "resume": "continue from the newest checkpoint in checkpoint_path",
+    "model_fn": "build the model with this instead of Model (same arguments)",
+    "**network_kwargs": "passed to the network builder (num_layers, num_hidden, nlstm, ...); "
+                        "other spellings of the config's fields (SB3's names, deprecated "
+                        "ones) are taken out first",
+}
+
 # learn() arguments that are not the model's hyperparameters.
 NOT_HYPERPARAMETERS = ("network", "env", "network_kwargs", "load_path", "callback", "resume",
                        "eval_env", "checkpoint_path")
