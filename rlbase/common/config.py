@@ -23,7 +23,7 @@ import typing
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any, ClassVar, TypeVar
 
 from rlbase.common.errors import RLBaseError
@@ -155,6 +155,8 @@ def _coerce(value: Any, hint: Any) -> Any:
     if hint is int:
         if isinstance(value, bool):
             raise _Mismatch
+        if isinstance(value, Integral):  # exactly (through a float, 2**63 - 1 became 2**63)
+            return int(value)
         if isinstance(value, Real) and float(value).is_integer():
             return int(float(value))
         raise _Mismatch

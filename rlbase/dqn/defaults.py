@@ -6,7 +6,7 @@ def atari() -> dict:
     # with a buffer that fits a small machine: frames are stored once, ~7 KB per transition.
     return dict(network="conv_only", lr=1e-4, buffer_size=10000, exploration_fraction=0.1,
                 exploration_final_eps=0.01, train_freq=4, learning_starts=10000,
-                target_network_update_freq=1000, gamma=0.99, prioritized_replay=True,
+                target_update_interval=1000, gamma=0.99, prioritized_replay=True,
                 prioritized_replay_alpha=0.6, best_model_interval=10000, dueling=True,
                 num_env=1)
 
@@ -22,7 +22,7 @@ def classic_control() -> dict:
     # training episodes (Baselines' rule).
     return dict(network="mlp", num_hidden=256, activation="relu", hiddens=[], lr=2.3e-3,
                 batch_size=64, buffer_size=100000, learning_starts=1000, gamma=0.99,
-                target_network_update_freq=10, train_freq=256, gradient_steps=128,
+                target_update_interval=10, train_freq=256, gradient_steps=128,
                 exploration_fraction=0.16, exploration_final_eps=0.04, num_env=1,
                 double_q=False, dueling=False, best_model_interval=2560, eval_freq=2560,
                 eval_episodes=5)
@@ -36,7 +36,7 @@ def box2d() -> dict:
     # as many updates as env steps since the last training, here train_freq = 4.
     return dict(network="mlp", layer_sizes=[256, 256], activation="relu", hiddens=[],
                 lr=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0, gamma=0.99,
-                target_network_update_freq=250, train_freq=4, gradient_steps=4,
+                target_update_interval=250, train_freq=4, gradient_steps=4,
                 exploration_fraction=0.12, exploration_final_eps=0.1, num_env=1)
 
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 from rlbase.common.models import MLP
 from rlbase.common.nested import is_nested
 from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
-from rlbase.dqn.models import QNetwork, Stream
+from rlbase.dqn.networks import QNetwork, Stream
 
 
 def _dense_norm_vars(dense: list, norms: list) -> list[tf.Variable]:

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
-from rlbase.dqn.models import QNetwork
+from rlbase.dqn.networks import QNetwork
 from rlbase.dqn.numpy_q import NumpyQ
 
 
