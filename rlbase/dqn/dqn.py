@@ -141,14 +141,14 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
         if noise is not None and len(buffer) >= model.batch_size and \
                 crossings(t, num_envs, config.param_noise_adaption_interval):
             model.adapt_param_noise(epsilon)
-        phases = phases_after_step(schedule, t, num_envs, len(buffer))
-        for _ in range(phases):
-            lr = lr_fn(loop.progress_remaining)
-            stats.update(model.replay_update(lr, beta.value(t), config.prioritized_replay_eps),
-                         learning_rate=lr, n_updates=model.updates)
-        if trains_after_step(schedule, t, len(buffer)) and \
-                crossings(t, num_envs, config.target_update_interval):
-            model.update_target()
+        if trains_after_step(schedule, t, len(buffer)):
+            for _ in range(phases_after_step(schedule, t, num_envs, len(buffer))):
+                lr = lr_fn(loop.progress_remaining)
+                stats.update(model.replay_update(lr, beta.value(t),
+                                                 config.prioritized_replay_eps),
+                             learning_rate=lr, n_updates=model.updates)
+            if crossings(t, num_envs, config.target_update_interval):
+                model.update_target()
         if rule is not None:
             rule.after_step(model, t, num_envs, loop.episodes)
         stats["rollout/exploration_rate"] = epsilon
