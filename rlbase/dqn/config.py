@@ -140,7 +140,7 @@ class DQNConfig(AlgorithmConfig):
                     except RLBaseError as exc:
                         raise RLBaseError(f"{cls.algorithm}: {f.name}={value!r}: {exc}") \
                             from None
-        return super().build(given, num_envs, base=base, warn=warn)  # type: ignore[misc]
+        return super().build(given, num_envs, base=base, warn=warn)
 
 
 CONFIG = DQNConfig

@@ -71,8 +71,8 @@ class Model(SavesExplorationRate, TFModel):
     def __init__(self, make_net: Callable[[], QNetwork], num_envs: int,
                  network_kwargs: dict[str, Any], config: DQNConfig, jit_compile: bool = False):
         q = make_net()
-        super().__init__(q.ob_space, q.ac_space, q.network_name, network_kwargs, config,
-                         num_envs)
+        super().__init__(q.observation_space, q.action_space, q.network_name, network_kwargs,
+                         config, num_envs)
         space = self.action_space
         assert isinstance(space, gym.spaces.Discrete)  # QNetwork checked it
         self.num_actions, self.action_start = int(space.n), int(space.start)

@@ -72,7 +72,7 @@ class PerturbedQ:
         self.adaptation = AdaptiveParamNoise()
 
     def _obs_spec(self) -> Any:
-        return observation_spec(self.q.ob_space, [None])
+        return observation_spec(self.q.observation_space, [None])
 
     def _perturb_into(self, dst: QNetwork, scale: tf.Tensor, seed: tf.Tensor) -> None:
         # Layer-norm scales and offsets are left alone, as in Plappert et al.
