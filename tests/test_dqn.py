@@ -686,6 +686,13 @@ def test_cli_continuous_env_is_one_line_error():
     assert lines[0].startswith("rlbase: error: dqn needs a Discrete action space, got Box")
 
 
+def test_cli_help_lists_the_config_fields():
+    code, out, err = run_cli("--alg=dqn", "--help")
+    assert code == 0, err
+    assert "--target_update_interval" in out and "(default 500, in env steps, >= 1)" in \
+        " ".join(out.split())
+
+
 def test_cli_train_save_and_play(tmp_path):
     path = tmp_path / "dqn.zip"
     code, out, err = run_cli("--alg=dqn", "--env=CartPole-v1", "--num_timesteps=600",

@@ -104,8 +104,9 @@ class DQNConfig(AlgorithmConfig):
                               "epsilon-greedy")
     param_noise_adaption_interval: int = param(
         1, "adapt the noise scale every this many env steps (at most once per vector step), "
-        "measured on a replay minibatch; 1 is Baselines' choice: the scale moves 1% each time, "
-        "so from its initial 0.01 it takes a few hundred adaptations to reach a useful size",
+        "measured on a replay minibatch; 1 is Baselines' choice: the scale changes by a factor "
+        "1.01 each time, so from its initial 0.01 it takes a few hundred adaptations to reach a "
+        "useful size",
         unit="env steps", low=1)
     best_model_interval: int | None = param(
         10000, "every this many env steps score the model and keep it if it is the best so "
