@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     logger.configure(format_strs=["stdout"] if rank == 0 else [])
     td3 = dict(twin_q=True, policy_delay=2, target_noise=0.2) if args.td3 else {}
     env = make_vec_env("Pendulum-v1", num_env=1, seed=args.seed)
-    # The rl-zoo Pendulum settings (rlbase/ddpg/defaults.py), with fewer random steps at the
+    # The rl-zoo Pendulum settings (rlbase/hyperparams/ddpg.yml), with fewer random steps at the
     # start when the budget is small.
     model = learn("mlp", env, seed=args.seed, total_timesteps=steps, layer_sizes=(400, 300),
                   activation="relu", actor_lr=1e-3, critic_lr=1e-3, gamma=0.98,

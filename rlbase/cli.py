@@ -6,6 +6,8 @@
     rlbase enjoy ...                                                  (= play)
     rlbase plot LOG_DIR [LOG_DIR ...] [--out=curves.png]
     rlbase bench {run,compare,suite,report} ...                       (= python -m rlbase.bench)
+    rlbase tune --algo=ppo --env=CartPole-v1 --n-trials=20 [--storage=sqlite:///study.db]
+    rlbase train --algo=ppo --env=CartPole-v1 --optimize --n-trials=20          (= tune)
     rlbase --version
 """
 
@@ -17,6 +19,8 @@ import sys
 from rlbase.common.errors import RLBaseError
 
 USAGE = __doc__ or ""
+# rl-baselines3-zoo's train.py flags that run a study instead of one training.
+OPTIMIZE_FLAGS = ("--optimize", "-optimize", "--optimize-hyperparameters")
 
 
 def _plot(argv: list[str]) -> None:
@@ -63,6 +67,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if command.startswith("--"):  # flags only: train, as python -m rlbase.run does
         command, rest = "train", argv
+    optimize = [a for a in rest if a in OPTIMIZE_FLAGS]
+    if command == "train" and optimize:  # the zoo's spelling of a study: rlbase tune
+        command, rest = "tune", [a for a in rest if a not in OPTIMIZE_FLAGS]
     if command == "train":
         from rlbase.run import main as train_main
 
@@ -75,6 +82,10 @@ def main(argv: list[str] | None = None) -> None:
         from rlbase.bench.__main__ import main as bench_main
 
         bench_main(rest)
+    elif command == "tune":
+        from rlbase.tuning.cli import main as tune_main
+
+        tune_main(rest)
     else:
         raise RLBaseError(f"unknown command {command!r}; use train, play (enjoy), plot or "
                           "bench (rlbase --help)")

@@ -40,8 +40,9 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
     p.add_argument("--gym_packages", nargs="*", default=None, metavar="PACKAGE",
                    help="import these packages first (they register custom envs)")
     p.add_argument("--seed", help="random seed", type=int, default=None)
-    p.add_argument("--num_timesteps", type=str, default="1e6",
-                   help="env steps to train for (e.g. 2e5; 0 with --load_path: no training)")
+    p.add_argument("--num_timesteps", type=str, default=None,
+                   help="env steps to train for (e.g. 2e5; 0 with --load_path: no training); "
+                        "default: the zoo row's n_timesteps in zoo mode, else 1e6")
     p.add_argument("--network", type=str, default=None,
                    help="network name (mlp, cnn, cnn_small, conv_only, lstm, lnlstm, cnn_lstm, "
                         "cnn_lnlstm, or your own @register'ed one); default: the algorithm's "
@@ -59,11 +60,11 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
     p.add_argument("--log_format", type=str, default=None,
                    help="comma-separated outputs among stdout, log, csv, json, tensorboard "
                         "(default $RLBASE_LOG_FORMAT, else stdout,log,csv with --log_path)")
-    p.add_argument("--eval_freq", type=int, default=None,
+    p.add_argument("--eval_freq", "--eval-freq", type=int, default=None,
                    help="evaluate on a separate env every this many env steps (0: never; default: "
                         "the algorithm's for the env type, else 0); "
                         "logged as eval/mean_reward, best model to <log_path>/best_model.zip")
-    p.add_argument("--eval_episodes", type=int, default=None,
+    p.add_argument("--eval_episodes", "--eval-episodes", type=int, default=None,
                    help="episodes per evaluation (default: the algorithm's for the env type, "
                         "else 5)")
     p.add_argument("--play", action="store_true", help="after training, run the policy and "
@@ -85,11 +86,11 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
                    help="make TensorFlow's kernels deterministic (slower, mainly on GPUs; "
                         "the same as RLBASE_DETERMINISTIC_OPS=1)")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
-    p.add_argument("--vec_env", choices=VEC_ENV_KINDS, default="auto",
+    p.add_argument("--vec_env", "--vec-env", choices=VEC_ENV_KINDS, default="auto",
                    help="how envs are stepped: dummy (in this process), subproc (a process "
                         "per env), ale (Atari: ale-py's C++ emulator threads); auto picks ale "
                         "for Atari when available, else subproc for all but cheap envs")
-    p.add_argument("--checkpoint_interval", type=int, default=0,
+    p.add_argument("--checkpoint_interval", "--save-freq", type=int, default=0,
                    help="write a resumable checkpoint every this many env steps")
     p.add_argument("--checkpoint_path", type=str, default=None,
                    help="the checkpoints' folder (default: <log_path>/checkpoints)")
@@ -99,7 +100,32 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
                         "so); --resume=must refuses to start when there is no checkpoint")
     p.add_argument("--check_finite", action=argparse.BooleanOptionalAction, default=True,
                    help="stop at the first NaN/inf observation or reward")
+    add_zoo_flags(p)
     return p
+
+
+def add_zoo_flags(p: argparse.ArgumentParser) -> None:
+    """rl-baselines3-zoo's train.py flags (--eval-freq, --save-freq and --vec-env are
+    spellings of the flags above)."""
+    g = p.add_argument_group(
+        "rl-baselines3-zoo flags (zoo mode: --algo, --conf-file or --hyperparams; the row of "
+        "rlbase/hyperparams/<algo>.yml or --conf-file for the env is used)")
+    g.add_argument("--algo", default=None, help="the algorithm (= --alg), in zoo mode")
+    g.add_argument("-n", "--n-timesteps", dest="n_timesteps", type=str, default=None,
+                   help="env steps to train for (= --num_timesteps; default: the row's)")
+    g.add_argument("-f", "--log-folder", dest="log_folder", default=None,
+                   help="logs and config.yml go to <folder>/<algo>/<env>_<n>, n the next "
+                        "free index")
+    g.add_argument("--n-eval-envs", dest="n_eval_envs", type=int, default=1,
+                   help="envs of the evaluation (rlbase evaluates on 1)")
+    g.add_argument("--device", default="auto",
+                   help="accepted: TensorFlow uses a visible GPU by itself")
+    g.add_argument("--conf-file", dest="conf_file", default=None,
+                   help="a hyperparameter file in the zoo's format: its row for the env")
+    g.add_argument("--hyperparams", nargs="+", default=None, metavar="KEY:VALUE",
+                   help="override the row's keys (values are Python literals)")
+    g.add_argument("-P", "--progress", action="store_true",
+                   help="show the progress bar even when stderr is not a terminal")
 
 
 def add_config_flags(parser: argparse.ArgumentParser, config: Any) -> None:

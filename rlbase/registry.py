@@ -1,7 +1,8 @@
 """Algorithm discovery, shared by the CLI, the benchmarks and the model classes.
 
 An algorithm is a package ``rlbase/<alg>/`` with ``<alg>.py`` (``learn``, ``train``, ``ALIASES``),
-``model.py`` (``Model`` and ``build_model``) and ``defaults.py`` (one function per env type).
+``model.py`` (``Model`` and ``build_model``); its defaults per env type are the env-type rows of
+``rlbase/hyperparams/<alg>.yml`` (rlbase.common.hyperparams).
 Nothing here imports TensorFlow until an algorithm is asked for.
 """
 
@@ -106,13 +107,11 @@ class Algorithm:
         return [p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
 
     def defaults(self, env_type: str) -> dict[str, Any]:
-        """The algorithm's defaults for an env type (``defaults.<env_type>()``; {} if none)."""
-        try:
-            module = importlib.import_module(f"rlbase.{self.name}.defaults")
-        except ModuleNotFoundError:
-            return {}
-        fn = getattr(module, env_type, None)
-        return dict(fn()) if callable(fn) else {}
+        """The algorithm's defaults for an env type: the env-type row of
+        ``rlbase/hyperparams/<alg>.yml`` ({} if none)."""
+        from rlbase.common.hyperparams import env_type_defaults
+
+        return env_type_defaults(self.name, env_type)
 
 
 def get_algorithm(name: str) -> Algorithm:

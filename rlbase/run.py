@@ -111,7 +111,7 @@ def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
     if args.normalize:
         from rlbase.common.vec_env import VecNormalize
 
-        env = VecNormalize(env)
+        env = VecNormalize(env, **getattr(args, "normalize_kwargs", {}))
     if args.save_video_interval:
         from rlbase.common.vec_env import VecVideoRecorder
 
@@ -300,7 +300,9 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     parser = common_arg_parser()
     pre = argparse.ArgumentParser(add_help=False)  # the algorithm first: its flags follow
     pre.add_argument("--alg", default=parser.get_default("alg"))
-    alg_name = pre.parse_known_args(argv)[0].alg
+    pre.add_argument("--algo", default=None)
+    known = pre.parse_known_args(argv)[0]
+    alg_name = known.algo or known.alg
     config = registry.config_class(registry.resolve(alg_name)[0]) \
         if alg_name in registry.available_algorithms() or alg_name in registry.ALIASES else None
     if config is not None:
@@ -308,7 +310,8 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     args, unknown = parser.parse_known_args(argv)
     flags = config_flags(args)
     extra = parse_unknown_args([f"--{k}={v}" for k, v in flags.items()] + unknown)
-    total = parse_num_timesteps(args.num_timesteps, allow_zero=bool(args.load_path))
+    zoo = bool(args.algo or args.conf_file or args.hyperparams)
+    zoo_flags(args)
     alg, preset = registry.resolve(args.alg)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     if args.save_plots and not args.log_path:
@@ -339,14 +342,22 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     import_gym_packages(args.gym_packages)
     check_env_id(args.env)
     env_type = env_type_of(args.env, args.env_type)
-    alg_kwargs = entry.defaults(env_type)
+    zoo_row: dict[str, Any] = {}
+    if zoo:
+        alg_kwargs, zoo_row, n_timesteps = zoo_settings(args, entry, env_type)
+        args.num_timesteps = args.num_timesteps or n_timesteps
+    else:
+        alg_kwargs = entry.defaults(env_type)
+    total = parse_num_timesteps(args.num_timesteps or "1e6", allow_zero=bool(args.load_path))
     alg_kwargs.update(preset)
     num_env = args.num_env or alg_kwargs.pop("num_env", None) or os.cpu_count() or 1
     alg_kwargs.pop("num_env", None)
     network = args.network or alg_kwargs.pop("network", None) or "mlp"
     alg_kwargs.pop("network", None)
     # Popped whatever the flag says: a default left in alg_kwargs would reach learn().
-    args.normalize = bool(alg_kwargs.pop("normalize", False)) or args.normalize
+    normalize = alg_kwargs.pop("normalize", False)
+    args.normalize_kwargs = normalize if isinstance(normalize, dict) else {}
+    args.normalize = bool(normalize) or args.normalize
     check_extra_args(alg, entry, network, extra)
     alg_kwargs.update(extra)
     ckpt = checkpoint_args(args)
@@ -368,9 +379,15 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     logger.configure(args.log_path, formats, append=bool(args.resume))
     if args.log_path and rank == 0:
         write_run_metadata(args.log_path, alg, args.env, args.seed, num_env)
+        if zoo:
+            from rlbase.common.hyperparams import write_config
+
+            write_config(os.path.join(args.log_path, "config.yml"), args.alg, args.env,
+                         args.seed, total, zoo_row)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)
     alg_kwargs.update(eval_args(args, alg_kwargs, env_kwargs))
-    show_progress = rank == 0 and not args.no_progress and sys.stderr.isatty()
+    show_progress = rank == 0 and not args.no_progress and (sys.stderr.isatty() or
+                                                            args.progress)
     if show_progress and "callback" not in alg_kwargs and total > 0:
         alg_kwargs["callback"] = ProgressBar(total)
     shown = {k: v for k, v in alg_kwargs.items() if k not in ("eval_env", "callback")}
@@ -398,6 +415,60 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
         print(f"Saved model to {kept}", flush=True)
     return model, args, env_kwargs, rank
+
+
+def zoo_flags(args: Any) -> None:
+    """rl-baselines3-zoo's flags onto the CLI's own (--algo, -n, -f, --n-eval-envs,
+    --device)."""
+    from rlbase.common.hyperparams import next_run_folder
+
+    if args.algo:
+        args.alg = args.algo
+    if args.n_timesteps is not None:
+        args.num_timesteps = args.n_timesteps
+    if args.n_eval_envs != 1:
+        raise RLBaseError(f"--n-eval-envs={args.n_eval_envs}: rlbase evaluates on one env "
+                          "(use --eval-episodes for more episodes)")
+    if args.device not in ("auto", "cpu", "cuda", "gpu"):
+        raise RLBaseError(f"--device must be auto, cpu or cuda, got {args.device!r}")
+    if args.device in ("cuda", "gpu") and not _gpu_visible():
+        print(f"rlbase: note: --device {args.device} ignored: no GPU visible, training on the "
+              "CPU", file=sys.stderr, flush=True)
+    if args.log_folder and not args.log_path:
+        args.log_path = next_run_folder(args.log_folder, args.alg, args.env)
+
+
+def _gpu_visible() -> bool:
+    import tensorflow as tf
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], dict[str, Any],
+                                                                str | None]:
+    """Zoo mode: the CLI's defaults dict from the row of --conf-file or
+    rlbase/hyperparams/<algo>.yml for the env (with --hyperparams), the resolved row (for
+    config.yml) and the row's n_timesteps. Every key is checked here, naming the row."""
+    from rlbase.common.hyperparams import flat, resolve_row, row_settings
+
+    row, where = resolve_row(args.alg, args.env, env_type, args.conf_file, args.hyperparams)
+    if args.seed is None and row.get("seed") is not None:
+        args.seed = int(row["seed"])
+    row.pop("seed", None)
+    settings = row_settings(args.alg, row, where, env_type=env_type, env_id=args.env)
+    alg_kwargs = {"num_env": 1, **flat(args.alg, settings)}  # the zoo's n_envs default
+    network = args.network or alg_kwargs.get("network") or "mlp"
+    params = {k: v for k, v in alg_kwargs.items()
+              if k not in ("network", "num_env", "normalize", "eval_freq", "eval_episodes")}
+    try:
+        check_extra_args(entry.name, entry, network, params)
+    except RLBaseError as exc:
+        raise RLBaseError(f"{where}: {exc}") from None
+    row.pop("algo", None)
+    row.pop("env", None)
+    row.pop("n_timesteps", None)
+    steps = None if settings.n_timesteps is None else str(settings.n_timesteps)
+    return alg_kwargs, row, steps
 
 
 def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> None:
@@ -463,9 +534,15 @@ def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
 
 def run_cli(main_fn: Callable[[], Any]) -> None:
     """One clear line and exit status 2 for a user's mistake."""
+    import warnings
+
     from rlbase.common.mpi_util import abort_job
     from rlbase.common.signals import StopExit, ignore_stop_signals
 
+    # A deprecated flag's warning is the user's to see (Python shows DeprecationWarnings only
+    # for code in __main__; here the user's "line" is the command line).
+    warnings.filterwarnings("default", message=r".*' is deprecated, use '",
+                            category=DeprecationWarning)
     try:
         main_fn()
         # Done and saved: a signal while the interpreter shuts down must not turn rc 0 into a

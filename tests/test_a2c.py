@@ -7,6 +7,7 @@ import pytest
 from legacy_format import save_model
 
 from rlbase.a2c.a2c import Model, learn
+from rlbase.a2c.config import A2CConfig
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
@@ -41,7 +42,7 @@ def test_box_identity_learning():
     make = lambda: ie.BoxIdentityEnv(1)  # noqa: E731
     env = vec(make)
     policy = build_policy(env.observation_space, env.action_space, "mlp")
-    untrained = Model(policy, 4, 5, 0.01, 0.5, 0.5, 0.99, 1e-5, 0.5)
+    untrained = Model(policy, 4, A2CConfig(nsteps=5, gamma=0.5))
     trained = learn("mlp", env, total_timesteps=10000, seed=0, gamma=0.5, lr=5e-3, **QUIET)
     before, _ = evaluate_policy(untrained, vec(make, 1, seed=100), 10)
     after, _ = evaluate_policy(trained, vec(make, 1, seed=100), 10)
@@ -67,8 +68,9 @@ def test_runner_bootstraps_on_truncation_only():
     env = VecMonitor(DummyVecEnv([lambda: ie.EndsAtThree(False), lambda: ie.EndsAtThree(True)]))
     policy = build_policy(env.observation_space, env.action_space, identity_network)
     policy.value_head.set_weights([np.ones((1, 1), np.float32), np.zeros(1, np.float32)])
-    model = Model(policy, num_envs=2, nsteps=4, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
-                  alpha=0.99, epsilon=1e-5, gamma=0.9)
+    model = Model(policy, num_envs=2, config=A2CConfig(
+        nsteps=4, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, rms_alpha=0.99,
+        rms_epsilon=1e-5, gamma=0.9))
     rollout = RolloutRunner(env, model, nsteps=4, gamma=0.9).run()
     # V(obs) = obs. Env 1 is cut at step 3 in state 0.3: its reward becomes 1 + 0.9 * 0.3,
     # from the final observation, not from the reset one (0). Env 0 terminated: no bootstrap.
@@ -95,11 +97,11 @@ def test_a2c_lam_one_is_n_step_returns_and_gae_otherwise():
     values = tf.constant([0.0, 0.1, 0.2])
     last = tf.constant([0.3])
     gamma, lam = 0.9, 0.5
-    n_step = Model(policy, 1, 3, 0.0, 0.5, 0.5, 0.99, 1e-5, gamma)._returns(
+    n_step = Model(policy, 1, A2CConfig(nsteps=3, ent_coef=0.0, gamma=gamma))._returns(
         rewards, dones, values, last).numpy()
     np.testing.assert_allclose(n_step, [1 + .9 + .81 + .729 * .3, 1 + .9 + .81 * .3,
                                         1 + .9 * .3], rtol=1e-6)
-    gae = Model(policy, 1, 3, 0.0, 0.5, 0.5, 0.99, 1e-5, gamma, lam=lam)._returns(
+    gae = Model(policy, 1, A2CConfig(nsteps=3, ent_coef=0.0, gamma=gamma, lam=lam))._returns(
         rewards, dones, values, last).numpy()
     v = [0.0, 0.1, 0.2, 0.3]
     deltas = [1 + gamma * v[t + 1] - v[t] for t in range(3)]
@@ -148,7 +150,7 @@ def test_jit_and_graph_updates_agree():
         keras.utils.set_random_seed(0)
         for v in policy.trainable_variables:
             v.assign(np.full(v.shape, 0.05, np.float32))
-        model = Model(policy, 2, 5, 0.01, 0.5, 0.5, 0.99, 1e-5, 0.99, jit_compile=jit)
+        model = Model(policy, 2, A2CConfig(nsteps=5), jit_compile=jit)
         rollout = RolloutRunner(env, model, nsteps=5).run()
         losses.append([model.train(rollout, 7e-4)[0] for _ in range(3)])
     for a, b in zip(*losses):
@@ -162,7 +164,7 @@ def test_save_load_round_trip(tmp_path):
     path = str(tmp_path / "a2c.zip")
     model.save(path)
     policy = build_policy(env.observation_space, env.action_space, "mlp")
-    fresh = Model(policy, 2, 5, 0.01, 0.5, 0.5, 0.99, 1e-5, 0.99)
+    fresh = Model(policy, 2, A2CConfig(nsteps=5))
     obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
     assert not np.array_equal(fresh.step(obs, deterministic=True)[1],
                               model.step(obs, deterministic=True)[1])
@@ -226,3 +228,59 @@ def test_bad_arguments():
         learn("nope", env, total_timesteps=10)
     with pytest.raises(RLBaseError, match="lrschedule|schedule"):
         learn("mlp", env, total_timesteps=10, lrschedule="sideways")
+
+
+def test_rmsprop_names_old_spellings_and_sb3s():
+    env = make_vec_env("CartPole-v1", num_env=1, seed=0)
+    model = learn("mlp", env, seed=0, total_timesteps=5, rms_alpha=0.9, rms_epsilon=1e-3,
+                  **QUIET)
+    assert (model.config.rms_alpha, model.config.rms_epsilon) == (0.9, 1e-3)
+    assert (model.optimizer.rho, model.optimizer.epsilon) == (0.9, 1e-3)
+    # A2C's old names are deprecated (the warning points at this file), same values.
+    with pytest.warns(DeprecationWarning) as caught:
+        old = learn("mlp", env, seed=0, total_timesteps=5, alpha=0.8, epsilon=1e-2, **QUIET)
+    messages = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    assert "a2c: 'alpha' is deprecated, use 'rms_alpha'" in messages
+    assert "a2c: 'epsilon' is deprecated, use 'rms_epsilon'" in messages
+    assert all(w.filename == __file__ for w in caught if "a2c:" in str(w.message))
+    assert (old.config.rms_alpha, old.config.rms_epsilon) == (0.8, 1e-2)
+    assert (old.optimizer.rho, old.optimizer.epsilon) == (0.8, 1e-2)
+    from rlbase import A2C
+
+    with pytest.warns(DeprecationWarning), \
+            pytest.raises(RLBaseError, match="rms_epsilon is given twice"):
+        A2C("MlpPolicy", "CartPole-v1", epsilon=1e-3, rms_epsilon=1e-3)
+    sb3 = A2C("MlpPolicy", "CartPole-v1", rms_prop_eps=1e-4, use_rms_prop=True)
+    assert sb3.model.config.rms_epsilon == 1e-4
+    with pytest.raises(RLBaseError, match="use_rms_prop must be True"):
+        A2C("MlpPolicy", "CartPole-v1", use_rms_prop=False)
+
+
+def test_a_file_saved_with_the_old_rmsprop_names_loads(tmp_path):
+    import warnings
+
+    from rlbase import A2C, registry
+    from rlbase.common.serialization import load_file, save_file
+
+    env = make_vec_env("CartPole-v1", num_env=2, seed=0)
+    model = learn("mlp", env, seed=0, total_timesteps=20, rms_alpha=0.9, rms_epsilon=1e-3,
+                  **QUIET)
+    path = str(tmp_path / "old.zip")
+    model.save(path)
+    meta, arrays, _ = load_file(path)
+    hp = meta["hyperparameters"]
+    hp["alpha"], hp["epsilon"] = hp.pop("rms_alpha"), hp.pop("rms_epsilon")
+    hp["total_timesteps"] = 20  # older files kept learn()'s every argument
+    save_file(path, meta, arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # converted silently
+        loaded = registry.load(path)
+        cls_loaded = A2C.load(path)
+        resumed = learn("mlp", env, seed=0, total_timesteps=10, load_path=path, **QUIET)
+    for m in (loaded, cls_loaded.model):
+        assert (m.config.rms_alpha, m.config.rms_epsilon) == (0.9, 1e-3)
+        assert (m.optimizer.rho, m.optimizer.epsilon) == (0.9, 1e-3)
+        assert m.num_timesteps == 20
+    obs = np.linspace(-1, 1, 40, dtype=np.float32).reshape(10, 4)
+    np.testing.assert_array_equal(loaded.value(obs), model.value(obs))
+    assert resumed.num_timesteps == 30

@@ -2,7 +2,6 @@
 update, the optimizer, the sequence buffer, learning on identity envs, tracing, bad input and
 the CLI. (Model files and checkpoints: test_acer_checkpoints.py.)"""
 
-import inspect
 import os
 import subprocess
 import sys
@@ -16,9 +15,11 @@ import tensorflow as tf
 
 from rlbase.acer.acer import learn
 from rlbase.acer.buffer import Buffer, normalized
+from rlbase.acer.config import ACERConfig
 from rlbase.acer.model import AcerPolicy, Model, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Runner, Sequences
 from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.config import describe
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.off_policy import RawReplay
@@ -79,12 +80,14 @@ def test_trust_region_adjustment():
     np.testing.assert_allclose(d[:, 0] * k[:, 1], d[:, 1] * k[:, 0], atol=1e-4)
 
 
-def constant_model(num_envs=1, nsteps=2, q_slope=0.0, **kwargs):
+def constant_model(num_envs=1, nsteps=2, q_slope=0.0, jit_compile=False, **kwargs):
     """Identity torso on a 1-d observation s: uniform pi and Q(s) = (1 + q_slope s,
     3 + q_slope s), so V(s) = 2 + q_slope s."""
     ob, ac = gym.spaces.Box(-1.0, 1.0, (1,), np.float32), gym.spaces.Discrete(2)
     policy, average = (AcerPolicy(ob, ac, identity_network) for _ in range(2))
-    model = Model(policy, average, num_envs, nsteps, **{"gamma": 0.5, "buffer_size": 10, **kwargs})
+    config = ACERConfig(**{"nsteps": nsteps, "gamma": 0.5, "buffer_size": 10,
+                           "replay_start": 10, **kwargs})
+    model = Model(policy, average, num_envs, config, jit_compile=jit_compile)
     policy.pd_head.dense.set_weights([np.zeros((1, 2), np.float32), np.zeros(2, np.float32)])
     set_q(model, q_slope)
     return model
@@ -184,7 +187,7 @@ def test_rmsprop_is_tf1s():
     # The documented optimizer: the mean square starts at 1 and epsilon is inside the root,
     # so one step moves w by lr * g / sqrt(0.99 + 0.01 g^2 + eps) (eps 0.1 makes the
     # placement of epsilon visible; a mean square from 0 would step by about 10 * lr).
-    model = constant_model(max_grad_norm=None, rprop_epsilon=0.1, rprop_alpha=0.99)
+    model = constant_model(max_grad_norm=None, rms_epsilon=0.1, rms_alpha=0.99)
     seq = sequences(mus=np.array([[0.9, 0.1], [0.2, 0.8]], np.float32))
     variables = model.policy.trainable_variables
     before = [v.numpy().copy() for v in variables]
@@ -194,15 +197,51 @@ def test_rmsprop_is_tf1s():
         expected = b - 0.01 * g / np.sqrt(0.99 + 0.01 * g**2 + 0.1)
         np.testing.assert_allclose(v.numpy(), expected, rtol=1e-5, atol=1e-7)
     assert any(np.abs(g).max() > 0.1 for g in grads)
-    # ...and what learn()'s docstring (the parameter table's source) and the page say.
-    doc = inspect.getdoc(learn) or ""
-    assert "rprop_epsilon: RMSProp epsilon, added inside the square root" in doc
-    assert "rprop_alpha: RMSProp decay of the mean square, which starts at 1" in doc
+    # ...and what the config's fields (the parameter table's source) and the page say.
+    doc = {row["name"]: row["doc"] for row in describe(ACERConfig)}
+    assert doc["rms_epsilon"].startswith("RMSProp epsilon, added inside the square root")
+    assert doc["rms_alpha"].startswith("RMSProp decay of the mean square, which starts at 1")
     page = os.path.join(os.path.dirname(__file__), "..", "rlbase", "docs", "algorithms",
                         "acer.md")
     with open(page, encoding="utf-8") as f:
-        assert "the mean square starts at 1 and `rprop_epsilon` is added inside the square " \
+        assert "the mean square starts at 1 and `rms_epsilon` is added inside the square " \
             "root" in f.read()
+
+
+def test_the_average_policy_moves_by_tau():
+    # average <- (1 - tau) * average + tau * policy, after the policy's step.
+    model = constant_model(tau=0.25, q_slope=0.5)
+    for v in model.average.trainable_variables:  # an average away from the policy
+        v.assign(v + 1.0)
+    before = [v.numpy().copy() for v in model.average.trainable_variables]
+    model.train(sequences(), 0.01)
+    after = [v.numpy() for v in model.policy.trainable_variables]
+    assert any(not np.allclose(a, b - 1.0) for a, b in zip(after, before))  # it stepped
+    for avg, b, p in zip(model.average.trainable_variables, before, after):
+        np.testing.assert_allclose(avg.numpy(), 0.75 * b + 0.25 * p, rtol=1e-6, atol=1e-7)
+
+
+def test_deprecated_spellings_are_converted():
+    cartpole = make_vec_env("CartPole-v1", num_env=1, seed=0)
+    with pytest.warns(DeprecationWarning) as caught:
+        model = learn("mlp", cartpole, seed=0, total_timesteps=5, nsteps=5, replay_ratio=0,
+                      rprop_alpha=0.9, rprop_epsilon=1e-3, alpha=0.75, **QUIET)
+    messages = {str(w.message) for w in caught if w.category is DeprecationWarning}
+    assert {"acer: 'rprop_alpha' is deprecated, use 'rms_alpha'",
+            "acer: 'rprop_epsilon' is deprecated, use 'rms_epsilon'",
+            "acer: 'alpha' is deprecated, use 'tau' (the average's decay: tau = 1 - alpha)"} \
+        <= messages
+    assert all(w.filename == __file__ for w in caught if "acer:" in str(w.message))
+    config = model.config
+    assert (config.rms_alpha, config.rms_epsilon, config.tau) == (0.9, 1e-3, 0.25)
+    assert (model.optimizer.rho, model.optimizer.epsilon, model.tau) == (0.9, 1e-3, 0.25)
+    with pytest.warns(DeprecationWarning):
+        assert ACERConfig.build({"alpha": 0.9}).tau == 1 - 0.9
+    assert ACERConfig().tau == 0.01  # the reference's alpha=0.99
+    with pytest.warns(DeprecationWarning), pytest.raises(RLBaseError, match="tau is given twice"):
+        ACERConfig.build({"alpha": 0.9, "tau": 0.1})
+    with pytest.raises(RLBaseError, match=r"tau must be in \[0, 1\], got 1.5"):
+        learn("mlp", cartpole, total_timesteps=5, tau=1.5)
 
 
 @pytest.mark.parametrize("trust_region", [False, True])
@@ -212,7 +251,8 @@ def test_gradient_through_the_probabilities_is_the_loss_gradient(trust_region):
     env = vec(lambda: ie.DiscreteIdentityEnv(3), n=2)
     policy, average = (AcerPolicy(env.observation_space, env.action_space, "mlp")
                        for _ in range(2))
-    model = Model(policy, average, 2, 4, trust_region=trust_region, delta=1e9)
+    model = Model(policy, average, 2, ACERConfig(nsteps=4, trust_region=trust_region,
+                                                 delta=1e9))
     keras.utils.set_random_seed(1)
     for v in average.trainable_variables:  # a different average policy
         v.assign(v + tf.random.normal(v.shape, stddev=0.1))

@@ -274,3 +274,36 @@ def test_sigkill_then_cli_resume_continues_from_the_last_checkpoint(tmp_path):
     # The replay buffer came back: it holds the rollouts from before the kill too.
     assert final["iterations"] == total // 10
     assert final["model"]["replay"]["num_in_buffer"] == total // 10
+
+
+def test_a_file_saved_with_baselines_names_loads(tmp_path):
+    # Files written before the typed config kept rprop_alpha, rprop_epsilon and alpha (the
+    # average's decay): they load, converted silently (tau = 1 - alpha).
+    import warnings
+
+    from rlbase import ACER
+    from rlbase.common.serialization import save_file
+
+    env = make_vec_env("CartPole-v1", num_env=2, seed=0)
+    model = learn(env=env, seed=0, total_timesteps=20, rms_alpha=0.9, rms_epsilon=1e-3,
+                  tau=0.2, **SMALL)
+    path = str(tmp_path / "old.zip")
+    model.save(path)
+    meta, arrays, _ = load_file(path)
+    hp = meta["hyperparameters"]
+    hp["rprop_alpha"], hp["rprop_epsilon"] = hp.pop("rms_alpha"), hp.pop("rms_epsilon")
+    hp["alpha"] = 1 - hp.pop("tau")
+    hp["total_timesteps"] = 20  # older files kept learn()'s every argument
+    save_file(path, meta, arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        loaded = registry.load(path)
+        by_class = ACER.load(path)
+        resumed = learn(env=env, seed=0, total_timesteps=10, load_path=path, **SMALL)
+    for m in (loaded, by_class.model):
+        assert (m.config.rms_alpha, m.config.rms_epsilon) == (0.9, 1e-3)
+        assert m.config.tau == m.tau == 1 - (1 - 0.2)
+        assert (m.optimizer.rho, m.optimizer.epsilon) == (0.9, 1e-3)
+        assert_all_equal(arrays_of(m.average.trainable_variables),
+                         arrays_of(model.average.trainable_variables))
+    assert resumed.num_timesteps == 30

@@ -25,7 +25,6 @@ from rlbase.common.models import network_kwarg_names
 from rlbase.common.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
 from rlbase.common.serialization import load_file
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
-from rlbase.dqn import defaults
 from rlbase.dqn.best_model import BestModelRule
 from rlbase.dqn.config import DQNConfig
 from rlbase.dqn.dqn import learn, train
@@ -643,11 +642,11 @@ def test_defaults_are_learn_arguments():
     # rl-baselines3-zoo's LunarLander settings, and gamma defaults to 0.99 (Baselines' was 1).
     learn_names = set(registry.get_algorithm("dqn").learn_parameters())
     for env_type in ("atari", "classic_control", "box2d", "toy_text"):
-        settings = getattr(defaults, env_type)()
+        settings = registry.get_algorithm("dqn").defaults(env_type)
         names = learn_names | set(network_kwarg_names(settings["network"])) | {"num_env",
                                                                                 "network"}
         assert set(settings) <= names, (env_type, set(settings) - names)
-    box2d = defaults.box2d()
+    box2d = registry.get_algorithm("dqn").defaults("box2d")
     assert {k: box2d[k] for k in ("lr", "batch_size", "buffer_size", "learning_starts",
                                   "target_update_interval", "train_freq",
                                   "exploration_fraction", "exploration_final_eps",

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -22,6 +23,7 @@ from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.es.es import learn, share
 from rlbase.es.model import Model
+from rlbase.es.networks import ESPolicy
 from rlbase.es.noise_table import NoiseTable
 from rlbase.es.optimizer import (
     Adam,
@@ -31,7 +33,6 @@ from rlbase.es.optimizer import (
     ranks,
     shape_fitness,
 )
-from rlbase.es.policy import ESPolicy
 from rlbase.es.rollout import EpisodeRunner, gym_envs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -172,13 +173,14 @@ def test_bad_input_is_a_clear_error():
     env = make_vec_env("CartPole-v1", num_env=1, seed=0)
     with pytest.raises(RLBaseError, match="popsize must be even"):
         learn("mlp", env, 100, popsize=7)
-    with pytest.raises(RLBaseError, match="fitness_shaping 'best'"):
+    with pytest.raises(RLBaseError, match="fitness_shaping must be one of 'centered_rank', "
+                                          "'normalize', 'none', got 'best'"):
         learn("mlp", env, 100, fitness_shaping="best")
-    with pytest.raises(RLBaseError, match="noise_stdev must be a positive number, got -0.1"):
+    with pytest.raises(RLBaseError, match="noise_stdev must be > 0, got -0.1"):
         learn("mlp", env, 100, noise_stdev=-0.1)
     with pytest.raises(RLBaseError, match="supports mlp networks.*'lstm'"):
         learn("lstm", env, 100)
-    with pytest.raises(RLBaseError, match="center_episodes must be an integer >= 0, got -1"):
+    with pytest.raises(RLBaseError, match="center_episodes must be >= 0, got -1"):
         learn("mlp", env, 100, center_episodes=-1)
     # ES's eval_episodes once counted the unperturbed episodes: the error names the new one.
     with pytest.raises(RLBaseError, match="center_episodes=0 turns them off"):
@@ -209,7 +211,7 @@ def _model(ob_space: gym.Space, ac_space: gym.Space, **hyperparameters) -> Model
                                 {"seed": 0, **hyperparameters})
 
 
-def test_observation_normalization_floors_the_variance_not_the_std():
+def test_normalize_observations_floors_the_variance_not_the_std():
     # Salimans et al.'s code floors the variance at 1e-2 (std >= 0.1): a constant dimension
     # is scaled by at most 10. A std floor of 1e-2 scaled it by 100 (0.02 -> 2.0, not 0.2).
     model = _model(gym.spaces.Box(-10, 10, (2,)), gym.spaces.Discrete(2))
@@ -223,10 +225,23 @@ def test_observation_normalization_floors_the_variance_not_the_std():
     np.testing.assert_allclose(constant, 10 * deviations, atol=1e-5)
     # Off: the policy sees the raw observations (clipped alike), whatever the statistics.
     raw = _model(gym.spaces.Box(-10, 10, (2,)), gym.spaces.Discrete(2),
-                 observation_normalization=False)
+                 normalize_observations=False)
     raw.obs_rms.update_from_moments(np.array([1.0, 0.0]), np.array([0.0, 4.0]), 1e6)
     raw.sync_obs_stats()
     np.testing.assert_allclose(raw.policy.normalize(x), x)
+
+
+def test_observation_normalization_is_a_deprecated_spelling():
+    env = make_vec_env("CartPole-v1", num_env=1, seed=0)
+    with pytest.warns(DeprecationWarning) as record:
+        model = learn("mlp", env, 0, seed=0, num_layers=0, observation_normalization=False)
+    assert [str(w.message) for w in record] == [
+        "es: 'observation_normalization' is deprecated, use 'normalize_observations'"]
+    assert model.config.normalize_observations is False and not model.normalize_observations
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = learn("mlp", env, 0, seed=0, num_layers=0, normalize_observations=False)
+    assert model.config.normalize_observations is False and not model.normalize_observations
 
 
 # -- training --------------------------------------------------------------------------------
@@ -417,6 +432,18 @@ def test_files_of_the_previous_version_load(tmp_path):
     # -> [-0.25, -0.5]: logits [-0.5, -0.5 + 0.25 - 1.0] -> action 0.
     assert model.step(np.array([[0.0, -0.05]], np.float32))[0].tolist() == [0]
     np.testing.assert_array_equal(model.get_parameters()["policy/0000"], kernel)
+    # Its keys under today's names: eval_episodes was center_episodes then.
+    assert model.config.normalize_observations is True and model.config.center_episodes == 0
+    assert model.config.eval_episodes == 5
+    # Saved without normalization: the policy sees raw observations, [0.5, 0.05] -> logits
+    # [0.5 + 0.025, -0.5 + 0.1 + 0.25] = [0.525, -0.15] -> action 0.
+    meta["hyperparameters"]["observation_normalization"] = False
+    save_file(path, meta, arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an old file's spellings convert silently
+        raw = registry.load(path)
+    assert raw.config.normalize_observations is False and not raw.normalize_observations
+    assert raw.step(np.array([[0.5, 0.05]], np.float32))[0].tolist() == [0]
 
 
 def test_mpi_ranks_stay_identical(tmp_path):
@@ -518,8 +545,7 @@ def test_resume_with_an_empty_folder_starts_afresh_and_bad_state_is_an_error(tmp
     model = _es_run(600, 0, checkpoint_path=str(tmp_path), resume=True,
                     checkpoint_interval=600)
     assert model.num_timesteps >= 600 and model.generation >= 1
-    with pytest.raises(RLBaseError, match="checkpoint_interval must be a non-negative integer"
-                                          " number of env steps, got -5"):
+    with pytest.raises(RLBaseError, match="checkpoint_interval must be >= 0, got -5"):
         _es_run(600, 0, checkpoint_interval=-5, checkpoint_path=str(tmp_path))
     # A checkpoint whose resume state was damaged is refused with a clear error.
     from rlbase.common.checkpoint import list_checkpoints

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from rlbase import registry
-from rlbase.common.checks import LEARNING_RATE_NAMES
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 
 ENV_OF = {"ddpg": "Pendulum-v1", "sac": "Pendulum-v1", "qlearning": "FrozenLake-v1"}
+# learn() arguments that are learning rates (DDPG/TD3 have one per network).
+LEARNING_RATE_NAMES = ("lr", "actor_lr", "critic_lr")
 
 
 def learning_rates() -> list[tuple[str, str]]:
@@ -32,17 +33,23 @@ def learning_rates() -> list[tuple[str, str]]:
 @pytest.mark.parametrize("value", [0.0, -1e-3, lambda frac: -1e-3 * frac])
 def test_every_algorithm_refuses_a_learning_rate_that_is_not_positive(alg, name, value):
     learn = registry.get_algorithm(alg).learn
-    with pytest.raises(RLBaseError, match=f"{alg}: {name} must be a positive number") as err:
+    takes_schedules = "Callable" in str(registry.config_class(alg).type_hints()[name])
+    if callable(value) and not takes_schedules:  # ES's rate is one number
+        expected, shown = f"{alg}: {name} must be float, got", "<function"
+    else:
+        expected = rf"{alg}: {name} must be (> 0|in \(0, 1\]), got"
+        shown = "a schedule starting at -0.001" if callable(value) else repr(float(value))
+    with pytest.raises(RLBaseError, match=expected) as err:
         learn(network="mlp", env=ENV_OF.get(alg, "CartPole-v1"), total_timesteps=10, seed=0,
               **{name: value})
     assert "\n" not in str(err.value)
-    assert ("schedule starting at -0.001" if callable(value) else repr(value)) in str(err.value)
+    assert shown in str(err.value)
 
 
 def test_a_model_class_refuses_a_negative_learning_rate():
     from rlbase.api import PPO
 
-    with pytest.raises(RLBaseError, match="ppo: lr must be a positive number.*got -0.5"):
+    with pytest.raises(RLBaseError, match="^ppo: lr must be > 0, got -0.5$"):
         PPO("MlpPolicy", "CartPole-v1", learning_rate=-0.5)
 
 

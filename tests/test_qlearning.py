@@ -9,12 +9,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlbase import registry
+from rlbase import QLearning, registry
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.loop import LoopOptions
-from rlbase.common.serialization import save_file, space_to_json
+from rlbase.common.serialization import load_file, save_file, space_to_json
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
+from rlbase.qlearning.config import QLearningConfig
 from rlbase.qlearning.model import Model
 from rlbase.qlearning.qlearning import learn, train
 from rlbase.qlearning.states import StateIndexer
@@ -71,7 +72,7 @@ def test_truncation_bootstraps_from_the_final_state():
             obs, reward, terminated, _, info = super().step(action)
             return obs, reward, terminated, self.t >= 2, info
 
-    model = Model(Short.observation_space, Short.action_space, seed=0)
+    model = Model(Short.observation_space, Short.action_space, QLearningConfig(seed=0))
     model.q_table[2] = [0.0, 10.0]
     env = VecMonitor(DummyVecEnv([Short]))
     env.seed(0)
@@ -117,7 +118,8 @@ def test_truncation_is_terminal_exactly_when_gamma_is_one(gamma, expected):
 
 
 def test_tie_aware_probabilities_match_sampling():
-    model = Model(gym.spaces.Discrete(2), gym.spaces.Discrete(3), seed=0, epsilon=0.3)
+    model = Model(gym.spaces.Discrete(2), gym.spaces.Discrete(3), QLearningConfig(seed=0),
+                  epsilon=0.3)
     model.q_table[:] = [[1.0, 1.0, 0.0], [0.0, 2.0, 1.0]]
     probs = model.action_probabilities(np.array([0, 1]), None, None)[0]
     np.testing.assert_allclose(probs, [[0.45, 0.45, 0.1], [0.1, 0.8, 0.1]])
@@ -139,7 +141,7 @@ def test_state_indexing():
     with pytest.raises(RLBaseError, match="Discrete action space, got Box"):
         Model(gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (1,)))
     with pytest.raises(RLBaseError, match="grid_size"):
-        Model(gym.spaces.Box(0, 1, (30,)), gym.spaces.Discrete(2), grid_size=20)
+        Model(gym.spaces.Box(0, 1, (30,)), gym.spaces.Discrete(2), QLearningConfig(grid_size=20))
 
 
 def test_mountain_car_grid_and_save_load(tmp_path):
@@ -159,7 +161,7 @@ def test_mountain_car_grid_and_save_load(tmp_path):
     other_grid = learn(None, "MountainCar-v0", total_timesteps=0, grid_size=5, load_path=path)
     np.testing.assert_array_equal(other_grid.q_table, model.q_table)
     with pytest.raises(RLBaseError, match="Q-table has shape"):
-        Model(model.observation_space, model.action_space, grid_size=5).load(path)
+        Model(model.observation_space, model.action_space, QLearningConfig(grid_size=5)).load(path)
     with pytest.raises(RLBaseError, match="observation space"):
         learn(None, "Acrobot-v1", total_timesteps=1, grid_size=2, load_path=path, **QUIET)
 
@@ -196,6 +198,52 @@ def test_files_of_the_previous_version_load(tmp_path):
     assert loaded.num_timesteps == 1000 and loaded.hyperparameters["gamma"] == 0.9
     np.testing.assert_array_equal(loaded.step(np.array([[-0.9], [0.9]]), deterministic=True)[0],
                                   [2, 2])
+
+
+def test_exploration_names_and_their_deprecated_spellings():
+    # The rate is multiplied by exploration_decay after every env step, floored at
+    # exploration_final_eps: 0.5 -> 0.25 -> 0.125 after 2 steps, 0.1 (the floor) after 3.
+    new = dict(exploration_initial_eps=0.5, exploration_decay=0.5, exploration_final_eps=0.1)
+    old = dict(epsilon=0.5, epsilon_decay=0.5, epsilon_min=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert learn(None, chain_env(), total_timesteps=2, seed=0, **new, **QUIET).epsilon == \
+            0.125
+    with pytest.warns(DeprecationWarning) as record:
+        model = learn(None, chain_env(), total_timesteps=2, seed=0, **old, **QUIET)
+    assert sorted(str(w.message) for w in record) == [
+        f"qlearning: '{o}' is deprecated, use '{n}'" for o, n in
+        (("epsilon", "exploration_initial_eps"), ("epsilon_decay", "exploration_decay"),
+         ("epsilon_min", "exploration_final_eps"))]
+    assert (model.config.exploration_initial_eps, model.config.exploration_decay,
+            model.config.exploration_final_eps) == (0.5, 0.5, 0.1)
+    assert model.epsilon == 0.125
+    assert learn(None, chain_env(), total_timesteps=3, seed=0, **new, **QUIET).epsilon == 0.1
+    with pytest.raises(RLBaseError, match="exploration_initial_eps must be in \\[0, 1\\], got "
+                                          "1.5"):
+        learn(None, chain_env(), total_timesteps=2, exploration_initial_eps=1.5)
+    with pytest.raises(RLBaseError, match="exploration_decay is given twice"):
+        QLearning("TabularPolicy", chain_env(), exploration_decay=0.5, epsilon_decay=0.5)
+
+
+def test_files_with_the_old_exploration_names_load(tmp_path):
+    model = learn(None, chain_env(), total_timesteps=10, seed=0, **QUIET)
+    path = str(tmp_path / "q.zip")
+    model.save(path)
+    meta, arrays, _ = load_file(path)
+    hp = meta["hyperparameters"]
+    for new, old, value in (("exploration_initial_eps", "epsilon", 0.7),
+                            ("exploration_final_eps", "epsilon_min", 0.2),
+                            ("exploration_decay", "epsilon_decay", 0.9)):
+        del hp[new]
+        hp[old] = value
+    save_file(path, meta, arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an old file's spellings convert silently
+        loaded = registry.load(path)
+    assert (loaded.config.exploration_initial_eps, loaded.config.exploration_final_eps,
+            loaded.config.exploration_decay) == (0.7, 0.2, 0.9)
+    np.testing.assert_array_equal(loaded.q_table, model.q_table)
 
 
 def test_network_arguments_and_deprecated_names():

@@ -1,6 +1,6 @@
 """TD3 and DDPG learn Pendulum as the peer does, run the way a user runs them (issue 24, item
 10): ``python -m rlbase.run --alg=td3 --env=Pendulum-v1 --num_timesteps=2e4 --seed=S`` with
-rl-baselines3-zoo's settings (rlbase/ddpg/defaults.py). Stable-Baselines3's TD3 evaluates at
+rl-baselines3-zoo's settings (rlbase/hyperparams/ddpg.yml). Stable-Baselines3's TD3 evaluates at
 about -134 / -133 / -132 on seeds 0 / 1 / 2 there."""
 
 import pytest

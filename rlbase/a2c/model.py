@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import tensorflow as tf
 
-from rlbase.common.learning import require_positive
+from rlbase.a2c.config import A2CConfig
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import (
     ActorCriticPolicy,
@@ -57,21 +57,20 @@ class Model(OnPolicyModel):
     """
 
     algorithm = "a2c"
-    architecture = ("nsteps",)
     stat_names = STAT_NAMES
 
-    def __init__(self, policy: ActorCriticPolicy, num_envs: int, nsteps: int, ent_coef: float,
-                 vf_coef: float, max_grad_norm: float | None, alpha: float, epsilon: float,
-                 gamma: float, tf1_rmsprop: bool = False,
-                 network_kwargs: dict[str, Any] | None = None,
-                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = True,
-                 lam: float = 1.0):
-        self.ent_coef, self.vf_coef, self.gamma, self.lam = ent_coef, vf_coef, gamma, lam
-        self.max_grad_norm = max_grad_norm
-        optimizer = RMSprop(7e-4, alpha, epsilon, initial_accumulator=1.0 if tf1_rmsprop else 0.0,
-                            epsilon_inside_sqrt=tf1_rmsprop)
-        super().__init__(policy, optimizer, num_envs, nsteps, network_kwargs or {},
-                         hyperparameters or {}, jit_compile)
+    config: A2CConfig
+
+    def __init__(self, policy: ActorCriticPolicy, num_envs: int, config: A2CConfig,
+                 network_kwargs: dict[str, Any] | None = None, jit_compile: bool = True):
+        self.ent_coef, self.vf_coef = config.ent_coef, config.vf_coef
+        self.gamma, self.lam = config.gamma, config.lam
+        self.max_grad_norm = config.max_grad_norm
+        tf1 = config.tf1_rmsprop
+        optimizer = RMSprop(7e-4, config.rms_alpha, config.rms_epsilon,
+                            initial_accumulator=1.0 if tf1 else 0.0, epsilon_inside_sqrt=tf1)
+        super().__init__(policy, optimizer, num_envs, config.nsteps, network_kwargs or {},
+                         config, jit_compile)
 
     def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
                     last_starts, lr):
@@ -103,25 +102,19 @@ class Model(OnPolicyModel):
 
 
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                network: Any, network_kwargs: dict[str, Any],
-                hyperparameters: dict[str, Any]) -> Model:
+                network: Any, network_kwargs: dict[str, Any], config: A2CConfig, *,
+                total_timesteps: int = 0) -> Model:
     """A2C's model for these spaces and ``num_envs`` envs (learn() and rlbase.A2C call this).
 
     network_kwargs: the network builder's arguments; ``value_network='copy'`` gives the value
         head its own torso.
-    hyperparameters: learn()'s arguments (nsteps, ent_coef, ...; jit_compile None: XLA for
-        runs of at least 1500 updates, except convnets on a CPU).
+    config: A2C's parameters (``jit_compile`` None: XLA for runs of at least 1500 updates of
+        ``total_timesteps``, except convnets on a CPU).
     """
-    hp = hyperparameters
-    require_positive(nsteps=hp["nsteps"])
     configure_threads(small_model=not has_images(observation_space))
     policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
-    jit = hp.get("jit_compile")
+    jit = config.jit_compile
     if jit is None:
-        total = hp.get("total_timesteps") or 0
-        jit = total // (num_envs * hp["nsteps"]) >= XLA_MIN_UPDATES and \
+        jit = total_timesteps // (num_envs * config.nsteps) >= XLA_MIN_UPDATES and \
             xla_is_faster(observation_space)
-    return Model(policy, num_envs, hp["nsteps"], hp["ent_coef"], hp["vf_coef"],
-                 hp["max_grad_norm"], hp["alpha"], hp["epsilon"], hp["gamma"],
-                 bool(hp.get("tf1_rmsprop", False)), network_kwargs, hp, jit_compile=bool(jit),
-                 lam=float(hp.get("lam", 1.0)))
+    return Model(policy, num_envs, config, network_kwargs, jit_compile=bool(jit))

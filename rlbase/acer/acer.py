@@ -6,83 +6,59 @@ import math
 from collections.abc import Mapping
 from typing import Any, Callable
 
+from rlbase.acer.config import CONFIG, ACERConfig
 from rlbase.acer.model import Model, build_model
 from rlbase.acer.runner import Runner
 from rlbase.common.errors import NonFiniteError
-from rlbase.common.learning import Alias, start_learning
+from rlbase.common.learning import start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.schedules import get_schedule_fn, named_schedule
 from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "acer"
 LOSSES = ("policy_loss", "value_loss")
-ALIASES: dict[str, Alias] = {}  # Baselines' spellings are ACER's own: none deprecated
+C = ACERConfig
 
 
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(80e6),
-          seed: int | None = None, nsteps: int = 20, q_coef: float = 0.5,
-          ent_coef: float = 0.01, max_grad_norm: float | None = 10,
-          lr: float | Callable[[float], float] = 7e-4, lrschedule: str = "linear",
-          rprop_epsilon: float = 1e-5, rprop_alpha: float = 0.99, gamma: float = 0.99,
-          buffer_size: int = 50000, replay_ratio: float = 4, replay_start: int = 10000,
-          c: float = 10.0, trust_region: bool = True, alpha: float = 0.99, delta: float = 1,
-          jit_compile: bool | None = None, log_interval: int = 100,
-          eval_env: VecEnv | Any | None = None, eval_freq: int = 0, eval_episodes: int = 5,
+          seed: int | None = None, *, nsteps: int = C.nsteps,
+          lr: float | Callable[[float], float] = C.lr, lrschedule: str = C.lrschedule,
+          q_coef: float = C.q_coef, ent_coef: float = C.ent_coef,
+          max_grad_norm: float | None = C.max_grad_norm, rms_alpha: float = C.rms_alpha,
+          rms_epsilon: float = C.rms_epsilon, gamma: float = C.gamma,
+          buffer_size: int = C.buffer_size, replay_ratio: float = C.replay_ratio,
+          replay_start: int = C.replay_start, c: float = C.c,
+          trust_region: bool = C.trust_region, tau: float = C.tau, delta: float = C.delta,
+          jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
+          eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
+          checkpoint_interval: int = C.checkpoint_interval,
+          eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_interval: int = 0,
-          checkpoint_path: str | None = None, resume: bool = False,
-          **network_kwargs: Any) -> Model:
+          load_path: str | None = None, checkpoint_path: str | None = None,
+          resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with ACER and return the :class:`~rlbase.acer.model.Model`.
+
+    The keyword arguments from ``nsteps`` to ``checkpoint_interval`` are the fields of
+    :class:`~rlbase.acer.config.ACERConfig` (type, unit, range and meaning there, and in
+    rlbase/docs/algorithms/acer.md); ``n_steps`` and ``learning_rate`` are accepted too, and
+    Baselines' deprecated ``rprop_alpha``, ``rprop_epsilon`` (now ``rms_alpha``,
+    ``rms_epsilon``) and ``alpha`` (the average policy's decay, now ``tau = 1 - alpha``).
 
     network: a registered network name (mlp, cnn, lstm, ...) or a builder callable.
     env: a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped).
     total_timesteps: env steps to train for, summed over envs (rounded up to whole updates).
     seed: seed of python, numpy, TensorFlow and the envs (None: unseeded).
-    nsteps: env steps per env per update (one sequence of this length per env).
-    q_coef: weight of the Q loss in the total loss.
-    ent_coef: weight of the entropy bonus.
-    max_grad_norm: clip the gradient's global norm to this (None: no clipping).
-    lr: RMSProp learning rate, or a function of the fraction of training remaining (1 -> 0).
-    lrschedule: how a float lr decays: constant, linear, middle_drop, double_linear_con,
-        double_middle_drop.
-    rprop_epsilon: RMSProp epsilon, added inside the square root (TF1's RMSProp, the
-        reference's).
-    rprop_alpha: RMSProp decay of the mean square, which starts at 1 (TF1's RMSProp).
-    gamma: discount factor (1: a time-limit truncation ends the return; see
-        rlbase.common.transitions).
-    buffer_size: replay buffer size in env steps per env (it keeps buffer_size // nsteps
-        rollouts of all envs, as the reference does).
-    replay_ratio: each on-policy update is followed by Poisson(replay_ratio) off-policy
-        updates on replayed sequences (0: on-policy ACER, no buffer).
-    replay_start: replay starts once the buffer holds this many env steps per env.
-    c: importance weight clipping factor (the truncation of rho; the rest is bias-corrected).
-    trust_region: bound the policy update by the KL divergence to the averaged policy.
-    alpha: momentum of the Polyak (exponential moving) average of the policy's weights.
-    delta: the KL bound of the trust region.
-    jit_compile: compile the update with XLA. None (auto): on for runs of at least 1000
-        updates, except convnets on a CPU (measured: an 8x20 CartPole update takes 2.4 ms
-        with XLA, 5.2 ms without; a Breakout cnn update on a CPU 800 ms with XLA, 410 ms
-        without).
-    log_interval: log every this many on-policy updates.
     eval_env: an env (or env id, seeded with seed + 1000) to evaluate the policy on.
-    eval_freq: evaluate every this many env steps (0: at every log row when eval_env is
-        given); logged as eval/mean_reward, the best model written to
-        <log dir>/best_model.zip.
-    eval_episodes: episodes per evaluation.
     callback: called after every on-policy update and its replay updates as
         ``callback(model, info)``; returning False stops.
     load_path: continue from this saved model (its network and architecture are used).
-    checkpoint_interval: write a resumable checkpoint (model, averaged policy, optimizer,
-        replay buffer, counters, generators) every this many env steps (0: never; Ctrl-C
-        still writes one when checkpoint_path is set).
     checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
     resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
         the whole run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
         ``value_network='copy'`` gives the Q head its own torso.
     """
-    model, env, options = start_learning(ALGORITHM, build_model, locals(), ALIASES,
-                                         architecture=Model.architecture)
+    model, env, options = start_learning(CONFIG, build_model, locals())
     return train(model, env, total_timesteps, options)
 
 
@@ -92,14 +68,14 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     Poisson(replay_ratio) updates on replayed ones. Behind a VecNormalize the on-policy update
     uses the rollout as collected, the buffer keeps it raw and a replayed one is normalized
     with the statistics of the moment it is replayed."""
-    hp = model.hyperparameters
-    lr = hp["lr"]
-    lr_fn = get_schedule_fn(lr) if callable(lr) else named_schedule(hp["lrschedule"], lr)
+    config = model.config
+    lr = config.lr
+    lr_fn = get_schedule_fn(lr) if callable(lr) else named_schedule(config.lrschedule, lr)
     buffer, rng = model.replay_buffer, model.replay_rng
     if buffer is not None:
         buffer.configure(env)  # its storage exists before a checkpoint is restored into it
     loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        seed=hp.get("seed"))
+                        seed=config.seed)
     runner = Runner(env, model, model.nsteps, episodes=loop.episodes,
                     raw=None if buffer is None else model.raw_replay)
     nbatch = model.num_envs * model.nsteps
@@ -111,8 +87,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
         nreplay = 0
         if buffer is not None:
             buffer.put(model.stored(seq))
-            if buffer.has_atleast(hp["replay_start"]):
-                nreplay = int(rng.poisson(hp["replay_ratio"]))
+            if buffer.has_atleast(config.replay_start):
+                nreplay = int(rng.poisson(config.replay_ratio))
                 for _ in range(nreplay):
                     _check_finite(model.train(model.replayed(rng), current_lr), loop,
                                   nbatch, "replay")

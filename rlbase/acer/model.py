@@ -16,16 +16,15 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.acer.buffer import Buffer, NestedBuffer, normalized
+from rlbase.acer.config import ACERConfig
 from rlbase.acer.retrace import EPS, add_grads, avg_norm, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Sequences
 from rlbase.common import nested
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import require_positive
 from rlbase.common.off_policy import RawReplay
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import ActorCriticPolicy, has_images, xla_is_faster
-from rlbase.common.schedules import named_schedule
 from rlbase.common.tf_util import (
     CompiledFunction,
     RMSprop,
@@ -48,7 +47,7 @@ STAT_NAMES = ("loss", "value_loss", "entropy_loss", "policy_loss", "truncated_po
               "policy_grad_norm", "avg_norm_grads_f", "avg_norm_k", "avg_norm_g",
               "avg_norm_k_dot_g", "avg_norm_adj")
 # Updates from which XLA's compile time is repaid (an 8x20 CartPole update: 2.4 ms with XLA,
-# 5.2 ms without).
+# 5.2 ms without; a Breakout cnn update on a CPU: 800 ms with XLA, 410 ms without).
 XLA_MIN_UPDATES = 1000
 
 
@@ -88,38 +87,39 @@ class Model(OnPolicyModel):
     sequences alike (the batch shape is the same: one ``nsteps`` sequence per env).
 
     RMSProp is TF1's, the reference's optimizer: the mean square starts at 1 and
-    ``rprop_epsilon`` is added inside the square root.
+    ``rms_epsilon`` is added inside the square root. The averaged policy follows the policy
+    after each step: ``average <- (1 - tau) * average + tau * policy``.
     A truncated step bootstraps from ``gamma * V(final observation)`` computed in the
     training call with the weights being trained (never stored), unless gamma is 1 (see
     rlbase.common.transitions).
     """
 
     algorithm = ALGORITHM
-    architecture = ("nsteps",)
     stat_names = STAT_NAMES
 
-    def __init__(self, policy: AcerPolicy, average: AcerPolicy, num_envs: int, nsteps: int,
-                 q_coef: float = 0.5, ent_coef: float = 0.01, max_grad_norm: float | None = 10,
-                 rprop_alpha: float = 0.99, rprop_epsilon: float = 1e-5, gamma: float = 0.99,
-                 c: float = 10.0, trust_region: bool = True, alpha: float = 0.99,
-                 delta: float = 1.0, buffer_size: int = 50000, replay_ratio: float = 4,
-                 network_kwargs: dict[str, Any] | None = None,
-                 hyperparameters: dict[str, Any] | None = None, jit_compile: bool = False):
+    config: ACERConfig
+
+    def __init__(self, policy: AcerPolicy, average: AcerPolicy, num_envs: int,
+                 config: ACERConfig, network_kwargs: dict[str, Any] | None = None,
+                 jit_compile: bool = False):
         self.average = average
-        self.q_coef, self.ent_coef, self.max_grad_norm = q_coef, ent_coef, max_grad_norm
-        self.gamma, self.c, self.trust_region = gamma, c, trust_region
-        self.alpha, self.delta = alpha, delta
+        self.q_coef, self.ent_coef = config.q_coef, config.ent_coef
+        self.max_grad_norm, self.gamma = config.max_grad_norm, config.gamma
+        self.c, self.trust_region = config.c, config.trust_region
+        self.tau, self.delta = config.tau, config.delta
+        nsteps = config.nsteps
         ac_space = discrete_space(policy.ac_space)
         self.nact, self.ac_start = int(ac_space.n), int(ac_space.start)
         for avg, var in zip(average.trainable_variables, policy.trainable_variables):
             avg.assign(var)  # the average starts where the policy does
-        optimizer = RMSprop(7e-4, rprop_alpha, rprop_epsilon, initial_accumulator=1.0,
+        optimizer = RMSprop(7e-4, config.rms_alpha, config.rms_epsilon, initial_accumulator=1.0,
                             epsilon_inside_sqrt=True)
-        super().__init__(policy, optimizer, num_envs, nsteps, network_kwargs or {},
-                         hyperparameters or {}, jit_compile)
+        super().__init__(policy, optimizer, num_envs, nsteps, network_kwargs or {}, config,
+                         jit_compile)
         buffer = NestedBuffer if nested.is_nested(policy.ob_space) else Buffer
-        self.replay_buffer = buffer(policy.ob_space, ac_space, num_envs, nsteps, buffer_size,
-                                    policy.state_size) if replay_ratio > 0 else None
+        self.replay_buffer = buffer(policy.ob_space, ac_space, num_envs, nsteps,
+                                    config.buffer_size, policy.state_size) \
+            if config.replay_ratio > 0 else None
         self.raw_replay = RawReplay()  # set by attach_env
         # Replay's Poisson counts and sampling; seeded from numpy's global generator.
         self.replay_rng = np.random.default_rng(np.random.randint(2**31 - 1))
@@ -327,7 +327,7 @@ class Model(OnPolicyModel):
         self.optimizer.apply_gradients(zip(grads, variables))
         # Polyak averaging after the step (the loss above used the average from before it).
         for avg, var in zip(self.average.trainable_variables, variables):
-            avg.assign(self.alpha * avg + (1.0 - self.alpha) * var)
+            avg.assign((1.0 - self.tau) * avg + self.tau * var)
         return (tf.stack([stats[name] for name in STAT_NAMES]), *self.calls.actor_weights())
 
     # ACER trains on sequences with behaviour probabilities, not on OnPolicyModel's Rollouts.
@@ -338,52 +338,28 @@ class Model(OnPolicyModel):
         return dict(zip(self.stat_names, stats.numpy().tolist()))
 
 
-def check_hyperparameters(hp: dict[str, Any]) -> None:
-    """ACER's own arguments, checked before anything is built (a clear error each)."""
-    require_positive(nsteps=hp["nsteps"])
-    replay_ratio, buffer_size = hp["replay_ratio"], hp["buffer_size"]
-    if replay_ratio < 0:
-        raise RLBaseError(f"replay_ratio must be >= 0 (0: on-policy ACER), got {replay_ratio}")
-    if replay_ratio > 0:  # on-policy ACER needs no buffer: its sizes are not checked
-        if hp["replay_start"] > buffer_size:
-            raise RLBaseError(f"replay_start={hp['replay_start']} is larger than buffer_size="
-                              f"{buffer_size}: replay would never start; use replay_start <= "
-                              "buffer_size")
-        if buffer_size < hp["nsteps"]:
-            raise RLBaseError(f"buffer_size={buffer_size} holds no sequence of nsteps="
-                              f"{hp['nsteps']}: use buffer_size >= nsteps")
-    if not callable(hp["lr"]):
-        named_schedule(hp["lrschedule"], hp["lr"])  # an unknown schedule name raises here
-
-
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                network: Any, network_kwargs: dict[str, Any],
-                hyperparameters: dict[str, Any]) -> Model:
+                network: Any, network_kwargs: dict[str, Any], config: ACERConfig, *,
+                total_timesteps: int = 0) -> Model:
     """ACER's model for these spaces and ``num_envs`` envs (learn() and rlbase.ACER call this):
     the policy, its Polyak average, the optimizer, the replay buffer and its generator.
 
     network_kwargs: the network builder's arguments; ``value_network='copy'`` gives the Q
         head its own torso (kept in the model's network_kwargs, so a file rebuilds it).
-    hyperparameters: learn()'s arguments (nsteps, q_coef, ...; jit_compile None: XLA for runs
-        of at least 1000 updates, except convnets on a CPU).
+    config: ACER's parameters (``jit_compile`` None: XLA for runs of at least 1000 updates of
+        ``total_timesteps``, except convnets on a CPU).
     """
-    hp = hyperparameters
     discrete_space(action_space)
-    check_hyperparameters(hp)
     configure_threads(small_model=not has_images(observation_space))
     kwargs = dict(network_kwargs)
     value_network = kwargs.pop("value_network", None)
     policy, average = (AcerPolicy(observation_space, action_space, network, value_network,
                                   kwargs) for _ in range(2))
-    jit = hp.get("jit_compile")
+    jit = config.jit_compile
     if jit is None:
-        total = hp.get("total_timesteps") or 0
-        jit = total // (num_envs * hp["nsteps"]) >= XLA_MIN_UPDATES and \
+        jit = total_timesteps // (num_envs * config.nsteps) >= XLA_MIN_UPDATES and \
             xla_is_faster(observation_space)
-    return Model(policy, average, num_envs, hp["nsteps"], hp["q_coef"], hp["ent_coef"],
-                 hp["max_grad_norm"], hp["rprop_alpha"], hp["rprop_epsilon"], hp["gamma"],
-                 hp["c"], hp["trust_region"], hp["alpha"], hp["delta"], hp["buffer_size"],
-                 hp["replay_ratio"], network_kwargs, hp, jit_compile=bool(jit))
+    return Model(policy, average, num_envs, config, network_kwargs, jit_compile=bool(jit))
 
 
 def _padded(x: np.ndarray, rows: int) -> np.ndarray:

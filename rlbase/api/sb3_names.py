@@ -71,20 +71,15 @@ def _gradient_steps(value: Any, given: dict[str, Any], num_envs: int) -> dict[st
 
 COMMON: dict[str, Rule] = {"learning_rate": "lr", "device": _device}
 SB3_NAMES: dict[str, dict[str, Rule]] = {
-    "a2c": {**COMMON, "n_steps": "nsteps", "rms_prop_eps": "epsilon", "gae_lambda": "lam",
-            "use_rms_prop": _accept(True)},
     "ppo": {**COMMON, "n_steps": "nsteps", "batch_size": _ppo_batch_size,
             "n_epochs": "noptepochs", "gae_lambda": "lam", "clip_range": "cliprange",
             "normalize_advantage": _accept(True)},
-    "acer": {**COMMON, "n_steps": "nsteps"},
     "ddpg": {**COMMON, "learning_rate": _both_learning_rates,
              "target_policy_noise": "target_noise", "train_freq": _train_freq,
              "gradient_steps": _gradient_steps},
     "sac": {**COMMON, "train_freq": _train_freq, "gradient_steps": _gradient_steps,
             "use_sde": _accept(False), "use_sde_at_warmup": _accept(False),
             "action_noise": _accept(None), "optimize_memory_usage": _accept(False)},
-    "es": {**COMMON},
-    "qlearning": {**COMMON},
 }
 
 

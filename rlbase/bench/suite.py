@@ -6,11 +6,11 @@
     python -m rlbase.bench suite --preset=classic --algs=ppo,dqn --seeds=2 --readme=README.md
 
 Each run trains in its own process (``--jobs`` at a time) through ``rlbase.bench``'s
-``train_and_evaluate`` (the algorithm's ``defaults.py`` merged with ``PEER_SETTINGS``), writes
-its monitor.csv and, when it finishes, ``result.json`` into ``<out>/runs/<name>__<env>__s<seed>``.
-A run whose ``result.json`` exists is skipped, so an interrupted suite resumes where it stopped.
-Then ``rlbase.bench.report`` writes results.csv, results.md and learning-curve PNGs into
-``<out>``.
+``train_and_evaluate`` (the env-type row of ``rlbase/hyperparams/<alg>.yml`` merged with
+``PEER_SETTINGS``), writes its monitor.csv and, when it finishes, ``result.json`` into
+``<out>/runs/<name>__<env>__s<seed>``. A run whose ``result.json`` exists is skipped, so an
+interrupted suite resumes where it stopped. Then ``rlbase.bench.report`` writes results.csv,
+results.md and learning-curve PNGs into ``<out>``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class RunSpec:
 # TD3 = DDPG with twin critics, delayed actor updates and target policy smoothing.
 TD3 = dict(twin_q=True, policy_delay=2, target_noise=0.2)
 # ES on Pendulum: the linear classic_control policy is tuned for CartPole; this small ReLU
-# network is the setting measured to reach -250 by 2e6 steps (rlbase/es/defaults.py).
+# network is the setting measured to reach -250 by 2e6 steps (rlbase/hyperparams/es.yml).
 ES_PENDULUM = dict(network="mlp", num_layers=1, num_hidden=16, activation="relu", popsize=16,
                    noise_stdev=0.1, lr=0.05, paired_starts=True)
 _ATARI = ("PongNoFrameskip-v4", "BreakoutNoFrameskip-v4")

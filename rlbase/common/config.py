@@ -276,6 +276,11 @@ class AlgorithmConfig:
         return [s for s in cls._spellings() if s[1].name == spelling]
 
     @classmethod
+    def fields_of(cls, spelling: str) -> list[str]:
+        """The fields another spelling sets (none for a field's own name)."""
+        return [name for name, _, _ in cls._targets(spelling)]
+
+    @classmethod
     def accepts(cls, name: str) -> bool:
         """Whether ``name`` is a field, another spelling of one, or an SB3 fixed option."""
         return name in cls.field_names() or bool(cls._targets(name)) or name in cls.sb3_fixed

@@ -142,6 +142,13 @@ def start_with_config(config_class: type[AlgorithmConfig], build_model: BuildMod
     set_global_seeds(seed)
     env = ensure_monitor(as_vec_env(arguments["env"], seed, logger.get_dir()), logger.get_dir())
     base = {k: arguments[k] for k in config_class.field_names() if k in arguments}
+    defaults = config_class.defaults()
+    for spelling in given:  # a keyword changed from its default and another spelling of it
+        for name in config_class.fields_of(spelling):
+            if name in base and base[name] is not defaults[name] and \
+                    base[name] != defaults[name]:
+                raise RLBaseError(f"{algorithm}: {name} is given twice (as {name} and "
+                                  f"{spelling})")
     config = config_class.build(given, env.num_envs, base=base)
     network = arguments["network"]
     load_path = arguments.get("load_path")

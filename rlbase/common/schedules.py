@@ -126,7 +126,14 @@ class NamedSchedule:
         return self.start * self.shape(1.0 - frac)
 
     def __repr__(self) -> str:
-        return f"{self.name}({self.start:g})"
+        return f"{self.name}({self.start!r})"  # exact: a saved model reads it back
+
+    def __eq__(self, other: object) -> bool:  # the same shape and start: the same schedule
+        return isinstance(other, NamedSchedule) and (self.name, self.start) == \
+            (other.name, other.start)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.start))
 
 
 def get_schedule_fn(value: float | ScheduleFn) -> ScheduleFn:

@@ -15,39 +15,46 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import Alias, start_learning
+from rlbase.common.learning import start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import get_comm
 from rlbase.common.vec_env import VecEnv, VecMonitor, find_wrapper
+from rlbase.es.config import CONFIG, ESConfig
 from rlbase.es.generation import play_center, run_generation, share
 from rlbase.es.model import Model, build_model
 from rlbase.es.rollout import EpisodeRunner, gym_envs
 
-__all__ = ["ALIASES", "learn", "share", "train"]
+__all__ = ["learn", "share", "train"]
 
 ALGORITHM = "es"
-# No deprecated spellings: ES's old eval_episodes (the unperturbed episodes) is now
-# center_episodes, and learn() says so when eval_episodes=0 asks for none.
-ALIASES: dict[str, Alias] = {}
 # What must stay finite (the generation step also names a non-finite return or update).
 LOSSES = ("population_return_mean", "update_norm")
+C = ESConfig
 
 
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 1_000_000,
-          seed: int | None = None, popsize: int = 40, noise_stdev: float = 0.02,
-          lr: float = 0.01, l2coeff: float = 0.005, episodes_per_batch: int = 1,
-          center_episodes: int = 5, fitness_shaping: str = "centered_rank",
-          antithetic: bool = True, observation_normalization: bool = True,
-          action_noise: float = 0.0, max_episode_steps: int | None = None,
-          paired_starts: bool = True, noise_table_size: int | None = None,
-          log_interval: int = 10, eval_env: VecEnv | Any | None = None, eval_freq: int = 0,
-          eval_episodes: int = 5,
+          seed: int | None = None, *, popsize: int = C.popsize,
+          noise_stdev: float = C.noise_stdev, lr: float = C.lr, l2coeff: float = C.l2coeff,
+          episodes_per_batch: int = C.episodes_per_batch,
+          center_episodes: int = C.center_episodes, fitness_shaping: str = C.fitness_shaping,
+          antithetic: bool = C.antithetic,
+          normalize_observations: bool = C.normalize_observations,
+          action_noise: float = C.action_noise, max_episode_steps: int | None = C.max_episode_steps,
+          paired_starts: bool = C.paired_starts, noise_table_size: int | None = C.noise_table_size,
+          log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
+          eval_episodes: int = C.eval_episodes, checkpoint_interval: int = C.checkpoint_interval,
+          eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_interval: int = 0,
-          checkpoint_path: str | None = None, resume: bool = False,
-          **network_kwargs: Any) -> Model:
+          load_path: str | None = None, checkpoint_path: str | None = None,
+          resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with evolution strategies and return the :class:`~rlbase.es.model.Model`.
+
+    The keyword arguments from ``popsize`` to ``checkpoint_interval`` are the fields of
+    :class:`~rlbase.es.config.ESConfig` (type, unit, range and meaning there, and in
+    rlbase/docs/algorithms/es.md); Stable-Baselines3's ``learning_rate`` is accepted too. A
+    checkpoint holds the model file plus every rank's generator, the noise-table seed and size
+    and the loop's counters; under MPI only rank 0 writes it.
 
     network: a registered mlp-type network name or builder (num_layers=0: a linear policy).
     env: a VecEnv whose gymnasium envs ES steps itself, one slot per env (a gymnasium env or
@@ -56,45 +63,12 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 1_0
     total_timesteps: env steps of perturbed episodes to train for, summed over MPI ranks
         (the generation that crosses it finishes; unperturbed episodes are not counted).
     seed: seed of the initial weights, the noise table, the perturbations and the envs.
-    popsize: perturbed parameter vectors per generation, over all ranks (even when
-        antithetic: popsize / 2 mirrored pairs).
-    noise_stdev: sigma, the scale of the parameter perturbations.
-    lr: Adam's learning rate.
-    l2coeff: weight decay: l2coeff * theta is added to the (negated) ES gradient.
-    episodes_per_batch: episodes each perturbed vector is scored on; its fitness is their
-        mean return (more than 1 helps on envs with noisy returns).
-    center_episodes: episodes of the unperturbed policy (theta itself) played on the training
-        envs, shared over MPI ranks, for every log row when no eval_env is given (0: none);
-        logged as eval/mean_reward and eval/mean_ep_length, their steps as
-        time/center_timesteps (not counted in total_timesteps).
-    fitness_shaping: 'centered_rank' (ranks scaled to [-0.5, 0.5]), 'normalize' (zero
-        mean, unit std) or 'none' (raw returns).
-    antithetic: mirrored sampling, theta + sigma*eps and theta - sigma*eps.
-    observation_normalization: normalize observations by running statistics gathered from
-        the perturbed episodes (updated between generations, the variance floored at 1e-2 as
-        in Salimans et al.'s code, clipped to +-5).
-    action_noise: std of Gaussian noise added to the network outputs (logits or the Box
-        mean before squashing) in perturbed episodes.
-    max_episode_steps: cut episodes at this length (None: the env's own time limit).
-    paired_starts: the two episodes of a mirrored pair start from the same state (same reset
-        seed): common random numbers, so f+ - f- measures the perturbation rather than the
-        luck of the start (a large effect on Pendulum, whose start angle decides much of the
-        return). Only with antithetic=True.
-    noise_table_size: entries of the shared noise table (None: max(2**20, 32 * params)).
-    log_interval: log every this many generations (and after the first and the last).
     eval_env: an env (or env id, seeded with seed + 1000) to evaluate the unperturbed policy
         on, instead of center_episodes on the training envs.
-    eval_freq: evaluate every this many env steps (0: at every log row when eval_env is
-        given); logged as eval/mean_reward, the best model written to
-        <log dir>/best_model.zip.
-    eval_episodes: episodes per evaluation on eval_env.
     callback: called after every generation as ``callback(model, info)``; returning False
         stops (under MPI every rank stops after that generation).
     load_path: continue from this saved model (parameters, observation statistics, Adam
-        state; its network and observation_normalization are used).
-    checkpoint_interval: write a resumable checkpoint (the model file plus every rank's
-        generator, the noise-table seed and size and the loop's counters) every this many
-        env steps, checked after each generation (0: never). Under MPI only rank 0 writes.
+        state; its network and normalize_observations are used).
     checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints); also written to
         at Ctrl-C when given.
     resume: continue from the newest checkpoint in checkpoint_path on every rank
@@ -110,9 +84,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 1_0
         raise RLBaseError("eval_episodes counts episodes per evaluation on eval_env; the "
                           "unperturbed policy's episodes at each log row are center_episodes "
                           "(center_episodes=0 turns them off)")
-    model, env, options = start_learning(ALGORITHM, build_model, locals(), ALIASES,
-                                         architecture=Model.architecture)
-    assert isinstance(model, Model)  # what build_model built (start_learning's type is wider)
+    model, env, options = start_learning(CONFIG, build_model, locals())
     return train(model, env, total_timesteps, options)
 
 
@@ -120,24 +92,24 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     """Run ES generations on ``model`` for ``total_timesteps`` more env steps of perturbed
     episodes (with ``resume``: up to that many in all). Under MPI every rank calls this
     together; only rank 0 writes checkpoints."""
-    hp = model.hyperparameters
+    config = model.config
     comm = get_comm()
     ranks = 1 if comm is None else comm.Get_size()
     loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        writer=model.rank == 0, seed=hp.get("seed"), comm=comm)
+                        writer=model.rank == 0, seed=config.seed, comm=comm)
     if comm is not None and ranks > 1:
         # One noise table and rank 0's parameters on every rank (the only time a parameter
         # vector travels). Rank 0 writes no checkpoint before the first gather, so every rank
         # has restored the same one.
         model.noise_seed, model.theta = comm.bcast((model.noise_seed, model.theta), root=0)
-    model.optimizer.lr = float(hp["lr"])
+    model.optimizer.lr = config.lr
     envs = gym_envs(env)
     monitor = find_wrapper(env, VecMonitor)
     runner = EpisodeRunner(envs, model.policy,
-                           [env_seed(hp.get("seed"), i, model.rank) for i in range(len(envs))],
-                           hp["max_episode_steps"], float(hp["action_noise"]), model.rng,
+                           [env_seed(config.seed, i, model.rank) for i in range(len(envs))],
+                           config.max_episode_steps, config.action_noise, model.rng,
                            monitor.record_episode if isinstance(monitor, VecMonitor) else None)
-    center = int(hp["center_episodes"]) if options.eval_env is None else 0
+    center = config.center_episodes if options.eval_env is None else 0
     while loop.running():
         generation = run_generation(model, runner, comm)
         for ret, length in zip(generation.returns, generation.lengths):

@@ -50,22 +50,21 @@ def allgather(comm: Any, local: Any) -> list[Any]:
 
 def run_generation(model: Model, runner: EpisodeRunner, comm: Any) -> Generation:
     """Score this rank's mirrored perturbations by whole episodes, then update ``model``."""
-    hp = model.hyperparameters
+    config = model.config
     policy, rng, noise = model.policy, model.rng, model.noise_table()
     size = 1 if comm is None else comm.Get_size()
-    antithetic, per_vector = bool(hp["antithetic"]), int(hp["episodes_per_batch"])
-    npairs = hp["popsize"] // 2 if antithetic else hp["popsize"]
+    antithetic, per_vector = config.antithetic, config.episodes_per_batch
+    npairs = config.popsize // 2 if antithetic else config.popsize
     signs_per_dir = np.array([1, -1] if antithetic else [1])
     dirs = noise.sample_index(rng, policy.dim, share(npairs, model.rank, size))
     # Tasks: each direction's signs, each repeated episodes_per_batch times.
     indices = np.repeat(dirs, len(signs_per_dir) * per_vector)
     signs = np.tile(np.repeat(signs_per_dir, per_vector), len(dirs))
     reset_seeds = None
-    if hp["paired_starts"] and antithetic:  # [dir, episode] seeds, shared by + and -
+    if config.paired_starts and antithetic:  # [dir, episode] seeds, shared by + and -
         pair_seeds = rng.integers(0, 2**31 - 1, size=(len(dirs), per_vector))
         reset_seeds = np.tile(pair_seeds, (1, 2)).ravel()
-    results = runner.run(model.theta, noise, float(hp["noise_stdev"]), indices, signs,
-                         reset_seeds)
+    results = runner.run(model.theta, noise, config.noise_stdev, indices, signs, reset_seeds)
     # The generator's state travels with the results: rank 0's checkpoints hold every rank's.
     local = (dirs, results.returns, results.lengths, results.obs_sum, results.obs_sumsq,
              results.obs_count, generator_state(rng))
@@ -77,7 +76,7 @@ def run_generation(model: Model, runner: EpisodeRunner, comm: Any) -> Generation
 def update(model: Model, noise: NoiseTable, gathered: list[tuple], nsigns: int,
            per_vector: int) -> Generation:
     """One ES step from every rank's results, identical on all ranks."""
-    hp = model.hyperparameters
+    config = model.config
     policy, generation = model.policy, model.generation + 1
     dirs = np.concatenate([g[0] for g in gathered])
     episode_returns = np.concatenate([g[1] for g in gathered])
@@ -91,10 +90,10 @@ def update(model: Model, noise: NoiseTable, gathered: list[tuple], nsigns: int,
         raise NonFiniteError(f"es: an env returned a non-finite observation at generation "
                              f"{generation}")
     antithetic = nsigns == 2
-    fitness = shape_fitness(returns, hp["fitness_shaping"])
+    fitness = shape_fitness(returns, config.fitness_shaping)
     grad = es_gradient(noise, dirs, fitness if antithetic else fitness[:, 0], policy.dim,
                        antithetic)
-    delta = ascent_step(model.optimizer, model.theta, grad, float(hp["l2coeff"]))
+    delta = ascent_step(model.optimizer, model.theta, grad, config.l2coeff)
     if not np.all(np.isfinite(delta)):
         raise NonFiniteError(f"es: the parameter update became non-finite at generation "
                              f"{generation} (Adam step {model.optimizer.t})")

@@ -15,9 +15,10 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.mpi_util import mpi_rank, mpi_size
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.serialization import check_named_arrays, numbered_arrays
+from rlbase.es.config import ESConfig
+from rlbase.es.networks import ESPolicy
 from rlbase.es.noise_table import NoiseTable, default_size
-from rlbase.es.optimizer import FITNESS_SHAPINGS, Adam
-from rlbase.es.policy import ESPolicy
+from rlbase.es.optimizer import Adam
 
 ALGORITHM = "es"
 # The file's array names (unchanged since rlbase 0.1, so older ES files load): the policy's
@@ -27,7 +28,7 @@ GENERATOR_TAG = 0xE5  # mixed into the seed of each rank's perturbation generato
 
 
 class Model(BaseModel):
-    """The current ``theta`` of an :class:`~rlbase.es.policy.ESPolicy` and what training it
+    """The current ``theta`` of an :class:`~rlbase.es.networks.ESPolicy` and what training it
     needs.
 
     policy: the numpy policy (theta's layout, the forward pass, the observation encoder).
@@ -37,20 +38,21 @@ class Model(BaseModel):
     """
 
     algorithm = ALGORITHM
-    # Whether the policy sees normalized observations decides what a saved model does.
-    architecture = ("observation_normalization",)
+
+    config: ESConfig
 
     def __init__(self, policy: ESPolicy, network: Any, network_kwargs: dict[str, Any],
-                 hyperparameters: dict[str, Any], num_envs: int, lr: float,
-                 normalize_observations: bool, noise_seed: int, noise_size: int,
+                 config: ESConfig, num_envs: int, noise_seed: int, noise_size: int,
                  rng: np.random.Generator, rank: int = 0, num_ranks: int = 1):
-        super().__init__(policy.ob_space, policy.ac_space, network, network_kwargs,
-                         hyperparameters, num_envs)
+        super().__init__(policy.observation_space, policy.action_space, network,
+                         network_kwargs, config, num_envs)
         self.policy = policy
         self.theta = policy.get_flat()
         self.obs_rms = RunningMeanStd(shape=(policy.ob_dim,))
-        self.optimizer = Adam(policy.dim, lr)
-        self.normalize_observations = normalize_observations
+        self.optimizer = Adam(policy.dim, config.lr)
+        # Whether the policy sees normalized observations decides what a saved model does
+        # (an architecture field: a saved model's value wins).
+        self.normalize_observations = config.normalize_observations
         self.noise_seed, self.noise_size = int(noise_seed), int(noise_size)
         self.rng = rng
         self.rank, self.num_ranks = rank, num_ranks
@@ -156,53 +158,23 @@ class Model(BaseModel):
                    "the perturbation streams start afresh")
 
 
-def check_hyperparameters(hp: dict[str, Any]) -> None:
-    """ES's own arguments, each a clear error naming it."""
-    def integer(value: Any) -> bool:
-        return not isinstance(value, bool) and isinstance(value, (int, np.integer))
-
-    for name, low in (("popsize", 1), ("episodes_per_batch", 1), ("center_episodes", 0)):
-        if not integer(hp[name]) or hp[name] < low:
-            raise RLBaseError(f"{name} must be an integer >= {low}, got {hp[name]!r}")
-    if hp["antithetic"] and hp["popsize"] % 2:
-        raise RLBaseError(f"popsize must be even with antithetic=True (mirrored pairs), got "
-                          f"{hp['popsize']}")
-    for name in ("noise_stdev", "lr"):
-        if isinstance(hp[name], bool) or not isinstance(hp[name], (int, float)) \
-                or not hp[name] > 0:
-            raise RLBaseError(f"{name} must be a positive number, got {hp[name]!r}")
-    for name in ("l2coeff", "action_noise"):
-        if isinstance(hp[name], bool) or not isinstance(hp[name], (int, float)) \
-                or not hp[name] >= 0:
-            raise RLBaseError(f"{name} must be a number >= 0, got {hp[name]!r}")
-    if hp["fitness_shaping"] not in FITNESS_SHAPINGS:
-        raise RLBaseError(f"unknown fitness_shaping '{hp['fitness_shaping']}'; use one of "
-                          f"{', '.join(FITNESS_SHAPINGS)}")
-    for name in ("max_episode_steps", "noise_table_size"):
-        if hp[name] is not None and (not integer(hp[name]) or hp[name] < 1):
-            raise RLBaseError(f"{name} must be a positive integer or None, got {hp[name]!r}")
-
-
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                network: Any, network_kwargs: dict[str, Any],
-                hyperparameters: dict[str, Any]) -> Model:
+                network: Any, network_kwargs: dict[str, Any], config: ESConfig, *,
+                total_timesteps: int = 0) -> Model:
     """ES's model for these spaces (learn() and rlbase.ES call this).
 
     network / network_kwargs: an mlp-type network (any size; num_layers=0: a linear policy).
-    hyperparameters: learn()'s arguments (popsize, noise_stdev, lr, ..., seed).
+    config: ES's parameters (popsize, noise_stdev, lr, ..., seed).
     Under MPI, train() replaces the noise-table seed and theta by rank 0's.
     """
-    hp = hyperparameters
-    check_hyperparameters(hp)
     policy = ESPolicy(observation_space, action_space, network, network_kwargs)
-    size = hp["noise_table_size"] or default_size(policy.dim)
+    size = config.noise_table_size or default_size(policy.dim)
     if size < policy.dim:
         raise RLBaseError(f"a policy of {policy.dim} parameters does not fit a noise table of "
                           f"{size} entries; use noise_table_size >= {policy.dim}")
-    seed = hp.get("seed")
+    seed = config.seed
     noise_seed = seed if seed is not None else int(np.random.default_rng().integers(2**31))
     rank = mpi_rank()
     rng = np.random.default_rng(None if seed is None else [seed, rank, GENERATOR_TAG])
-    return Model(policy, network, network_kwargs, hp, num_envs, float(hp["lr"]),
-                 bool(hp["observation_normalization"]), noise_seed, size, rng, rank,
-                 mpi_size())
+    return Model(policy, network, network_kwargs, config, num_envs, noise_seed, size, rng,
+                 rank, mpi_size())

@@ -21,8 +21,8 @@ from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv
 from rlbase.common.vec_env.vec_check_finite import VecCheckFinite
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.common.vec_env.vec_reward_scale import VecRewardScale
+from rlbase.es.networks import ESPolicy
 from rlbase.es.noise_table import NoiseTable
-from rlbase.es.policy import ESPolicy
 
 
 class Results(NamedTuple):
@@ -60,7 +60,7 @@ def gym_envs(venv: VecEnv) -> list[gym.Env]:
             return [gym.make(spec) for spec in specs]
     raise RLBaseError(f"es runs episodes on the gymnasium envs of a DummyVecEnv (optionally "
                       f"under VecMonitor), got {type(venv).__name__}; drop VecNormalize and "
-                      f"use observation_normalization=True instead")
+                      f"use normalize_observations=True instead")
 
 
 class EpisodeRunner:
@@ -102,8 +102,8 @@ class EpisodeRunner:
         if n == 0:
             return Results(returns, lengths, obs_sum, obs_sumsq, 0)
         params = np.empty((nslots, dim), np.float32)
-        raw_obs = nested.zeros(policy.ob_space, (nslots,))  # nested for Dict/Tuple spaces
-        store = _row_writer(policy.ob_space, raw_obs)
+        raw_obs = nested.zeros(policy.observation_space, (nslots,))  # nested for Dict/Tuple spaces
+        store = _row_writer(policy.observation_space, raw_obs)
         noisy = np.zeros((nslots, 1), np.float32)
         task_of = np.full(nslots, -1)
         next_task = 0

@@ -15,6 +15,7 @@ import numpy as np
 from rlbase.common.base_model import SavesExplorationRate
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
+from rlbase.qlearning.config import QLearningConfig
 from rlbase.qlearning.states import StateIndexer
 
 MAX_TABLE_ENTRIES = 50_000_000  # 200 MB of float32: beyond this a table is a mistake
@@ -26,25 +27,26 @@ class Model(SavesExplorationRate):
 
     observation_space / action_space: the env's single observation and (Discrete) action
         spaces.
-    grid_size: bins per Box observation dimension.
-    seed: seed of the generator that breaks ties and draws exploratory actions.
-    hyperparameters: learn()'s arguments.
+    config: Q-learning's parameters (None: the defaults); its grid_size sets the bins per Box
+        observation dimension, its seed the generator that breaks ties and draws exploratory
+        actions.
     num_envs: envs per vectorized step.
     epsilon: the exploration rate ``step(deterministic=False)`` starts acting with.
     """
 
     algorithm = "qlearning"
-    architecture = ("grid_size",)
+
+    config: QLearningConfig
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
-                 grid_size: int = 20, seed: int | None = None,
-                 hyperparameters: dict[str, Any] | None = None, num_envs: int = 1,
+                 config: QLearningConfig | None = None, num_envs: int = 1,
                  epsilon: float = 0.0):
         if not isinstance(action_space, gym.spaces.Discrete):
             raise RLBaseError(f"qlearning needs a Discrete action space, got {action_space}; "
                               f"for {type(action_space).__name__} actions use a2c, ppo or ddpg")
-        super().__init__(observation_space, action_space, NETWORK, {}, hyperparameters,
-                         num_envs)
+        config = config if config is not None else QLearningConfig()
+        super().__init__(observation_space, action_space, NETWORK, {}, config, num_envs)
+        grid_size, seed = config.grid_size, config.seed
         self.action_start = int(action_space.start)
         self.grid_size = grid_size
         self.states = StateIndexer(observation_space, grid_size)
@@ -134,32 +136,17 @@ class Model(SavesExplorationRate):
         set_generator_state(self.rng, meta["rng"])
 
 
-def check_hyperparameters(hp: dict[str, Any]) -> None:
-    """Clear errors for Q-learning's settings."""
-    lr, gamma, decay = hp["lr"], hp["gamma"], hp.get("epsilon_decay")
-    eps, eps_min = hp["epsilon"], hp["epsilon_min"]
-    if not callable(lr) and not 0 < lr <= 1 or not 0 <= gamma <= 1 or \
-            decay is not None and not 0 < decay <= 1:
-        raise RLBaseError(f"need 0 < lr <= 1, 0 <= gamma <= 1 and 0 < epsilon_decay <= 1, got "
-                          f"lr={lr!r}, gamma={gamma!r}, epsilon_decay={decay!r}")
-    if not 0 <= eps <= 1 or not 0 <= eps_min <= 1:
-        raise RLBaseError(f"need epsilon and epsilon_min in [0, 1], got {eps!r} and "
-                          f"{eps_min!r}")
-
-
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                network: Any, network_kwargs: dict[str, Any],
-                hyperparameters: dict[str, Any]) -> Model:
+                network: Any, network_kwargs: dict[str, Any], config: QLearningConfig, *,
+                total_timesteps: int = 0) -> Model:
     """Q-learning's model for these spaces (learn() and rlbase.QLearning call this).
 
     network: ignored (a Q-table has no network).
     network_kwargs: must be empty.
-    hyperparameters: learn()'s arguments (grid_size, epsilon, seed, ...).
+    config: Q-learning's parameters (grid_size, exploration_initial_eps, seed, ...).
     """
     if network_kwargs:
         raise RLBaseError(f"qlearning has no network, so no network arguments: got "
                           f"{', '.join(sorted(network_kwargs))}")
-    hp = hyperparameters
-    check_hyperparameters(hp)
-    return Model(observation_space, action_space, hp["grid_size"], hp.get("seed"), hp,
-                 num_envs, epsilon=hp["epsilon"])
+    return Model(observation_space, action_space, config, num_envs,
+                 epsilon=config.exploration_initial_eps)

@@ -74,37 +74,39 @@ class PolicyNet(keras.Model):
 class ESPolicy:
     """The flat-vector view of a :class:`PolicyNet` and its numpy forward pass.
 
-    :param ob_space: observation space (encoded like the other algorithms: one-hot for
-        Discrete, flattened floats for Box; a Dict/Tuple space entry by entry, concatenated,
-        without image entries).
-    :param ac_space: Discrete or 1-D Box action space.
+    :param observation_space: observation space (encoded like the other algorithms: one-hot
+        for Discrete, flattened floats for Box; a Dict/Tuple space entry by entry,
+        concatenated, without image entries).
+    :param action_space: Discrete or 1-D Box action space.
     :param network: a registered network name or builder; its layer must be an ``mlp``
         (``num_layers=0`` gives a linear policy).
     :param network_kwargs: passed to the builder.
     """
 
-    def __init__(self, ob_space: gym.Space, ac_space: gym.Space, network: Any,
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, network: Any,
                  network_kwargs: dict[str, Any]):
-        check_action_space(ac_space)
-        self.ob_space, self.ac_space = ob_space, ac_space
+        check_action_space(action_space)
+        self.observation_space, self.action_space = observation_space, action_space
         torso = build_network(network, **network_kwargs)
         if type(torso) is not MLP or torso.activation_name not in ACTIVATIONS:
             raise RLBaseError(f"es evaluates policies in numpy and supports mlp networks (any "
                               f"size; num_layers=0 is a linear policy) with activation in "
                               f"{sorted(ACTIVATIONS)}, got network {network!r}")
-        self.encode = flat_encoder(ob_space)
-        self.ob_dim = int(self.encode(nested.stack(ob_space, [ob_space.sample()])).shape[1])
-        self.discrete = isinstance(ac_space, gym.spaces.Discrete)
+        self.encode = flat_encoder(observation_space)
+        sample = nested.stack(observation_space, [observation_space.sample()])
+        self.ob_dim = int(self.encode(sample).shape[1])
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.action_start = 0
         # Box bounds, float64 (the squashing's arithmetic); unbounded: no squashing.
         self.low = self.high = np.zeros(0)
         self.bounded = False
-        if isinstance(ac_space, gym.spaces.Discrete):
-            num_outputs, self.action_start = int(ac_space.n), int(ac_space.start)
+        if isinstance(action_space, gym.spaces.Discrete):
+            num_outputs, self.action_start = int(action_space.n), int(action_space.start)
         else:
-            assert isinstance(ac_space, gym.spaces.Box)  # check_action_space
-            num_outputs = int(ac_space.shape[0])
-            self.low, self.high = ac_space.low.astype(np.float64), ac_space.high.astype(np.float64)
+            assert isinstance(action_space, gym.spaces.Box)  # check_action_space
+            num_outputs = int(action_space.shape[0])
+            self.low = action_space.low.astype(np.float64)
+            self.high = action_space.high.astype(np.float64)
             self.bounded = bool(np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
         self.net = PolicyNet(torso, num_outputs)
         self.net(tf.zeros([1, self.ob_dim], tf.float32))
@@ -185,8 +187,8 @@ class ESPolicy:
             return np.argmax(out, axis=-1) + self.action_start
         if self.bounded:
             squashed = (np.tanh(out) + 1.0) * 0.5
-            return (self.low + squashed * (self.high - self.low)).astype(self.ac_space.dtype)
-        return out.astype(self.ac_space.dtype)
+            return (self.low + squashed * (self.high - self.low)).astype(self.action_space.dtype)
+        return out.astype(self.action_space.dtype)
 
     def act(self, params: np.ndarray, raw_obs: Any) -> np.ndarray:
         """Actions for a batch of raw observations (deterministic; nested for Dict/Tuple

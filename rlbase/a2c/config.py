@@ -1,0 +1,48 @@
+"""A2C's parameters: each declared once, with its type, unit, default, range and SB3 name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rlbase.common.config import AlgorithmConfig, param
+from rlbase.common.schedules import SHAPES
+
+
+@dataclass(frozen=True)
+class A2CConfig(AlgorithmConfig):
+    algorithm: ClassVar[str] = "a2c"
+    # SB3's A2C can also use Adam; rlbase's is always RMSProp.
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, "use_rms_prop": True}
+
+    nsteps: int = param(5, "env steps per env per update (batch = nsteps * num_envs)",
+                        unit="env steps per env", low=1, sb3="n_steps", architecture=True)
+    lr: float | Callable[[float], float] = param(
+        7e-4, "RMSProp learning rate, or a function of the fraction of training remaining "
+        "(1 -> 0)", low=0, low_open=True, sb3="learning_rate")
+    lrschedule: str = param("linear", "how a float lr decays over training",
+                            choices=tuple(SHAPES))
+    ent_coef: float = param(0.01, "weight of the entropy bonus", low=0)
+    vf_coef: float = param(0.5, "weight of the value loss", low=0)
+    max_grad_norm: float | None = param(0.5, "clip the gradient's global norm to this (None: "
+                                        "no clipping)", low=0, low_open=True)
+    rms_alpha: float = param(0.99, "RMSProp decay of the mean square", low=0, high=1,
+                             deprecated=["alpha"])
+    rms_epsilon: float = param(1e-5, "RMSProp epsilon (added outside the square root; inside "
+                               "with tf1_rmsprop)", low=0, low_open=True, sb3="rms_prop_eps",
+                               deprecated=["epsilon"])
+    tf1_rmsprop: bool = param(False, "RMSProp as TF1 computed it, Baselines' optimizer: the mean "
+                              "square starts at 1 and epsilon is inside the square root (False: "
+                              "starts at 0, epsilon outside)")
+    gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
+                         low=0, high=1)
+    lam: float = param(1.0, "GAE lambda of the critic's targets (1: n-step returns, A2C's "
+                       "classic form)", low=0, high=1, sb3="gae_lambda")
+    jit_compile: bool | None = param(None, "compile the update with XLA: ~1 ms faster per "
+                                     "update, ~1.5 s to compile (None: for runs of at least "
+                                     "1500 updates, except convnets on a CPU)")
+    log_interval: int = param(100, "log every this many updates", unit="updates", low=1)
+
+
+CONFIG = A2CConfig
