@@ -534,10 +534,10 @@ def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
 
 def run_cli(main_fn: Callable[[], Any]) -> None:
     """One clear line and exit status 2 for a user's mistake."""
+    import warnings
+
     from rlbase.common.mpi_util import abort_job
     from rlbase.common.signals import StopExit, ignore_stop_signals
-
-    import warnings
 
     # A deprecated flag's warning is the user's to see (Python shows DeprecationWarnings only
     # for code in __main__; here the user's "line" is the command line).

@@ -138,7 +138,7 @@ def test_ppo_reads_the_cue():
 def test_dqn_reads_the_cue():
     agent = rlbase.DQN("MultiInputPolicy", cue_env(n=1, seed=0), seed=0, learning_starts=100,
                        batch_size=32, exploration_fraction=0.3, learning_rate=1e-3,
-                       target_network_update_freq=100, hiddens=[32],
+                       target_update_interval=100, hiddens=[32],
                        policy_kwargs={"num_hidden": 32})
     agent.learn(800)
     mean, _ = evaluate_policy(agent, cue_env(n=1, seed=1000), 10)

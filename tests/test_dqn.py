@@ -26,6 +26,7 @@ from rlbase.common.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
 from rlbase.common.serialization import load_file
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 from rlbase.dqn.best_model import BestModelRule
+from rlbase.dqn.config import DQNConfig
 from rlbase.dqn.dqn import learn, train
 from rlbase.dqn.model import Model, build_model
 from rlbase.dqn.numpy_q import NumpyQ
@@ -45,7 +46,7 @@ def make_model(ob_space, network="mlp", ac_space=None, net_kwargs=None, num_envs
     """A model built as learn() builds it, without an env (3 actions unless given)."""
     ac_space = ac_space or gym.spaces.Discrete(3)
     return build_model(ob_space, ac_space, num_envs, network, dict(net_kwargs or {}),
-                       {**DEFAULTS, "jit_compile": False, **hyperparameters})
+                       DQNConfig(**{"jit_compile": False, **hyperparameters}))
 
 
 def linear_model(double_q, gamma=0.9, clip=None, batch=2, steps=1, jit=False):
@@ -204,7 +205,7 @@ def vec_identity(n=2, seed=0):
 
 IDENTITY = dict(total_timesteps=1500, learning_starts=200, train_freq=4, gradient_steps=2,
                 batch_size=32, lr=3e-3, exploration_fraction=0.3, gamma=0.5,
-                target_network_update_freq=100, hiddens=[], num_hidden=32, **QUIET)
+                target_update_interval=100, hiddens=[], num_hidden=32, **QUIET)
 
 
 # The identity env has no temporal structure: gamma 0.5 keeps targets close to the reward.
@@ -428,6 +429,44 @@ def test_trace_counts_stay_flat_over_learn_calls(numpy_act, monkeypatch):
             assert model.q_fn.function.experimental_get_tracing_count() == 1
 
 
+# (envs, env steps, train_freq, target_update_interval) -> (gradient steps, the env step
+# counts of the target copies), with learning_starts 10 and 2 gradient steps a phase.
+# Training follows a vector step whose count t (summed over envs) passed learning_starts: one
+# phase per multiple of train_freq in (t - envs, t], then a copy when a multiple of the
+# interval is in it and the online network trained since the last copy.
+COUNT_CASES = {
+    # t = 11..30: phases at 12, 16, 20, 24, 28.
+    "1 env": (1, 30, 4, 9, 5 * 2, [18, 27]),
+    # t = 12, 15, ..., 60: multiples of 4 in (9, 60]: 12, ..., 60; of 9: 18, ..., 54.
+    "3 envs": (3, 60, 4, 9, 13 * 2, [18, 27, 36, 45, 54]),
+    # train_freq below the envs: t = 12, 16, ..., 40, two phases a step, the multiples of 2
+    # in (8, 40]; multiples of 6 at t = 12, 20 (18), 24, 32 (30), 36.
+    "4 envs, 2 phases a step": (4, 40, 2, 6, 16 * 2, [12, 20, 24, 32, 36]),
+    # SB3's train_freq=(2, "step") with 4 envs: 8 env steps, phases at 16, 24, 32, 40; at
+    # t = 12 and 36 nothing trained since the last copy.
+    "4 envs, SB3's (2, 'step')": (4, 40, (2, "step"), 6, 4 * 2, [20, 24, 32]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COUNT_CASES))
+def test_gradient_steps_and_target_copies_per_env_step(case):
+    num_envs, steps, train_freq, interval, grad_steps, copies = COUNT_CASES[case]
+    env = vec_identity(num_envs)
+    model = learn("mlp", env, seed=0, total_timesteps=0, learning_starts=10, batch_size=4,
+                  train_freq=train_freq, gradient_steps=2, target_update_interval=interval,
+                  num_hidden=8, hiddens=[], **QUIET)
+    copy, copied = model._copy_target_fn, []
+
+    def counted_copy():
+        copied.append(model.num_timesteps + num_envs)  # the loop counts the step after this
+        return copy()
+
+    model.__dict__["_copy_target_fn"] = counted_copy
+    train(model, env, steps, LoopOptions(log_interval=10**9))
+    assert model.num_timesteps == steps
+    assert (model.updates, copied) == (grad_steps, copies)
+
+
 @pytest.mark.parametrize("jit", [False, True])
 def test_one_call_of_many_steps_equals_many_calls(jit):
     # The while loop must read the weights each step updates (not values hoisted from
@@ -513,7 +552,7 @@ def test_load_by_registry_and_without_training(tmp_path):
     model = learn("mlp", make_vec_env("CartPole-v1", seed=0), seed=0, layer_norm=True,
                   **SAVE_KWARGS)
     assert model.network_kwargs == {"num_hidden": 16, "layer_norm": True}
-    assert (model.hyperparameters["hiddens"], model.hyperparameters["layer_norm"]) == ([8], True)
+    assert (model.config.hiddens, model.hyperparameters["layer_norm"]) == ((8,), True)
     path = str(tmp_path / "dqn.zip")
     model.save(path)
     obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
@@ -545,18 +584,54 @@ def test_files_of_the_previous_version_load(tmp_path):
     assert_same_model(learn("mlp", env, total_timesteps=0, load_path=path), model, obs)
 
 
+def test_files_before_the_typed_config_load_with_their_settings(tmp_path):
+    # Files saved before DQNConfig record Baselines' spellings (target_network_update_freq,
+    # grad_norm_clipping) and learn()'s other locals (total_timesteps): they load silently,
+    # with the settings under their new names.
+    env = make_vec_env("CartPole-v1", seed=0)
+    model = make_model(env.observation_space, "mlp", env.action_space, {"num_hidden": 16},
+                       hiddens=[8], dueling=False)
+    model.num_timesteps = 55
+    path = str(tmp_path / "before_config.zip")
+    saved = {k: v for k, v in model.hyperparameters.items()
+             if k not in ("target_update_interval", "max_grad_norm", "log_interval")}
+    save_model(path, "dqn", model.variable_groups(), model.observation_space,
+               model.action_space, "mlp", {"num_hidden": 16},
+               {**saved, "hiddens": [8], "target_network_update_freq": 123,
+                "grad_norm_clipping": 4.0, "print_freq": 0, "total_timesteps": 1000}, 55)
+    obs = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = registry.load(path)
+    assert_same_model(loaded, model, obs)
+    assert (loaded.config.target_update_interval, loaded.config.max_grad_norm,
+            loaded.config.log_interval, loaded.config.hiddens) == (123, 4.0, sys.maxsize, (8,))
+    assert loaded.max_grad_norm == 4.0
+    again = learn("mlp", env, total_timesteps=0, load_path=path)
+    assert_same_model(again, model, obs)
+    assert again.config.hiddens == (8,) and again.config.dueling is False
+
+
 def test_deprecated_names_warn_once_each():
     with pytest.warns(DeprecationWarning) as record:
         model = learn("mlp", vec_identity(1), total_timesteps=10, print_freq=None,
-                      checkpoint_freq=None, grad_norm_clipping=5.0, num_hidden=8)
+                      checkpoint_freq=None, grad_norm_clipping=5.0,
+                      target_network_update_freq=7, num_hidden=8)
     messages = sorted(str(w.message) for w in record if w.category is DeprecationWarning)
     assert messages == ["dqn: 'checkpoint_freq' is deprecated, use 'best_model_interval'",
                         "dqn: 'grad_norm_clipping' is deprecated, use 'max_grad_norm'",
-                        "dqn: 'print_freq' is deprecated, use 'log_interval'"]
+                        "dqn: 'print_freq' is deprecated, use 'log_interval'",
+                        "dqn: 'target_network_update_freq' is deprecated, use "
+                        "'target_update_interval'"]
+    assert all(w.filename == __file__ for w in record)  # the caller's line
     hp = model.hyperparameters
-    assert (hp["best_model_interval"], hp["max_grad_norm"], hp["log_interval"]) == \
-        (None, 5.0, sys.maxsize)
+    assert (hp["best_model_interval"], hp["max_grad_norm"], hp["log_interval"],
+            hp["target_update_interval"]) == (None, 5.0, sys.maxsize, 7)
     assert model.max_grad_norm == 5.0 and "print_freq" not in model.network_kwargs
+    with pytest.warns(DeprecationWarning, match="'print_freq' is deprecated"):
+        model = learn("mlp", vec_identity(1), total_timesteps=10, print_freq=25,
+                      num_hidden=8, best_model_interval=None)
+    assert model.config.log_interval == 25
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         learn("mlp", vec_identity(1), total_timesteps=10, num_hidden=8, **QUIET)
@@ -573,11 +648,11 @@ def test_defaults_are_learn_arguments():
         assert set(settings) <= names, (env_type, set(settings) - names)
     box2d = registry.get_algorithm("dqn").defaults("box2d")
     assert {k: box2d[k] for k in ("lr", "batch_size", "buffer_size", "learning_starts",
-                                  "target_network_update_freq", "train_freq",
+                                  "target_update_interval", "train_freq",
                                   "exploration_fraction", "exploration_final_eps",
                                   "layer_sizes")} == dict(
         lr=6.3e-4, batch_size=128, buffer_size=50000, learning_starts=0,
-        target_network_update_freq=250, train_freq=4, exploration_fraction=0.12,
+        target_update_interval=250, train_freq=4, exploration_fraction=0.12,
         exploration_final_eps=0.1, layer_sizes=[256, 256])
     assert DEFAULTS["gamma"] == 0.99 and DEFAULTS["exploration_initial_eps"] == 1.0
 
@@ -587,9 +662,9 @@ def test_bad_input_is_a_clear_error():
         learn("mlp", make_vec_env("Pendulum-v1", seed=0), total_timesteps=10)
     with pytest.raises(RLBaseError, match="recurrent 'lstm'"):
         learn("lstm", make_vec_env("CartPole-v1", seed=0), total_timesteps=10)
-    with pytest.raises(RLBaseError, match="batch_size must be a positive integer"):
+    with pytest.raises(RLBaseError, match="^dqn: batch_size must be >= 1, got 0$"):
         learn("mlp", make_vec_env("CartPole-v1", seed=0), total_timesteps=10, batch_size=0)
-    with pytest.raises(RLBaseError, match="best_model_interval must be a positive integer"):
+    with pytest.raises(RLBaseError, match="^dqn: best_model_interval must be >= 1, got 0$"):
         learn("mlp", make_vec_env("CartPole-v1", seed=0), total_timesteps=10,
               best_model_interval=0)
 
@@ -608,6 +683,13 @@ def test_cli_continuous_env_is_one_line_error():
     lines = [line for line in err.strip().splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1, err
     assert lines[0].startswith("rlbase: error: dqn needs a Discrete action space, got Box")
+
+
+def test_cli_help_lists_the_config_fields():
+    code, out, err = run_cli("--alg=dqn", "--help")
+    assert code == 0, err
+    assert "--target_update_interval" in out and "(default 500, in env steps, >= 1)" in \
+        " ".join(out.split())
 
 
 def test_cli_train_save_and_play(tmp_path):

@@ -68,7 +68,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "a2c": dict(TINY, nsteps=4),
     "acer": dict(TINY, nsteps=4, buffer_size=40, replay_start=8, replay_ratio=1),
     "ppo": dict(TINY, nsteps=4, nminibatches=2, noptepochs=2),
-    "dqn": dict(OFF_POLICY, train_freq=2, target_network_update_freq=4),
+    "dqn": dict(OFF_POLICY, train_freq=2, target_update_interval=4),
     "qlearning": dict(network=None, log_interval=10**9, grid_size=3),
     "es": dict(TINY, popsize=4, max_episode_steps=EPISODE),
     "ddpg": dict(OFF_POLICY),
@@ -226,7 +226,7 @@ class EpisodeEnds(VecEnvWrapper):
 
 
 CARTPOLE = {"dqn": dict(TINY, learning_starts=50, batch_size=16, buffer_size=500, train_freq=4,
-                        target_network_update_freq=50, best_model_interval=None),
+                        target_update_interval=50, best_model_interval=None),
             "ppo": dict(TINY, nsteps=8, nminibatches=2, noptepochs=2)}
 
 

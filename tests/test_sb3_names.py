@@ -4,6 +4,7 @@ import pytest
 
 from rlbase import A2C, DQN, PPO, TD3
 from rlbase.api.sb3_names import translate
+from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 
 
@@ -35,15 +36,25 @@ def test_net_arch_dict_gives_a_separate_value_torso():
 
 
 def test_dqn_net_arch_is_the_whole_q_network_and_train_freq_tuples():
-    hyper, kwargs = translate("dqn", {"train_freq": (4, "step"), "target_update_interval": 50},
-                              {"net_arch": [256, 256]}, 1)
-    assert hyper == {"train_freq": 4, "target_network_update_freq": 50, "hiddens": []}
-    assert kwargs == {"layer_sizes": [256, 256]}
-    with pytest.raises(RLBaseError, match="env steps"):
-        translate("dqn", {"train_freq": (1, "episode")}, {}, 1)
-    model = DQN("MlpPolicy", "CartPole-v1", learning_rate=1e-3, buffer_size=1000,
+    hyper, kwargs = translate("dqn", {}, {"net_arch": [256, 256]}, 1)
+    assert (hyper, kwargs) == ({"hiddens": []}, {"layer_sizes": [256, 256]})
+    # SB3's (n, "step") counts vector steps: n * num_envs env steps; its gradient_steps=-1
+    # is as many gradient steps as env steps between phases. A plain number is env steps.
+    env = make_vec_env("CartPole-v1", num_env=4, seed=0)
+    model = DQN("MlpPolicy", env, train_freq=(4, "step"), gradient_steps=-1,
+                target_update_interval=50, learning_rate=1e-3, buffer_size=1000,
                 learning_starts=10, policy_kwargs=dict(net_arch=[8]))
-    assert model.model.hyperparameters["lr"] == 1e-3
+    config = model.model.config
+    assert (config.train_freq, config.gradient_steps, config.target_update_interval,
+            config.lr, config.hiddens) == (16, 16, 50, 1e-3, ())
+    assert model.model.network_kwargs == {"layer_sizes": [8]}
+    model = DQN("MlpPolicy", env, train_freq=4, gradient_steps=-1, learning_starts=10)
+    assert (model.model.config.train_freq, model.model.config.gradient_steps) == (4, 4)
+    with pytest.raises(RLBaseError, match=r"^dqn: train_freq=\(1, 'episode'\): .*env steps"):
+        DQN("MlpPolicy", "CartPole-v1", train_freq=(1, "episode"))
+    with pytest.warns(DeprecationWarning, match="'target_network_update_freq' is deprecated"):
+        model = DQN("MlpPolicy", "CartPole-v1", target_network_update_freq=70)
+    assert model.model.config.target_update_interval == 70
 
 
 def test_td3_learning_rate_sets_both_networks():

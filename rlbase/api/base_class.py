@@ -83,9 +83,10 @@ class BaseRLModel:
         num_envs = self.env.num_envs if self.env is not None else 1
         config = self.entry.config
         if config is not None:
-            _, policy_kwargs = translate(self.algorithm, {}, dict(policy_kwargs or {}),
-                                         num_envs)
-            hyperparameters = dict(hyperparameters)
+            # (DQN: SB3's net_arch is the whole Q-network, so it also sets hiddens=[])
+            from_kwargs, policy_kwargs = translate(self.algorithm, {}, dict(policy_kwargs or {}),
+                                                   num_envs)
+            hyperparameters = {**from_kwargs, **hyperparameters}
             # Checked now (names, types, ranges), converted when the model is built.
             config.build({**self.presets, **hyperparameters}, num_envs)
         else:

@@ -74,8 +74,6 @@ SB3_NAMES: dict[str, dict[str, Rule]] = {
     "ppo": {**COMMON, "n_steps": "nsteps", "batch_size": _ppo_batch_size,
             "n_epochs": "noptepochs", "gae_lambda": "lam", "clip_range": "cliprange",
             "normalize_advantage": _accept(True)},
-    "dqn": {**COMMON, "target_update_interval": "target_network_update_freq",
-            "train_freq": _train_freq, "gradient_steps": _gradient_steps},
     "ddpg": {**COMMON, "learning_rate": _both_learning_rates,
              "target_policy_noise": "target_noise", "train_freq": _train_freq,
              "gradient_steps": _gradient_steps},

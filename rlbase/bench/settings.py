@@ -29,7 +29,7 @@ PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     ("dqn", "CartPole-v1"): dict(num_env=1, network="mlp", num_hidden=256,
                                  activation="relu", hiddens=[], lr=2.3e-3, batch_size=64,
                                  buffer_size=100_000, learning_starts=1000, gamma=0.99,
-                                 target_network_update_freq=10, train_freq=256,
+                                 target_update_interval=10, train_freq=256,
                                  gradient_steps=128, exploration_fraction=0.16,
                                  exploration_final_eps=0.04, dueling=False, double_q=False,
                                  best_model_interval=2560, eval_freq=2560, eval_episodes=5),

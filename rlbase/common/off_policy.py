@@ -304,3 +304,24 @@ def sample_minibatches(buffer: AnyBuffer, raw: RawReplay, rng: np.random.Generat
 
     return tuple(nested.map_structure(split, x) for x in
                  (batch.obs, batch.actions, batch.rewards, batch.next_obs, batch.dones))
+
+
+def trains_after_step(schedule: TrainSchedule, num_timesteps: int, stored: int) -> bool:
+    """Whether training may follow the vector step that brought the run's env step count to
+    ``num_timesteps``, with ``stored`` transitions in the buffer (Stable-Baselines3's DQN
+    order, collect then train): its last env step was past the warm-up
+    (``num_timesteps > learning_starts``) and the buffer holds a minibatch."""
+    return not schedule.warming_up(num_timesteps - 1) and stored >= schedule.batch_size
+
+
+def phases_after_step(schedule: TrainSchedule, num_timesteps: int, num_envs: int,
+                      stored: int) -> int:
+    """The training phases that follow the vector step that brought the run's env step count
+    to ``num_timesteps`` (see :func:`trains_after_step`): one per multiple of ``train_freq``
+    among the env steps it took, numbered from 1 (``num_timesteps - num_envs + 1`` to
+    ``num_timesteps``). :meth:`TrainSchedule.phases` counted from the step's first number:
+    with one env a phase after every ``train_freq``-th env step; the gradient steps per env
+    step do not depend on the number of envs."""
+    if not trains_after_step(schedule, num_timesteps, stored):
+        return 0
+    return schedule.phases(num_timesteps - num_envs + 1, num_envs, stored)

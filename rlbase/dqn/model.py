@@ -24,7 +24,6 @@ from rlbase.common.checkpoint import (
     set_generator_state,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import require_positive
 from rlbase.common.numpy_actor import use_numpy_actor
 from rlbase.common.off_policy import RawReplay
 from rlbase.common.policies import has_images, xla_is_faster
@@ -41,7 +40,9 @@ from rlbase.common.tf_util import (
 )
 from rlbase.common.vec_env import VecEnv
 from rlbase.dqn.best_model import BestModelRule
-from rlbase.dqn.models import QNetwork, check_action_space, network_builder_kwargs
+from rlbase.dqn.config import DQNConfig
+from rlbase.dqn.losses import huber, next_values, td_target
+from rlbase.dqn.networks import QNetwork, check_action_space, network_builder_kwargs
 from rlbase.dqn.numpy_q import NumpyQ
 from rlbase.dqn.param_noise import PerturbedQ, kl_threshold
 from rlbase.dqn.replay import Buffer, FrameLayout, frame_layout, make_replay_buffer
@@ -51,12 +52,6 @@ STAT_NAMES = ("loss", "grad_norm", "q_mean", "td_abs_mean")
 XLA_MIN_UPDATES = 2000
 
 
-def huber(x: tf.Tensor, delta: float = 1.0) -> tf.Tensor:
-    """Quadratic within ``delta`` of zero, linear outside (the gradient never exceeds delta)."""
-    ax = tf.abs(x)
-    return tf.where(ax < delta, 0.5 * tf.square(x), delta * (ax - 0.5 * delta))
-
-
 class Model(SavesExplorationRate, TFModel):
     """Online and target :class:`QNetwork`, the optimizer, the replay buffer, acting and the
     compiled update.
@@ -64,40 +59,39 @@ class Model(SavesExplorationRate, TFModel):
     make_net: builds a fresh QNetwork for the env's spaces (called for every copy).
     num_envs: envs per vectorized step (the frame-stack buffer's row width).
     network_kwargs: the network builder's arguments.
-    hyperparameters: learn()'s arguments (gamma, double_q, max_grad_norm, gradient_steps,
-        batch_size, buffer_size, prioritized_replay, param_noise, seed, ...).
+    config: DQN's parameters (gamma, double_q, max_grad_norm, gradient_steps, batch_size,
+        buffer_size, prioritized_replay, param_noise, seed, ...).
     jit_compile: compile the update with XLA.
     """
 
     algorithm = "dqn"
-    architecture = ("hiddens", "dueling", "layer_norm")
+
+    config: DQNConfig
 
     def __init__(self, make_net: Callable[[], QNetwork], num_envs: int,
-                 network_kwargs: dict[str, Any], hyperparameters: dict[str, Any],
-                 jit_compile: bool = False):
+                 network_kwargs: dict[str, Any], config: DQNConfig, jit_compile: bool = False):
         q = make_net()
-        super().__init__(q.ob_space, q.ac_space, q.network_name, network_kwargs,
-                         hyperparameters, num_envs)
-        hp = self.hyperparameters
+        super().__init__(q.observation_space, q.action_space, q.network_name, network_kwargs,
+                         config, num_envs)
         space = self.action_space
         assert isinstance(space, gym.spaces.Discrete)  # QNetwork checked it
         self.num_actions, self.action_start = int(space.n), int(space.start)
         self.q = q
         self.target = make_net()
         self.target.trainable = False  # changed by copies only, never by a gradient step
-        self.gamma, self.double_q = float(hp["gamma"]), bool(hp["double_q"])
-        self.max_grad_norm: float | None = hp["max_grad_norm"]
-        self.gradient_steps, self.batch_size = int(hp["gradient_steps"]), int(hp["batch_size"])
+        self.gamma, self.double_q = config.gamma, config.double_q
+        self.max_grad_norm: float | None = config.max_grad_norm
+        self.gradient_steps, self.batch_size = config.gradient_steps, config.batch_size
         self.epsilon = 0.0  # the exploration rate step(deterministic=False) acts with
         self.updates = 0    # gradient steps taken
-        self.rng = np.random.default_rng(hp.get("seed"))
+        self.rng = np.random.default_rng(config.seed)
         self.optimizer = Adam(learning_rate=5e-4, epsilon=1e-8)
         self.optimizer.build(self.q.trainable_variables)
         self.jit_compile = jit_compile
         self._act_jit = xla_is_faster(self.observation_space)
         self.mirror = NumpyQ.create(q) if use_numpy_actor() else None
         self.param_noise = PerturbedQ(q, make_net, self.mirror is not None, self._act_jit) \
-            if hp["param_noise"] else None
+            if config.param_noise else None
         self.frame_layout: FrameLayout | None = None
         # What the buffer stores: the raw observations below a VecNormalize (see attach_env).
         self.stored_space: gym.Space = self.observation_space
@@ -111,10 +105,10 @@ class Model(SavesExplorationRate, TFModel):
 
     # -- the replay buffer ----------------------------------------------------------------------
     def _new_buffer(self) -> Buffer:
-        hp = self.hyperparameters
-        return make_replay_buffer(self.stored_space, self.num_envs, hp["buffer_size"],
-                                  bool(hp["prioritized_replay"]),
-                                  hp["prioritized_replay_alpha"], self.frame_layout)
+        config = self.config
+        return make_replay_buffer(self.stored_space, self.num_envs, config.buffer_size,
+                                  config.prioritized_replay, config.prioritized_replay_alpha,
+                                  self.frame_layout)
 
     def attach_env(self, env: VecEnv) -> None:
         """Also lay the replay buffer out for ``env``: raw observations in their own dtype
@@ -194,13 +188,6 @@ class Model(SavesExplorationRate, TFModel):
             self._obs_spec(b, g), spec_like([g, b], np.int32), vec, self._obs_spec(b, g), vec,
             vec, spec_like([], np.float32)], self.jit_compile)
 
-    def _next_values(self, next_q_target: tf.Tensor, next_q_online: tf.Tensor | None
-                     ) -> tf.Tensor:
-        if next_q_online is None:
-            return tf.reduce_max(next_q_target, axis=-1)
-        best = tf.argmax(next_q_online, axis=-1, output_type=tf.int32)
-        return tf.gather(next_q_target, best, batch_dims=1)
-
     def _train_graph(self, obs, actions, rewards, next_obs, dones, weights, lr):
         g, b = self.gradient_steps, self.batch_size
         self.optimizer.learning_rate.assign(lr)
@@ -209,8 +196,7 @@ class Model(SavesExplorationRate, TFModel):
         next_q_target = tf.reshape(self.target(flat_next), [g, b, -1])
         targets = None
         if not self.double_q:  # the target is fixed during the call: all targets at once
-            targets = rewards + self.gamma * (1.0 - dones) * self._next_values(next_q_target,
-                                                                                None)
+            targets = td_target(rewards, dones, self.gamma, next_values(next_q_target, None))
         variables = self.q.trainable_variables
 
         def body(i, td_errors, stats):
@@ -220,8 +206,8 @@ class Model(SavesExplorationRate, TFModel):
                     both = self.q(tf.nest.map_structure(
                         lambda x, y: tf.concat([x[i], y[i]], axis=0), obs, next_obs))
                     q_all, next_online = both[:b], tf.stop_gradient(both[b:])
-                    target = rewards[i] + self.gamma * (1.0 - dones[i]) * \
-                        self._next_values(next_q_target[i], next_online)
+                    target = td_target(rewards[i], dones[i], self.gamma,
+                                       next_values(next_q_target[i], next_online))
                 else:
                     q_all, target = self.q(tf.nest.map_structure(lambda x: x[i], obs)), \
                         targets[i]
@@ -377,54 +363,30 @@ class Model(SavesExplorationRate, TFModel):
         return self.q.trainable_variables, loss, after
 
 
-def check_hyperparameters(hp: dict[str, Any]) -> None:
-    """Clear errors for DQN's settings, before anything is built."""
-    require_positive(buffer_size=hp["buffer_size"], train_freq=hp["train_freq"],
-                     gradient_steps=hp["gradient_steps"], batch_size=hp["batch_size"],
-                     target_network_update_freq=hp["target_network_update_freq"],
-                     param_noise_adaption_interval=hp["param_noise_adaption_interval"])
-    for name in ("best_model_interval", "prioritized_replay_beta_iters"):
-        if hp.get(name) is not None:
-            require_positive(**{name: hp[name]})
-    fraction, final, initial = (hp["exploration_fraction"], hp["exploration_final_eps"],
-                                hp["exploration_initial_eps"])
-    if not 0.0 < fraction <= 1.0 or not 0.0 <= final <= 1.0 or not 0.0 <= initial <= 1.0:
-        raise RLBaseError(f"need 0 < exploration_fraction <= 1 and exploration_initial_eps, "
-                          f"exploration_final_eps in [0, 1], got {fraction!r}, {initial!r}, "
-                          f"{final!r}")
-    starts = hp["learning_starts"]
-    if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 0:
-        raise RLBaseError(f"learning_starts must be an integer >= 0, got {starts!r}")
-
-
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                network: Any, network_kwargs: dict[str, Any],
-                hyperparameters: dict[str, Any]) -> Model:
+                network: Any, network_kwargs: dict[str, Any], config: DQNConfig, *,
+                total_timesteps: int = 0) -> Model:
     """DQN's model for these spaces and ``num_envs`` envs (learn() and rlbase.DQN call this).
 
     network: a registered feed-forward network name or a builder callable (the torso).
     network_kwargs: the network builder's arguments; ``layer_norm`` there also normalizes the
         heads (Baselines' deepq), and entries rlbase 0.1 saved beside them (hiddens, dueling)
         are set aside.
-    hyperparameters: learn()'s arguments (jit_compile None: XLA for runs of at least 2000
-        updates, except convnets on a CPU).
+    config: DQN's parameters (``jit_compile`` None: XLA for runs of at least 2000 gradient
+        steps of ``total_timesteps``, except convnets on a CPU).
     """
-    hp = dict(hyperparameters)
     check_action_space(action_space)
-    check_hyperparameters(hp)
     configure_threads(small_model=not has_images(observation_space))
-    kwargs, layer_norm = network_builder_kwargs(network, network_kwargs,
-                                                bool(hp.get("layer_norm")))
-    hp["layer_norm"] = layer_norm
+    kwargs, layer_norm = network_builder_kwargs(network, network_kwargs, config.layer_norm)
+    config = config.replace(layer_norm=layer_norm)
 
     def make_net() -> QNetwork:
-        return QNetwork(observation_space, action_space, network, hp["hiddens"], hp["dueling"],
-                        layer_norm, kwargs)
+        return QNetwork(observation_space, action_space, network, config.hiddens,
+                        config.dueling, layer_norm, kwargs)
 
-    jit = hp.get("jit_compile")
+    jit = config.jit_compile
     if jit is None:
-        total = hp.get("total_timesteps") or 0
-        updates = max(0, total - hp["learning_starts"]) // hp["train_freq"] * \
-            hp["gradient_steps"]
+        updates = max(0, total_timesteps - config.learning_starts) // config.train_freq * \
+            config.gradient_steps
         jit = updates >= XLA_MIN_UPDATES and xla_is_faster(observation_space)
-    return Model(make_net, num_envs, kwargs, hp, jit_compile=bool(jit))
+    return Model(make_net, num_envs, kwargs, config, jit_compile=bool(jit))

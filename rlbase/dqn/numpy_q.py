@@ -16,7 +16,7 @@ import tensorflow as tf
 from rlbase.common.models import MLP
 from rlbase.common.nested import is_nested
 from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
-from rlbase.dqn.models import QNetwork, Stream
+from rlbase.dqn.networks import QNetwork, Stream
 
 
 def _dense_norm_vars(dense: list, norms: list) -> list[tf.Variable]:
@@ -29,7 +29,7 @@ class NumpyQ:
 
     def __init__(self, net: QNetwork):
         torso: MLP = net.torso
-        self.encode = observation_encoder(net.ob_space)
+        self.encode = observation_encoder(net.observation_space)
         self.activation = ACTIVATIONS[str(torso.activation_name)]  # create() checked it
         self.dueling = net.value is not None
         self._parts: list[tuple[int, int, list[float]]] = []  # (layers, norms, eps) per block
@@ -49,7 +49,7 @@ class NumpyQ:
     def create(net: QNetwork) -> NumpyQ | None:
         """A mirror of ``net``, or None when its torso is not a plain MLP or its observations
         are Dict/Tuple ones (those act through TF)."""
-        if is_nested(net.ob_space):
+        if is_nested(net.observation_space):
             return None
         torso = net.torso
         if type(torso) is not MLP or torso.activation_name not in ACTIVATIONS:

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
-from rlbase.dqn.models import QNetwork
+from rlbase.dqn.networks import QNetwork
 from rlbase.dqn.numpy_q import NumpyQ
 
 
@@ -72,7 +72,7 @@ class PerturbedQ:
         self.adaptation = AdaptiveParamNoise()
 
     def _obs_spec(self) -> Any:
-        return observation_spec(self.q.ob_space, [None])
+        return observation_spec(self.q.observation_space, [None])
 
     def _perturb_into(self, dst: QNetwork, scale: tf.Tensor, seed: tf.Tensor) -> None:
         # Layer-norm scales and offsets are left alone, as in Plappert et al.

@@ -97,9 +97,9 @@ class Stream(keras.layers.Layer):
 class QNetwork(keras.Model):
     """Q(s, .) for every action of a Discrete space.
 
-    ob_space / ac_space: the env's single observation and (Discrete) action spaces; a
-        Dict/Tuple observation is encoded entry by entry (images through their own convnet,
-        see :class:`~rlbase.common.policies.ObservationEncoder`) for an mlp torso.
+    observation_space / action_space: the env's single observation and (Discrete) action
+        spaces; a Dict/Tuple observation is encoded entry by entry (images through their own
+        convnet, see :class:`~rlbase.common.policies.ObservationEncoder`) for an mlp torso.
     network: a registered feed-forward network name or a builder callable (the torso).
     hiddens: sizes of the dense ReLU layers each head puts on the torso's output.
     dueling: Q = V(s) + A(s, a) - mean_a A(s, a) from two heads (Wang et al., 2016).
@@ -107,31 +107,32 @@ class QNetwork(keras.Model):
     network_kwargs: passed to the network builder.
     """
 
-    def __init__(self, ob_space: gym.Space, ac_space: gym.Space,
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  network: str | Callable[..., keras.layers.Layer] = "mlp",
                  hiddens: Sequence[int] = (256,), dueling: bool = True,
                  layer_norm: bool = False, network_kwargs: dict[str, Any] | None = None):
         super().__init__()
-        check_action_space(ac_space)
-        assert isinstance(ac_space, gym.spaces.Discrete)  # for the type checker
-        self.ob_space, self.ac_space = ob_space, ac_space
-        self.num_actions = int(ac_space.n)
+        check_action_space(action_space)
+        assert isinstance(action_space, gym.spaces.Discrete)  # for the type checker
+        self.observation_space, self.action_space = observation_space, action_space
+        self.num_actions = int(action_space.n)
         self.network_name = network if isinstance(network, str) else network.__name__
         self.network_kwargs = dict(network_kwargs or {})
         self.hiddens = [int(n) for n in hiddens]
         self.dueling, self.layer_norm = bool(dueling), bool(layer_norm)
         # No weights for a non-nested space, so files saved before Dict support still load.
-        self.encoder = ObservationEncoder(ob_space)
+        self.encoder = ObservationEncoder(observation_space)
         self.torso = build_network(network, **self.network_kwargs)
         if is_recurrent(self.torso):
             raise RLBaseError(f"dqn needs a feed-forward network, got the recurrent "
                               f"'{self.network_name}'; use mlp, cnn, cnn_small or conv_only")
-        check_network_for_space(self.network_name, self.torso, ob_space)
+        check_network_for_space(self.network_name, self.torso, observation_space)
         self.flatten = layers.Flatten()
         self.advantage = Stream(self.hiddens, self.num_actions, layer_norm)
         self.value = Stream(self.hiddens, 1, layer_norm) if dueling else None
         # Create every weight now so compiled calls never create variables.
-        self(tf.nest.map_structure(tf.constant, nested.stack(ob_space, [ob_space.sample()] * 2)))
+        sample = nested.stack(observation_space, [observation_space.sample()] * 2)
+        self(tf.nest.map_structure(tf.constant, sample))
         fan_in_uniform_init(self)
 
     def call(self, obs: Any) -> tf.Tensor:

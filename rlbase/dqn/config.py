@@ -1,0 +1,147 @@
+"""DQN's parameters: each declared once, with its type, unit, default, range and SB3 name."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rlbase.common.config import AlgorithmConfig, ConfigT, OtherName, param
+from rlbase.common.errors import RLBaseError
+
+
+def _train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
+    """SB3's ``(n, "step")`` counts vector steps: ``n * num_envs`` env steps. A plain number
+    is taken as rlbase's env steps; ``(n, "episode")`` has no counterpart here."""
+    if not isinstance(value, (tuple, list)):
+        return value
+    if len(value) != 2 or value[1] != "step" or isinstance(value[0], bool) \
+            or not isinstance(value[0], int):
+        raise RLBaseError("rlbase counts train_freq in env steps; give n or (n, 'step')")
+    return value[0] * num_envs
+
+
+def _gradient_steps(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
+    """SB3's -1: as many gradient steps as env steps collected between phases (train_freq)."""
+    if value != -1:
+        return value
+    return _train_freq(given.get("train_freq", DQNConfig.train_freq), given, num_envs)
+
+
+def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
+    """Baselines' print_freq=None (or 0) never logged: now a row is written only at the end."""
+    return int(value) if value else sys.maxsize
+
+
+@dataclass(frozen=True)
+class DQNConfig(AlgorithmConfig):
+    algorithm: ClassVar[str] = "dqn"
+    # SB3's tau=1.0 is the hard target copy rlbase makes.
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, "tau": 1.0,
+                                           "optimize_memory_usage": False}
+
+    lr: float | Callable[[float], float] = param(
+        5e-4, "Adam learning rate, or a function of the fraction of training remaining (1 -> 0)",
+        low=0, low_open=True, sb3="learning_rate")
+    buffer_size: int = param(50000, "transitions the replay buffer keeps (behind a "
+                             "VecFrameStack each frame is stored once)", unit="transitions",
+                             low=1, sb3="buffer_size")
+    learning_starts: int = param(1000, "env steps of experience collected before training "
+                                 "starts (training follows the first vector step that ends "
+                                 "past it)", unit="env steps", low=0,
+                                 sb3="learning_starts")
+    batch_size: int = param(32, "transitions per gradient step", unit="transitions", low=1,
+                            sb3="batch_size")
+    train_freq: int = param(
+        1, "train after every this many env steps (summed over envs; below num_envs: several "
+        "phases per vector step); SB3's (n, 'step') is n * num_envs, its plain n is taken as "
+        "rlbase's env steps", unit="env steps", low=1,
+        sb3=OtherName("train_freq", _train_freq, "(n, 'step') -> n * num_envs"))
+    gradient_steps: int = param(
+        1, "gradient steps per training phase (all in one compiled call); SB3's -1 is "
+        "train_freq", unit="gradient steps", low=1,
+        sb3=OtherName("gradient_steps", _gradient_steps, "-1 -> train_freq"))
+    gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
+                         low=0, high=1, sb3="gamma")
+    target_update_interval: int = param(
+        500, "copy the online network into the target every this many env steps (summed over "
+        "envs; at most once per vector step)", unit="env steps", low=1,
+        sb3="target_update_interval", deprecated=["target_network_update_freq"])
+    exploration_fraction: float = param(
+        0.1, "epsilon falls linearly over this fraction of the run's env steps (summed over "
+        "envs)", unit="fraction of total_timesteps", low=0, low_open=True, high=1,
+        sb3="exploration_fraction")
+    exploration_initial_eps: float = param(1.0, "epsilon at the start", low=0, high=1,
+                                           sb3="exploration_initial_eps")
+    exploration_final_eps: float = param(0.02, "epsilon from then on", low=0, high=1,
+                                         sb3="exploration_final_eps")
+    max_grad_norm: float | None = param(
+        10.0, "clip each gradient step's global norm to this (None: no clipping)", low=0,
+        low_open=True, sb3="max_grad_norm", deprecated=["grad_norm_clipping"])
+    double_q: bool = param(True, "the online network picks the next action, the target "
+                           "evaluates it")
+    dueling: bool = param(True, "Q = V + A - mean(A) from two heads", architecture=True)
+    hiddens: tuple[int, ...] = param(
+        (256,), "dense ReLU layers of the Q head(s) on the network's output",
+        architecture=True)
+    layer_norm: bool = param(
+        False, "layer-normalize the heads' hidden layers, and the network's when its builder "
+        "takes layer_norm (Baselines' deepq; layer_norm=True among the network's arguments "
+        "does the same)", architecture=True)
+    prioritized_replay: bool = param(False, "sample transitions in proportion to their last TD "
+                                     "error")
+    prioritized_replay_alpha: float = param(0.6, "how strongly priorities count (0: uniform "
+                                            "sampling)", low=0)
+    prioritized_replay_beta0: float = param(0.4, "initial importance-weight exponent, annealed "
+                                            "linearly to 1", low=0, high=1)
+    prioritized_replay_beta_iters: int | None = param(
+        None, "env steps the annealing takes (None: the run's)", unit="env steps", low=1)
+    prioritized_replay_eps: float = param(1e-6, "added to |TD error| so no priority is zero",
+                                          low=0, low_open=True)
+    param_noise: bool = param(False, "explore with adaptive parameter-space noise instead of "
+                              "epsilon-greedy")
+    param_noise_adaption_interval: int = param(
+        1, "adapt the noise scale every this many env steps (at most once per vector step), "
+        "measured on a replay minibatch; 1 is Baselines' choice: the scale changes by a factor "
+        "1.01 each time, so from its initial 0.01 it takes a few hundred adaptations to reach a "
+        "useful size",
+        unit="env steps", low=1)
+    best_model_interval: int | None = param(
+        10000, "every this many env steps score the model and keep it if it is the best so "
+        "far; the best one is handed back at the end (None: the last model). The score is the "
+        "mean greedy return of eval_episodes episodes on eval_env (ties go to the newer model, "
+        "the final model competes), else Baselines' rule: the mean return of the last 100 "
+        "training episodes the monitor reported, once more than 100 have ended",
+        unit="env steps", low=1, deprecated=["checkpoint_freq"])
+    jit_compile: bool | None = param(None, "compile the update with XLA (~2 s to compile, "
+                                     "faster updates; None: for runs of at least 2000 gradient "
+                                     "steps, except convnets on a CPU)")
+    log_interval: int = param(
+        100, "log every this many finished episodes (the monitor's: whole games on Atari)",
+        unit="episodes", low=1,
+        deprecated=[OtherName("print_freq", _log_interval)])
+
+    @classmethod
+    def build(cls: type[ConfigT], given: Mapping[str, Any], num_envs: int = 1, *,
+              base: Mapping[str, Any] | None = None, warn: bool = True) -> ConfigT:
+        """As :meth:`AlgorithmConfig.build`, with SB3's forms of ``train_freq`` and
+        ``gradient_steps`` (named as the fields) converted to env steps first."""
+        given, base = dict(given), dict(base or {})
+        for f in dataclasses.fields(cls):
+            rule = f.metadata.get("sb3")
+            if rule is None or rule.name != f.name or rule.convert is None:
+                continue
+            for values in (base, given):
+                if f.name in values:
+                    value = values[f.name]
+                    try:
+                        values[f.name] = rule.value(value, {**base, **given}, num_envs)
+                    except RLBaseError as exc:
+                        raise RLBaseError(f"{cls.algorithm}: {f.name}={value!r}: {exc}") \
+                            from None
+        return super().build(given, num_envs, base=base, warn=warn)
+
+
+CONFIG = DQNConfig
