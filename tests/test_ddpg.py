@@ -26,9 +26,9 @@ from rlbase.common.loop import LoopOptions
 from rlbase.common.serialization import load_file
 from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
-from rlbase.ddpg.actor import Actor
 from rlbase.ddpg.ddpg import learn, train
 from rlbase.ddpg.model import Model
+from rlbase.ddpg.networks import Actor
 from rlbase.ddpg.noise import (
     NormalActionNoise,
     OrnsteinUhlenbeckActionNoise,
@@ -41,7 +41,7 @@ SMALL = dict(layer_sizes=(16, 16), batch_size=16, train_freq=1, gradient_steps=1
              jit_compile=False)
 
 
-def make_model(ob_dim: int = 2, nb_actions: int = 1, sizes=(3,), num_envs: int = 1,
+def make_model(ob_dim: int = 2, num_actions: int = 1, sizes=(3,), num_envs: int = 1,
                **kw) -> Model:
     """A model built as learn() builds it, with tiny ReLU nets and no noise by default."""
     hp = dict(gamma=0.9, tau=0.25, twin_q=False, policy_delay=1, target_noise=0.0,
@@ -51,7 +51,7 @@ def make_model(ob_dim: int = 2, nb_actions: int = 1, sizes=(3,), num_envs: int =
               normalize_observations=False, buffer_size=100, jit_compile=False, seed=0)
     hp.update(kw)
     ob = gym.spaces.Box(-np.inf, np.inf, (ob_dim,), np.float32)
-    ac = gym.spaces.Box(-1.0, 1.0, (nb_actions,), np.float32)
+    ac = gym.spaces.Box(-1.0, 1.0, (num_actions,), np.float32)
     return registry.build_model("ddpg", ob, ac, num_envs, "mlp",
                                 {"layer_sizes": sizes, "activation": "relu"}, hp)
 

@@ -30,13 +30,13 @@ SMALL = dict(layer_sizes=(16, 16), batch_size=16, train_freq=1, gradient_steps=1
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-def make_model(ob_dim: int = 2, nb_actions: int = 1, sizes=(3,), **kw) -> Model:
+def make_model(ob_dim: int = 2, num_actions: int = 1, sizes=(3,), **kw) -> Model:
     """A model built as learn() builds it, with tiny ReLU nets."""
     hp = dict(gamma=0.9, tau=0.25, batch_size=4, gradient_steps=1, buffer_size=100,
               ent_coef="auto_0.5", lr=1e-3, jit_compile=False, seed=0)
     hp.update(kw)
     ob = gym.spaces.Box(-np.inf, np.inf, (ob_dim,), np.float32)
-    ac = gym.spaces.Box(-1.0, 1.0, (nb_actions,), np.float32)
+    ac = gym.spaces.Box(-1.0, 1.0, (num_actions,), np.float32)
     return registry.build_model("sac", ob, ac, 1, "mlp",
                                 {"layer_sizes": sizes, "activation": "relu"}, hp)
 

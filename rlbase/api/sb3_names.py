@@ -23,11 +23,6 @@ def _ppo_batch_size(value: Any, given: dict[str, Any], num_envs: int) -> dict[st
     return {"nminibatches": batch // int(value)}
 
 
-def _both_learning_rates(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
-    """Both `actor_lr` and `critic_lr`."""
-    return {"actor_lr": value, "critic_lr": value}
-
-
 def _accept(expected: Any) -> Rule:
     """An SB3 option whose only value rlbase supports is ``expected``."""
     def rule(value: Any, given: dict[str, Any], num_envs: int) -> dict[str, Any]:
@@ -79,12 +74,6 @@ SB3_NAMES: dict[str, dict[str, Rule]] = {
     "acer": {**COMMON, "n_steps": "nsteps"},
     "dqn": {**COMMON, "target_update_interval": "target_network_update_freq",
             "train_freq": _train_freq, "gradient_steps": _gradient_steps},
-    "ddpg": {**COMMON, "learning_rate": _both_learning_rates,
-             "target_policy_noise": "target_noise", "train_freq": _train_freq,
-             "gradient_steps": _gradient_steps},
-    "sac": {**COMMON, "train_freq": _train_freq, "gradient_steps": _gradient_steps,
-            "use_sde": _accept(False), "use_sde_at_warmup": _accept(False),
-            "action_noise": _accept(None), "optimize_memory_usage": _accept(False)},
     "es": {**COMMON},
     "qlearning": {**COMMON},
 }
