@@ -475,6 +475,42 @@ def test_learns_a_continuous_bandit():
     assert mean > -0.3  # random actions score about -6.7 over 10 steps
 
 
+@pytest.mark.parametrize("train_freq,gradient_steps,want,counts", [
+    (4, 1, 4, [1]),       # one phase per vector step of 4 envs
+    (1, 1, 16, [4]),      # one per env step: 4 per vector step, in one call
+    (8, 1, 2, [1]),       # every other vector step
+    (3, 1, 5, [1, 2]),    # multiples of 3 in [4, 20): 6, 9, 12, 15, 18
+    (2, 3, 24, [2]),      # 2 phases of 3 gradient steps per vector step
+    ((1, "step"), 1, 4, [1]),  # SB3's form: n vector steps = n * num_envs env steps
+])
+def test_train_freq_counts_env_steps_summed_over_envs(train_freq, gradient_steps, want, counts):
+    """4 envs, 5 vector steps (env steps 0-19), training from the first full minibatch (4
+    transitions, stored by the first vector step): phases before the vector step from t to
+    t + 4 are the multiples of train_freq in [t, t + 4), for t = 4, 8, 12, 16. The parameter
+    noise adapts every 8 env steps: at the vector steps ending at 8 and 16."""
+    env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)] * 4))
+    model = registry.build_model(
+        "ddpg", env.observation_space, env.action_space, 4, "mlp", {"layer_sizes": (8,)},
+        dict(SMALL, batch_size=4, learning_starts=0, seed=0, train_freq=train_freq,
+             gradient_steps=gradient_steps, noise_type="adaptive-param_0.2",
+             param_noise_adaption_interval=8))
+    model.attach_env(env)
+    adapted = []
+    adapt = model.adapt_param_noise
+    model.adapt_param_noise = lambda: adapted.append(model.num_timesteps) or adapt()
+    train(model, env, 20, LoopOptions())
+    assert model.num_timesteps == 20
+    assert model.grad_steps == int(model.updates.numpy()) == want
+    # Each vector step that trains is one compiled call of all its phases' gradient steps.
+    assert sorted(model._train_fns) == [c * gradient_steps for c in counts]
+    assert adapted == [4, 12]  # before the vector steps to 8 and to 16
+
+
+def test_sb3_gradient_steps_minus_one_is_train_freq():
+    model = make_model(train_freq=(2, "step"), gradient_steps=-1, num_envs=3)
+    assert (model.config.train_freq, model.config.gradient_steps) == (6, 6)
+
+
 def test_bad_input_is_a_clear_error():
     with pytest.raises(RLBaseError, match="Box"):
         learn("mlp", "CartPole-v1", total_timesteps=10)
@@ -486,8 +522,10 @@ def test_bad_input_is_a_clear_error():
         learn("mlp", "Pendulum-v1", total_timesteps=10, policy_delay=0)
     with pytest.raises(RLBaseError, match="train_freq"):
         learn("mlp", "Pendulum-v1", total_timesteps=10, train_freq=0)
-    with pytest.raises(RLBaseError, match="gradient_steps"):
-        learn("mlp", "Pendulum-v1", total_timesteps=10, gradient_steps=-1)
+    with pytest.raises(RLBaseError, match="gradient_steps"):  # -1 is SB3's (train_freq)
+        learn("mlp", "Pendulum-v1", total_timesteps=10, gradient_steps=-2)
+    with pytest.raises(RLBaseError, match="env steps"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, train_freq=(1, "episode"))
     with pytest.raises(RLBaseError, match="tau"):
         learn("mlp", "Pendulum-v1", total_timesteps=10, tau=0.0)
     with pytest.raises(RLBaseError, match="does not take"):
@@ -508,6 +546,27 @@ def test_baselines_spellings_are_deprecated_aliases():
     hp = model.hyperparameters
     assert (hp["train_freq"], hp["gradient_steps"], hp["max_grad_norm"]) == (5, 3, 1.0)
     assert model.gradient_steps == 3 and model.grad_steps == 3  # trained once, at step 5
+
+
+def test_baselines_rollout_steps_count_steps_per_env():
+    from rlbase.ddpg.config import DDPGConfig
+
+    with pytest.warns(DeprecationWarning, match="nb_rollout_steps \\* num_envs"):
+        config = DDPGConfig.build({"nb_rollout_steps": 5, "nb_train_steps": 3,
+                                   "clip_norm": 0.5}, num_envs=4)
+    assert (config.train_freq, config.gradient_steps, config.max_grad_norm) == (20, 3, 0.5)
+    # A model file written before: its old spellings load, silently (one env each).
+    saved = DDPGConfig.from_saved({"nb_rollout_steps": 5, "clip_norm": 0.5, "train_freq_x": 1})
+    assert saved == {"train_freq": 5, "max_grad_norm": 0.5}
+
+
+def test_sb3_names_set_the_fields():
+    from rlbase.ddpg.config import DDPGConfig
+
+    config = DDPGConfig.build({"learning_rate": 5e-4, "target_policy_noise": 0.3,
+                               "train_freq": (2, "step"), "gradient_steps": -1}, num_envs=2)
+    assert (config.actor_lr, config.critic_lr, config.target_noise) == (5e-4, 5e-4, 0.3)
+    assert (config.train_freq, config.gradient_steps) == (4, 4)
 
 
 def test_logs_sb3_keys_and_never_a_nan_actor_loss(tmp_path):

@@ -204,8 +204,11 @@ def test_actor_loss_statistic_uses_the_updated_critics():
     assert updated  # (the critics were evaluated after the step)
 
 
-def test_target_update_interval_counts_gradient_steps():
-    model = make_model(target_update_interval=2)
+@pytest.mark.parametrize("name", ["target_update_gradient_steps", "target_update_interval"])
+def test_target_update_gradient_steps_counts_gradient_steps(name):
+    # target_update_interval: SB3's name (and rlbase's before), the same value.
+    model = make_model(**{name: 2})
+    assert model.config.target_update_gradient_steps == 2
     before = snapshot([t for _, t in model.target_pairs()])
     _one_step(model)
     assert all(np.array_equal(b, t.numpy()) for b, (_, t) in zip(before, model.target_pairs()))
@@ -419,6 +422,39 @@ def test_no_retracing_over_several_training_calls():
         assert fn.function.experimental_get_tracing_count() == 1
 
 
+@pytest.mark.parametrize("train_freq,gradient_steps,want,counts", [
+    (4, 1, 4, [1]),       # one phase per vector step of 4 envs
+    (1, 1, 16, [4]),      # one per env step: 4 per vector step, in one call
+    (8, 1, 2, [1]),       # every other vector step
+    (3, 1, 5, [1, 2]),    # multiples of 3 in [4, 20): 6, 9, 12, 15, 18
+    (2, 3, 24, [2]),      # 2 phases of 3 gradient steps per vector step
+    ((1, "step"), 1, 4, [1]),  # SB3's form: n vector steps = n * num_envs env steps
+])
+def test_train_freq_counts_env_steps_summed_over_envs(train_freq, gradient_steps, want, counts):
+    """4 envs, 5 vector steps (env steps 0-19), training from the first full minibatch (4
+    transitions, stored by the first vector step): phases before the vector step from t to
+    t + 4 are the multiples of train_freq in [t, t + 4), for t = 4, 8, 12, 16."""
+    env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)] * 4))
+    model = registry.build_model("sac", env.observation_space, env.action_space, 4, "mlp",
+                                 {"layer_sizes": (8,)},
+                                 dict(SMALL, batch_size=4, learning_starts=0, seed=0,
+                                      train_freq=train_freq, gradient_steps=gradient_steps))
+    model.attach_env(env)
+    train(model, env, 20, LoopOptions())
+    assert model.num_timesteps == 20
+    assert model.grad_steps == int(model.updates.numpy()) == want
+    # Each vector step that trains is one compiled call of all its phases' gradient steps.
+    assert sorted(model._train_fns) == [c * gradient_steps for c in counts]
+
+
+def test_old_files_settings_load():
+    from rlbase.sac.config import SACConfig
+
+    saved = SACConfig.from_saved({"target_update_interval": 3, "train_freq": 2, "lr": 1e-3,
+                                  "total_timesteps": 100})
+    assert saved == {"target_update_gradient_steps": 3, "train_freq": 2, "lr": 1e-3}
+
+
 def test_bad_input_is_a_clear_error():
     with pytest.raises(RLBaseError, match=r"Discrete\(2\); for discrete actions use dqn, "
                                           r"ppo, a2c, acer or qlearning") as info:
@@ -429,7 +465,10 @@ def test_bad_input_is_a_clear_error():
                                                          "target_entropy"),
                        (dict(tau=0.0), "tau"), (dict(train_freq=0), "train_freq"),
                        (dict(gamma=1.5), "gamma"), (dict(lr=-1.0), "lr"),
-                       (dict(target_update_interval=0), "target_update_interval"),
+                       (dict(target_update_gradient_steps=0), "target_update_gradient_steps"),
+                       (dict(target_update_interval=0), "target_update_gradient_steps"),
+                       (dict(gradient_steps=-2), "gradient_steps"),
+                       (dict(train_freq=(1, "episode")), "env steps"),
                        (dict(num_hiden=3), "does not take")):
         with pytest.raises(RLBaseError, match=match):
             learn("mlp", "Pendulum-v1", total_timesteps=10, **bad)

@@ -4,9 +4,10 @@ as a base of :class:`rlbase.sac.model.Model` (which creates every attribute decl
 One compiled call per vector step that trains does everything TensorFlow has to: the
 gradient steps of its training phases (``gradient_steps`` each) on minibatches sampled
 beforehand in numpy (a ``tf.while_loop``; one step needs no loop), then the actions for
-the current observations from the updated actor. The Gaussian noise of every sample (the policy's actions at s and s', the acting noise) is drawn
-in numpy and passed in: XLA's random kernels differ from TF's, and this way both paths compute
-the same updates and a resumed run repeats an uninterrupted one exactly.
+the current observations from the updated actor. The Gaussian noise of every sample (the
+policy's actions at s and s', the acting noise) is drawn in numpy and passed in: XLA's random
+kernels differ from TF's, and this way both paths compute the same updates and a resumed run
+repeats an uninterrupted one exactly.
 
 A gradient step is SB3's, in SB3's order: the temperature moves first (the step's losses use
 alpha from before that move), then the critics, then the actor against the updated critics,
