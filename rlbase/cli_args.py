@@ -8,8 +8,10 @@ from typing import Any
 
 from rlbase.common.cmd_util import ENV_TYPES, VEC_ENV_KINDS
 
-# Config fields the CLI sets with its own flags (--seed, --eval_freq, ...).
-OWN_FLAGS = ("seed", "eval_freq", "eval_episodes", "checkpoint_interval")
+# Config fields the CLI sets with its own flags (--seed, --eval_freq, ...). DDPG's
+# reward_scale (on sampled rewards) meets the CLI's own --reward_scale (on the env's rewards):
+# the CLI's flag keeps the name, as before.
+OWN_FLAGS = ("seed", "eval_freq", "eval_episodes", "checkpoint_interval", "reward_scale")
 CONFIG_DEST = "config:"
 
 

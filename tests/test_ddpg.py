@@ -39,6 +39,8 @@ from tests.envs.ramp import Ramp
 
 SMALL = dict(layer_sizes=(16, 16), batch_size=16, train_freq=1, gradient_steps=1,
              jit_compile=False)
+# SMALL without the network's keyword arguments (what registry.build_model takes).
+SMALL_HP = {k: v for k, v in SMALL.items() if k != "layer_sizes"}
 
 
 def make_model(ob_dim: int = 2, num_actions: int = 1, sizes=(3,), num_envs: int = 1,
@@ -491,7 +493,7 @@ def test_train_freq_counts_env_steps_summed_over_envs(train_freq, gradient_steps
     env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)] * 4))
     model = registry.build_model(
         "ddpg", env.observation_space, env.action_space, 4, "mlp", {"layer_sizes": (8,)},
-        dict(SMALL, batch_size=4, learning_starts=0, seed=0, train_freq=train_freq,
+        dict(SMALL_HP, batch_size=4, learning_starts=0, seed=0, train_freq=train_freq,
              gradient_steps=gradient_steps, noise_type="adaptive-param_0.2",
              param_noise_adaption_interval=8))
     model.attach_env(env)
@@ -593,7 +595,7 @@ def test_no_retracing_over_several_training_calls():
     """The model classes call train() once per learn(): the compiled calls stay traced once."""
     env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)]))
     model = registry.build_model("ddpg", env.observation_space, env.action_space, 1, "mlp",
-                                 {"layer_sizes": (8,)}, dict(SMALL, learning_starts=20,
+                                 {"layer_sizes": (8,)}, dict(SMALL_HP, learning_starts=20,
                                                              noise_type="adaptive-param_0.1"))
     model.attach_env(env)
     for _ in range(3):

@@ -27,6 +27,8 @@ from tests.envs.ramp import Ramp
 
 SMALL = dict(layer_sizes=(16, 16), batch_size=16, train_freq=1, gradient_steps=1,
              jit_compile=False)
+# SMALL without the network's keyword arguments (what registry.build_model takes).
+SMALL_HP = {k: v for k, v in SMALL.items() if k != "layer_sizes"}
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -412,7 +414,7 @@ def test_no_retracing_over_several_training_calls():
     """The model classes call train() once per learn(): the compiled calls stay traced once."""
     env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)]))
     model = registry.build_model("sac", env.observation_space, env.action_space, 1, "mlp",
-                                 {"layer_sizes": (8,)}, dict(SMALL, learning_starts=20))
+                                 {"layer_sizes": (8,)}, dict(SMALL_HP, learning_starts=20))
     model.attach_env(env)
     for _ in range(3):
         train(model, env, 30, LoopOptions())
@@ -437,7 +439,7 @@ def test_train_freq_counts_env_steps_summed_over_envs(train_freq, gradient_steps
     env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)] * 4))
     model = registry.build_model("sac", env.observation_space, env.action_space, 4, "mlp",
                                  {"layer_sizes": (8,)},
-                                 dict(SMALL, batch_size=4, learning_starts=0, seed=0,
+                                 dict(SMALL_HP, batch_size=4, learning_starts=0, seed=0,
                                       train_freq=train_freq, gradient_steps=gradient_steps))
     model.attach_env(env)
     train(model, env, 20, LoopOptions())
