@@ -553,9 +553,10 @@ def test_baselines_spellings_are_deprecated_aliases():
 def test_baselines_rollout_steps_count_steps_per_env():
     from rlbase.ddpg.config import DDPGConfig
 
-    with pytest.warns(DeprecationWarning, match="nb_rollout_steps \\* num_envs"):
+    with pytest.warns(DeprecationWarning) as caught:
         config = DDPGConfig.build({"nb_rollout_steps": 5, "nb_train_steps": 3,
                                    "clip_norm": 0.5}, num_envs=4)
+    assert "nb_rollout_steps * num_envs" in str(caught[0].message) and len(caught) == 3
     assert (config.train_freq, config.gradient_steps, config.max_grad_norm) == (20, 3, 0.5)
     # A model file written before: its old spellings load, silently (one env each).
     saved = DDPGConfig.from_saved({"nb_rollout_steps": 5, "clip_norm": 0.5, "train_freq_x": 1})

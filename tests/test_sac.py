@@ -548,7 +548,8 @@ def test_sac_class_life_cycle(tmp_path):
     agent = SAC("MlpPolicy", "Pendulum-v1", seed=0, policy_kwargs={"net_arch": [8]},
                 learning_rate=1e-3, train_freq=(1, "step"), gradient_steps=-1, batch_size=8,
                 learning_starts=10, jit_compile=False)
-    assert agent.hyperparameters["lr"] == 1e-3 and agent.hyperparameters["gradient_steps"] == 1
+    config = agent.model.config  # SB3's names and forms, converted
+    assert (config.lr, config.train_freq, config.gradient_steps) == (1e-3, 1, 1)
     agent.learn(30)
     agent.learn(30, reset_num_timesteps=False)
     model = agent.model
