@@ -564,7 +564,7 @@ def test_sac_class_life_cycle(tmp_path):
     np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0],
                                   agent.predict(obs, deterministic=True)[0])
     loaded.learn(20)
-    with pytest.raises(RLBaseError, match="supports only False"):  # use_sde (gSDE)
+    with pytest.raises(RLBaseError, match="use_sde must be False"):  # gSDE
         SAC("MlpPolicy", "Pendulum-v1", use_sde=True)
 
 
