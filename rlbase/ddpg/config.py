@@ -40,7 +40,8 @@ class DDPGConfig(AlgorithmConfig):
                               "in env steps summed over envs: nb_rollout_steps * num_envs")])
     gradient_steps: int = param(
         1, "gradient steps per training phase, run in one compiled call with the next step's "
-        "acting (0: no training; -1, as in SB3: one per env step collected, so train_freq)", unit="gradient steps", low=-1,
+        "acting (0: no training; -1, as in SB3: one per env step collected, so train_freq)",
+        unit="gradient steps", low=-1,
         deprecated=["nb_train_steps"])
     actor_lr: float = param(1e-4, "the actor's Adam learning rate", low=0, low_open=True,
                             sb3="learning_rate")

@@ -64,7 +64,8 @@ class SACConfig(AlgorithmConfig):
         sb3=SB3_TRAIN_FREQ)
     gradient_steps: int = param(
         1, "gradient steps per training phase, run in one compiled call with the next step's "
-        "acting (0: no training; -1, as in SB3: one per env step collected, so train_freq)", unit="gradient steps", low=-1)
+        "acting (0: no training; -1, as in SB3: one per env step collected, so train_freq)",
+        unit="gradient steps", low=-1)
     ent_coef: str | float = param("auto", "the entropy coefficient alpha: 'auto' (learned, "
                                   "starting at 1.0), 'auto_X' (learned, starting at X) or a "
                                   "positive number (fixed)")
