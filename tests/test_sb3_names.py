@@ -52,6 +52,11 @@ def test_td3_learning_rate_sets_both_networks():
     hp = model.model.hyperparameters
     assert hp["actor_lr"] == hp["critic_lr"] == 5e-4
     assert hp["twin_q"] and hp["policy_delay"] == 2
+    # SB3's name for a TD3 preset replaces the preset.
+    model = TD3("MlpPolicy", "Pendulum-v1", target_policy_noise=0.3,
+                policy_kwargs=dict(net_arch=[8]))
+    config = model.model.config
+    assert (config.target_noise, config.policy_delay, config.twin_q) == (0.3, 2, True)
 
 
 def test_one_setting_under_two_names_is_an_error():

@@ -82,12 +82,18 @@ class BaseRLModel:
             self.action_space = self.env.action_space
         num_envs = self.env.num_envs if self.env is not None else 1
         config = self.entry.config
+        presets = self.presets
         if config is not None:
             _, policy_kwargs = translate(self.algorithm, {}, dict(policy_kwargs or {}),
                                          num_envs)
             hyperparameters = dict(hyperparameters)
+            # A preset the user sets under another spelling (TD3's target_noise as SB3's
+            # target_policy_noise) gives way.
+            others = config.other_names()
+            given = {others[k][0] if k in others else k for k in hyperparameters}
+            presets = {k: v for k, v in presets.items() if k not in given}
             # Checked now (names, types, ranges), converted when the model is built.
-            config.build({**self.presets, **hyperparameters}, num_envs)
+            config.build({**presets, **hyperparameters}, num_envs)
         else:
             hyperparameters, policy_kwargs = translate(self.algorithm, dict(hyperparameters),
                                                        dict(policy_kwargs or {}), num_envs)
@@ -97,7 +103,7 @@ class BaseRLModel:
                 raise RLBaseError(f"{type(self).__name__} has no hyperparameter {name!r}; "
                                   f"allowed: {', '.join(sorted(allowed))} (or their SB3 names: "
                                   "rlbase/docs/sb3_names.md)")
-        self.hyperparameters = {**self.presets, **hyperparameters}
+        self.hyperparameters = {**presets, **hyperparameters}
         self.policy_kwargs = policy_kwargs
         if self.env is not None and _init_setup_model:
             self._setup_model()
