@@ -8,6 +8,7 @@ rlbase.common.nested) everywhere here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +88,7 @@ class TrainSchedule:
         return (num_timesteps + num_envs - 1) // f - (num_timesteps - 1) // f
 
 
-def sb3_train_freq(value: Any, given: Any, num_envs: int) -> Any:
+def sb3_train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
     """SB3's forms of ``train_freq``: ``(n, "step")`` is n vector steps, ``n * num_envs`` env
     steps; a plain int is taken as rlbase's env steps (summed over envs); ``"episode"`` units
     are refused."""
