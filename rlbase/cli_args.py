@@ -8,8 +8,10 @@ from typing import Any
 
 from rlbase.common.cmd_util import ENV_TYPES, VEC_ENV_KINDS
 
-# Config fields the CLI sets with its own flags (--seed, --eval_freq, ...).
-OWN_FLAGS = ("seed", "eval_freq", "eval_episodes", "checkpoint_interval")
+# Config fields the CLI sets with its own flags (--seed, --eval_freq, ...). DDPG's
+# reward_scale (on sampled rewards) meets the CLI's own --reward_scale (on the env's rewards):
+# the CLI's flag keeps the name, as before.
+OWN_FLAGS = ("seed", "eval_freq", "eval_episodes", "checkpoint_interval", "reward_scale")
 CONFIG_DEST = "config:"
 
 
@@ -146,7 +148,9 @@ def add_config_flags(parser: argparse.ArgumentParser, config: Any) -> None:
         metavar = row["type"].upper().split()[0]
         group.add_argument(f"--{name}", dest=CONFIG_DEST + name, default=argparse.SUPPRESS,
                            nargs="?", const="True", metavar=metavar,
-                           help=f"{row['doc']} (default {row['default']}{unit}{allowed})")
+                           # (argparse formats help with %: a doc's own % is escaped)
+                           help=f"{row['doc']} (default {row['default']}{unit}{allowed})"
+                           .replace("%", "%%"))
         added.add(name)
         for other, text in ((row["sb3"], f"Stable-Baselines3's name for --{name}"),
                             *((d, argparse.SUPPRESS) for d in row["deprecated"].split(", "))):

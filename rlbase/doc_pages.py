@@ -11,7 +11,6 @@ import re
 import sys
 from typing import Any
 
-
 START = "<!-- learn-parameters: generated from the config, do not edit -->"
 END = "<!-- end learn-parameters -->"
 
@@ -82,23 +81,28 @@ def cli_flags_table() -> str:
     return "\n".join(rows)
 
 
-SB3_START = "<!-- sb3-names: generated from rlbase/api/sb3_names.py, do not edit -->"
+SB3_START = "<!-- sb3-names: generated from the configs' fields, do not edit -->"
 SB3_END = "<!-- end sb3-names -->"
 
 
 def sb3_names_table() -> str:
-    """Each class's Stable-Baselines3 names and what they become in rlbase."""
-    from rlbase.api.sb3_names import SB3_NAMES
+    """Each algorithm's Stable-Baselines3 names and the fields they set."""
+    from rlbase.common.config import describe
+    from rlbase.registry import available_algorithms, config_class
 
-    rows = ["| class | SB3 name | rlbase |", "|---|---|---|"]
-    for alg, table in SB3_NAMES.items():
-        for name, rule in table.items():
-            if isinstance(rule, str):
-                meaning = f"`{rule}`"
-            else:
-                doc = (rule.__doc__ or "").strip().split("\n\n")[0]
-                meaning = " ".join(doc.split()).replace("|", "\\|") or rule.__name__
-            rows.append(f"| {alg} | `{name}` | {meaning} |")
+    rows = ["| algorithm | SB3 name | rlbase |", "|---|---|---|"]
+    for alg in available_algorithms():
+        config = config_class(alg)
+        by_name: dict[str, list[str]] = {}
+        for row in describe(config):
+            if row["sb3"]:
+                by_name.setdefault(row["sb3"], []).append(f"`{row['name']}`")
+        for name, fields in by_name.items():
+            rows.append(f"| {alg} | `{name}` | {' and '.join(fields)} |")
+        for name, allowed in config.sb3_fixed.items():
+            values = allowed if isinstance(allowed, tuple) else (allowed,)
+            shown = " or ".join(f"`{v!r}`" for v in values)
+            rows.append(f"| {alg} | `{name}` | accepted when {shown}: what rlbase does |")
     return "\n".join(rows)
 
 

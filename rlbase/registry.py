@@ -1,7 +1,8 @@
 """Algorithm discovery, shared by the CLI, the benchmarks and the model classes.
 
-An algorithm is a package ``rlbase/<alg>/`` with ``<alg>.py`` (``learn``, ``train``, ``ALIASES``),
-``model.py`` (``Model`` and ``build_model``); its defaults per env type are the env-type rows of
+An algorithm is a package ``rlbase/<alg>/`` with ``<alg>.py`` (``learn``, ``train``),
+``config.py`` (``CONFIG``, its typed parameters) and ``model.py`` (``Model`` and
+``build_model``); its defaults per env type are the env-type rows of
 ``rlbase/hyperparams/<alg>.yml`` (rlbase.common.hyperparams).
 Nothing here imports TensorFlow until an algorithm is asked for.
 """
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
-from rlbase.common.checks import check_learning_rates
 from rlbase.common.errors import RLBaseError
 
 # Names other libraries use for rlbase's algorithms: (rlbase algorithm, learn() arguments).
@@ -73,14 +73,6 @@ class Algorithm:
         return self.module.train
 
     @property
-    def aliases(self) -> dict[str, Any]:
-        """Deprecated learn() spellings still accepted (``<alg>.ALIASES``; with a config, its
-        fields' other names)."""
-        if self.config is not None:
-            return dict.fromkeys(self.config.accepted_names())
-        return self.module.ALIASES
-
-    @property
     def config(self) -> Any:
         """The algorithm's config class (``rlbase.<alg>.config.CONFIG``)."""
         return config_class(self.name)
@@ -94,13 +86,8 @@ class Algorithm:
         return self.model_module.Model
 
     def learn_defaults(self) -> dict[str, Any]:
-        """learn()'s keyword defaults (what a model built without learn() starts from)."""
-        if self.config is not None:
-            return {k: v for k, v in self.config.defaults().items() if k != "seed"}
-        params = inspect.signature(self.learn).parameters.values()
-        return {p.name: p.default for p in params
-                if p.default is not p.empty and p.kind is not p.VAR_KEYWORD
-                and p.name not in ("total_timesteps", "seed")}
+        """The config's defaults (what a model built without learn() starts from)."""
+        return {k: v for k, v in self.config.defaults().items() if k != "seed"}
 
     def learn_parameters(self) -> list[str]:
         params = inspect.signature(self.learn).parameters.values()
@@ -123,18 +110,14 @@ def get_algorithm(name: str) -> Algorithm:
 
 def build_model(algorithm: str, observation_space: Any, action_space: Any, num_envs: int,
                 network: Any, network_kwargs: dict[str, Any] | None,
-                hyperparameters: dict[str, Any] | None) -> Any:
-    """An algorithm's model built as learn() builds it: learn()'s defaults under
-    ``hyperparameters``."""
+                hyperparameters: dict[str, Any] | None, warn: bool = True) -> Any:
+    """An algorithm's model built as learn() builds it: the config's defaults under
+    ``hyperparameters`` (any accepted spelling; ``warn=False`` when they were checked, with
+    their warnings, before)."""
     entry = get_algorithm(algorithm)
-    if entry.config is not None:
-        config = entry.config.build(hyperparameters or {}, num_envs)
-        return entry.build_model(observation_space, action_space, num_envs, network,
-                                 dict(network_kwargs or {}), config)
-    params = {**entry.learn_defaults(), **(hyperparameters or {})}
-    check_learning_rates(algorithm, params)
+    config = entry.config.build(hyperparameters or {}, num_envs, warn=warn)
     return entry.build_model(observation_space, action_space, num_envs, network,
-                             dict(network_kwargs or {}), params)
+                             dict(network_kwargs or {}), config)
 
 
 def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,
@@ -158,11 +141,7 @@ def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,
         raise RLBaseError(f"model file {path} records no {exc.args[0]}") from None
     unusable = set(metadata.get("unserializable") or ())
     saved = metadata.get("hyperparameters") or {}
-    config = get_algorithm(algorithm).config
-    if config is not None:
-        hyperparameters = config.from_saved(saved, unusable)
-    else:
-        hyperparameters = {k: v for k, v in saved.items() if k not in unusable}
+    hyperparameters = config_class(algorithm).from_saved(saved, unusable)
     hyperparameters.update(overrides or {})
     envs = num_envs or int(metadata.get("num_envs") or 1)
     model = build_model(algorithm, ob_space, ac_space, envs, metadata.get("network"),

@@ -44,7 +44,7 @@ def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) 
     from rlbase.common.policies import POLICY_KWARGS
 
     learn_names = set(entry.learn_parameters()) - {"network_kwargs"}
-    aliases = set(entry.aliases)
+    aliases = set(entry.config.accepted_names())
     net_names = set(network_kwarg_names(network)) if network is not None else set()
     net_names.update(POLICY_KWARGS)
     owned = sorted(set(extra) & CLI_OWNED)

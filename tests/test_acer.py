@@ -85,7 +85,7 @@ def constant_model(num_envs=1, nsteps=2, q_slope=0.0, jit_compile=False, **kwarg
     3 + q_slope s), so V(s) = 2 + q_slope s."""
     ob, ac = gym.spaces.Box(-1.0, 1.0, (1,), np.float32), gym.spaces.Discrete(2)
     policy, average = (AcerPolicy(ob, ac, identity_network) for _ in range(2))
-    config = ACERConfig(**{"nsteps": nsteps, "gamma": 0.5, "buffer_size": 10,
+    config = ACERConfig(**{"nsteps": nsteps, "gamma": 0.5, "buffer_size_per_env": 10,
                            "replay_start": 10, **kwargs})
     model = Model(policy, average, num_envs, config, jit_compile=jit_compile)
     policy.pd_head.dense.set_weights([np.zeros((1, 2), np.float32), np.zeros(2, np.float32)])
@@ -408,7 +408,7 @@ def test_frame_stack_above_a_normalization_of_observations_is_refused_with_repla
     makers = [lambda: CountingImages(0, 3, truncate=True)]
     with pytest.raises(RLBaseError, match="VecNormalize.VecFrameStack.venv, n..") as err:
         learn("mlp", VecFrameStack(VecNormalize(DummyVecEnv(makers)), 2), total_timesteps=0,
-              nsteps=4, buffer_size=8, replay_start=4, **QUIET)
+              nsteps=4, buffer_size_per_env=8, replay_start=4, **QUIET)
     assert "\n" not in str(err.value)
     # On-policy ACER keeps no buffer: any order.
     model = learn("mlp", VecFrameStack(VecNormalize(DummyVecEnv(makers)), 2),
@@ -460,7 +460,7 @@ def test_learn_stores_raw_rollouts_behind_vecnormalize(nstack):
     makers = [lambda: CountingImages(0, 3, truncate=True), lambda: CountingImages(1, 2)]
     venv = DummyVecEnv(makers)
     env = VecNormalize(VecFrameStack(venv, nstack) if nstack > 1 else venv)
-    model = learn("mlp", env, seed=0, total_timesteps=24, nsteps=4, buffer_size=8,
+    model = learn("mlp", env, seed=0, total_timesteps=24, nsteps=4, buffer_size_per_env=8,
                   replay_start=4, **QUIET)
     buffer = model.replay_buffer
     assert buffer.num_in_buffer == 2 and buffer.nstack == nstack
@@ -482,7 +482,7 @@ def test_identity_learning(replay_ratio):
     # Seeds 0-5 all evaluate at 20, on-policy (replay_ratio 0) and with replay.
     make = lambda: ie.DiscreteIdentityEnv(4)  # noqa: E731
     model = learn("mlp", vec(make), seed=0, total_timesteps=6000, nsteps=5, gamma=0.5,
-                  lr=3e-3, replay_ratio=replay_ratio, replay_start=100, buffer_size=1000,
+                  lr=3e-3, replay_ratio=replay_ratio, replay_start=100, buffer_size_per_env=1000,
                   **QUIET)
     mean, _ = evaluate_policy(model, vec(make, 1, seed=100), n_eval_episodes=10)
     assert mean >= 0.9 * 20
@@ -529,7 +529,7 @@ def test_every_variable_trains_without_retracing(space, network, kwargs, monkeyp
         env = VecFrameStack(env, 2)
     seen = []
     model = learn(network, env, seed=0, total_timesteps=5 * 2 * 3, nsteps=5, replay_ratio=2,
-                  replay_start=5, buffer_size=50, lr=1e-2,
+                  replay_start=5, buffer_size_per_env=50, lr=1e-2,
                   callback=lambda m, info: seen.append(info), **kwargs, **QUIET)
     assert sum(info["replay_updates"] for info in seen) > 0
     assert {"policy_loss", "value_loss", "entropy_loss", "learning_rate",
@@ -549,7 +549,7 @@ def test_every_variable_trains_without_retracing(space, network, kwargs, monkeyp
 def test_act_with_probabilities_and_step():
     env = vec(lambda: ie.DiscreteIdentityEnv(4), n=2)
     model = learn("mlp", env, seed=0, total_timesteps=200, nsteps=5, replay_start=20,
-                  buffer_size=100, **QUIET)
+                  buffer_size_per_env=100, **QUIET)
     assert model.calls.actor is not None
     obs, state, mask = np.arange(4), model.initial_states(4), np.zeros(4, np.float32)
     actions, mus, _ = model.act_with_probabilities(obs, state, mask)
@@ -567,17 +567,23 @@ def test_bad_input():
     with pytest.raises(RLBaseError, match="Discrete action space, got Box"):
         learn("mlp", make_vec_env("Pendulum-v1", num_env=1, seed=0), total_timesteps=10)
     cartpole = make_vec_env("CartPole-v1", num_env=1, seed=0)
-    with pytest.raises(RLBaseError, match="replay_start=2000 is larger than buffer_size=1000"):
-        learn("mlp", cartpole, total_timesteps=10, buffer_size=1000, replay_start=2000)
+    with pytest.raises(RLBaseError,
+                       match="replay_start=2000 is larger than buffer_size_per_env=1000"):
+        learn("mlp", cartpole, total_timesteps=10, buffer_size_per_env=1000, replay_start=2000)
     with pytest.raises(RLBaseError, match="lrschedule|schedule"):
         learn("mlp", cartpole, total_timesteps=10, lrschedule="sideways")
     with pytest.raises(RLBaseError, match="replay_ratio"):
         learn("mlp", cartpole, total_timesteps=10, replay_ratio=-1)
-    with pytest.raises(RLBaseError, match="buffer_size=5 holds no sequence of nsteps=20"):
-        learn("mlp", cartpole, total_timesteps=10, buffer_size=5, replay_start=5)
+    with pytest.raises(RLBaseError, match="buffer_size_per_env=5 holds no sequence of nsteps=20"):
+        learn("mlp", cartpole, total_timesteps=10, buffer_size_per_env=5, replay_start=5)
+    # Baselines' name for the buffer's size, counted per env as Baselines did.
+    with pytest.warns(DeprecationWarning, match="'buffer_size' is deprecated, use "
+                                                r"'buffer_size_per_env' \(counted per env"):
+        config = ACERConfig.build({"buffer_size": 123})
+    assert config.buffer_size_per_env == 123
     # On-policy ACER needs no buffer, so its size is not checked.
     model = learn("mlp", cartpole, total_timesteps=10, nsteps=5, replay_ratio=0,
-                  buffer_size=1, replay_start=2000, **QUIET)
+                  buffer_size_per_env=1, replay_start=2000, **QUIET)
     assert model.replay_buffer is None and model.num_timesteps == 10
 
 
@@ -620,7 +626,7 @@ def test_learns_cartpole_with_vec_normalize():
     # --normalize with the classic_control defaults: replay normalizes raw rollouts with the
     # current statistics. Seed 0 evaluates at 500 (10 deterministic episodes) after 5e4 steps.
     env = VecNormalize(make_vec_env("CartPole-v1", num_env=8, seed=0))
-    model = learn("mlp", env, seed=0, total_timesteps=50000, lr=0.002, buffer_size=5000,
+    model = learn("mlp", env, seed=0, total_timesteps=50000, lr=0.002, buffer_size_per_env=5000,
                   replay_start=1000, **QUIET)
     eval_env = model.normalized_like_training(make_vec_env("CartPole-v1", num_env=1, seed=100))
     mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=10)
@@ -635,7 +641,7 @@ def test_resuming_an_older_checkpoint_behind_vecnormalize_is_refused(tmp_path, m
     def make():
         return VecNormalize(DummyVecEnv([lambda: CountingImages(0, 3, truncate=True)]))
 
-    kw = dict(seed=0, nsteps=4, buffer_size=8, replay_start=4, checkpoint_interval=8,
+    kw = dict(seed=0, nsteps=4, buffer_size_per_env=8, replay_start=4, checkpoint_interval=8,
               checkpoint_path=str(tmp_path), **QUIET)
     monkeypatch.setattr(RawReplay, "buffer_state",
                         lambda self, buffer: object_state(buffer, "replay"))  # the old writer

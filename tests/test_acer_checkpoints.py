@@ -25,7 +25,7 @@ from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 
 # 2 envs x 5 steps: 10 env steps per update; a 10-rollout buffer that wraps within 200 steps.
-SMALL = dict(network="mlp", nsteps=5, buffer_size=50, replay_start=10, replay_ratio=2,
+SMALL = dict(network="mlp", nsteps=5, buffer_size_per_env=50, replay_start=10, replay_ratio=2,
              log_interval=10**9, jit_compile=False)
 
 
@@ -51,7 +51,7 @@ def assert_all_equal(a: list[np.ndarray], b: list[np.ndarray]) -> None:
 def test_save_load_round_trip_by_every_path(tmp_path):
     env = make_vec_env("CartPole-v1", num_env=2, seed=0)
     model = learn("mlp", env, seed=0, total_timesteps=200, nsteps=10, replay_start=20,
-                  buffer_size=100, value_network="copy", **{"log_interval": 10**9})
+                  buffer_size_per_env=100, value_network="copy", **{"log_interval": 10**9})
     path = str(tmp_path / "acer.zip")
     model.save(path)
     # The group names of files written before the one contract, so those still load.
@@ -143,7 +143,7 @@ def exact_venv():
 
 
 def test_resume_continues_exactly(tmp_path):
-    exact = dict(network="mlp", nsteps=3, buffer_size=30, replay_start=6, replay_ratio=2,
+    exact = dict(network="mlp", nsteps=3, buffer_size_per_env=30, replay_start=6, replay_ratio=2,
                  log_interval=10**9, jit_compile=False, lr=1e-2)
     straight = learn(env=exact_venv(), seed=0, total_timesteps=60, **exact)
     folder = str(tmp_path)
@@ -239,7 +239,7 @@ def test_non_finite_loss_names_the_loss_and_update_and_the_checkpoint_stays_usab
 
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "rlbase.run", "--alg=acer", "--env=CartPole-v1",
-            "--no_progress", "--num_env=2", "--nsteps=5", "--buffer_size=5000",
+            "--no_progress", "--num_env=2", "--nsteps=5", "--buffer_size_per_env=5000",
             "--replay_start=50", "--log_interval=20", *args]
 
 

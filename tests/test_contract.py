@@ -11,8 +11,6 @@ from rlbase.common.config import describe
 
 ALGORITHMS = registry.available_algorithms()
 HEAD = ["network", "env", "total_timesteps", "seed"]
-TAIL = ["log_interval", "eval_env", "eval_freq", "eval_episodes", "callback", "load_path",
-        "checkpoint_interval", "checkpoint_path", "resume", "network_kwargs"]
 
 
 # learn()'s arguments that are not config fields: what it trains on and how it runs.
@@ -25,9 +23,6 @@ def test_learn_signature_is_the_contract(alg):
     signature = inspect.signature(entry.learn)
     params = list(signature.parameters)
     assert params[:len(HEAD)] == HEAD
-    if entry.config is None:
-        assert params[-len(TAIL):] == TAIL
-        return
     # Keyword-only after the first four: every config field (its default the field's), then
     # the runtime arguments, then the network's keyword arguments.
     kinds = [signature.parameters[p].kind for p in params[len(HEAD):-1]]
@@ -48,14 +43,13 @@ def test_learn_signature_is_the_contract(alg):
 def test_every_learn_parameter_is_documented(alg):
     entry = registry.get_algorithm(alg)
     doc = inspect.getdoc(entry.learn) or ""
-    fields = entry.config.field_names() if entry.config is not None else ()
+    fields = entry.config.field_names()
     for name in inspect.signature(entry.learn).parameters:
         if name in fields and name != "seed":
             continue  # documented by its field (below)
         label = f"**{name}" if name == "network_kwargs" else name
         assert re.search(rf"^{re.escape(label)}\b.*:", doc, re.M), f"{alg}: {name} undocumented"
-    if entry.config is not None:
-        for row in describe(entry.config):
+    for row in describe(entry.config):
             assert row["doc"], f"{alg}: {row['name']} has no doc"
 
 
@@ -106,15 +100,12 @@ OWN_UNIT = {"log_interval"}
 
 
 def _configs():
-    return {alg: registry.config_class(alg) for alg in ALGORITHMS
-            if registry.config_class(alg) is not None}
+    return {alg: registry.config_class(alg) for alg in ALGORITHMS}
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS)
 def test_names_and_units_are_the_shared_ones(alg):
     config = registry.config_class(alg)
-    if config is None:
-        pytest.skip(f"{alg} has no config yet")
     rows = {r["name"]: r for r in describe(config)}
     assert not set(rows) & RETIRED, f"{alg} uses retired names {set(rows) & RETIRED}"
     for name in ENV_STEP_FIELDS:

@@ -26,9 +26,9 @@ from rlbase.common.loop import LoopOptions
 from rlbase.common.serialization import load_file
 from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
-from rlbase.ddpg.actor import Actor
 from rlbase.ddpg.ddpg import learn, train
 from rlbase.ddpg.model import Model
+from rlbase.ddpg.networks import Actor
 from rlbase.ddpg.noise import (
     NormalActionNoise,
     OrnsteinUhlenbeckActionNoise,
@@ -39,9 +39,11 @@ from tests.envs.ramp import Ramp
 
 SMALL = dict(layer_sizes=(16, 16), batch_size=16, train_freq=1, gradient_steps=1,
              jit_compile=False)
+# SMALL without the network's keyword arguments (what registry.build_model takes).
+SMALL_HP = {k: v for k, v in SMALL.items() if k != "layer_sizes"}
 
 
-def make_model(ob_dim: int = 2, nb_actions: int = 1, sizes=(3,), num_envs: int = 1,
+def make_model(ob_dim: int = 2, num_actions: int = 1, sizes=(3,), num_envs: int = 1,
                **kw) -> Model:
     """A model built as learn() builds it, with tiny ReLU nets and no noise by default."""
     hp = dict(gamma=0.9, tau=0.25, twin_q=False, policy_delay=1, target_noise=0.0,
@@ -51,7 +53,7 @@ def make_model(ob_dim: int = 2, nb_actions: int = 1, sizes=(3,), num_envs: int =
               normalize_observations=False, buffer_size=100, jit_compile=False, seed=0)
     hp.update(kw)
     ob = gym.spaces.Box(-np.inf, np.inf, (ob_dim,), np.float32)
-    ac = gym.spaces.Box(-1.0, 1.0, (nb_actions,), np.float32)
+    ac = gym.spaces.Box(-1.0, 1.0, (num_actions,), np.float32)
     return registry.build_model("ddpg", ob, ac, num_envs, "mlp",
                                 {"layer_sizes": sizes, "activation": "relu"}, hp)
 
@@ -475,6 +477,42 @@ def test_learns_a_continuous_bandit():
     assert mean > -0.3  # random actions score about -6.7 over 10 steps
 
 
+@pytest.mark.parametrize("train_freq,gradient_steps,want,counts", [
+    (4, 1, 4, [1]),       # one phase per vector step of 4 envs
+    (1, 1, 16, [4]),      # one per env step: 4 per vector step, in one call
+    (8, 1, 2, [1]),       # every other vector step
+    (3, 1, 5, [1, 2]),    # multiples of 3 in [4, 20): 6, 9, 12, 15, 18
+    (2, 3, 24, [2]),      # 2 phases of 3 gradient steps per vector step
+    ((1, "step"), 1, 4, [1]),  # SB3's form: n vector steps = n * num_envs env steps
+])
+def test_train_freq_counts_env_steps_summed_over_envs(train_freq, gradient_steps, want, counts):
+    """4 envs, 5 vector steps (env steps 0-19), training from the first full minibatch (4
+    transitions, stored by the first vector step): phases before the vector step from t to
+    t + 4 are the multiples of train_freq in [t, t + 4), for t = 4, 8, 12, 16. The parameter
+    noise adapts every 8 env steps: at the vector steps ending at 8 and 16."""
+    env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)] * 4))
+    model = registry.build_model(
+        "ddpg", env.observation_space, env.action_space, 4, "mlp", {"layer_sizes": (8,)},
+        dict(SMALL_HP, batch_size=4, learning_starts=0, seed=0, train_freq=train_freq,
+             gradient_steps=gradient_steps, noise_type="adaptive-param_0.2",
+             param_noise_adaption_interval=8))
+    model.attach_env(env)
+    adapted = []
+    adapt = model.adapt_param_noise
+    model.adapt_param_noise = lambda: adapted.append(model.num_timesteps) or adapt()
+    train(model, env, 20, LoopOptions())
+    assert model.num_timesteps == 20
+    assert model.grad_steps == int(model.updates.numpy()) == want
+    # Each vector step that trains is one compiled call of all its phases' gradient steps.
+    assert sorted(model._train_fns) == [c * gradient_steps for c in counts]
+    assert adapted == [4, 12]  # before the vector steps to 8 and to 16
+
+
+def test_sb3_gradient_steps_minus_one_is_train_freq():
+    model = make_model(train_freq=(2, "step"), gradient_steps=-1, num_envs=3)
+    assert (model.config.train_freq, model.config.gradient_steps) == (6, 6)
+
+
 def test_bad_input_is_a_clear_error():
     with pytest.raises(RLBaseError, match="Box"):
         learn("mlp", "CartPole-v1", total_timesteps=10)
@@ -486,8 +524,10 @@ def test_bad_input_is_a_clear_error():
         learn("mlp", "Pendulum-v1", total_timesteps=10, policy_delay=0)
     with pytest.raises(RLBaseError, match="train_freq"):
         learn("mlp", "Pendulum-v1", total_timesteps=10, train_freq=0)
-    with pytest.raises(RLBaseError, match="gradient_steps"):
-        learn("mlp", "Pendulum-v1", total_timesteps=10, gradient_steps=-1)
+    with pytest.raises(RLBaseError, match="gradient_steps"):  # -1 is SB3's (train_freq)
+        learn("mlp", "Pendulum-v1", total_timesteps=10, gradient_steps=-2)
+    with pytest.raises(RLBaseError, match="env steps"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, train_freq=(1, "episode"))
     with pytest.raises(RLBaseError, match="tau"):
         learn("mlp", "Pendulum-v1", total_timesteps=10, tau=0.0)
     with pytest.raises(RLBaseError, match="does not take"):
@@ -508,6 +548,28 @@ def test_baselines_spellings_are_deprecated_aliases():
     hp = model.hyperparameters
     assert (hp["train_freq"], hp["gradient_steps"], hp["max_grad_norm"]) == (5, 3, 1.0)
     assert model.gradient_steps == 3 and model.grad_steps == 3  # trained once, at step 5
+
+
+def test_baselines_rollout_steps_count_steps_per_env():
+    from rlbase.ddpg.config import DDPGConfig
+
+    with pytest.warns(DeprecationWarning) as caught:
+        config = DDPGConfig.build({"nb_rollout_steps": 5, "nb_train_steps": 3,
+                                   "clip_norm": 0.5}, num_envs=4)
+    assert "nb_rollout_steps * num_envs" in str(caught[0].message) and len(caught) == 3
+    assert (config.train_freq, config.gradient_steps, config.max_grad_norm) == (20, 3, 0.5)
+    # A model file written before: its old spellings load, silently (one env each).
+    saved = DDPGConfig.from_saved({"nb_rollout_steps": 5, "clip_norm": 0.5, "train_freq_x": 1})
+    assert saved == {"train_freq": 5, "max_grad_norm": 0.5}
+
+
+def test_sb3_names_set_the_fields():
+    from rlbase.ddpg.config import DDPGConfig
+
+    config = DDPGConfig.build({"learning_rate": 5e-4, "target_policy_noise": 0.3,
+                               "train_freq": (2, "step"), "gradient_steps": -1}, num_envs=2)
+    assert (config.actor_lr, config.critic_lr, config.target_noise) == (5e-4, 5e-4, 0.3)
+    assert (config.train_freq, config.gradient_steps) == (4, 4)
 
 
 def test_logs_sb3_keys_and_never_a_nan_actor_loss(tmp_path):
@@ -534,7 +596,7 @@ def test_no_retracing_over_several_training_calls():
     """The model classes call train() once per learn(): the compiled calls stay traced once."""
     env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)]))
     model = registry.build_model("ddpg", env.observation_space, env.action_space, 1, "mlp",
-                                 {"layer_sizes": (8,)}, dict(SMALL, learning_starts=20,
+                                 {"layer_sizes": (8,)}, dict(SMALL_HP, learning_starts=20,
                                                              noise_type="adaptive-param_0.1"))
     model.attach_env(env)
     for _ in range(3):

@@ -27,16 +27,18 @@ from tests.envs.ramp import Ramp
 
 SMALL = dict(layer_sizes=(16, 16), batch_size=16, train_freq=1, gradient_steps=1,
              jit_compile=False)
+# SMALL without the network's keyword arguments (what registry.build_model takes).
+SMALL_HP = {k: v for k, v in SMALL.items() if k != "layer_sizes"}
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-def make_model(ob_dim: int = 2, nb_actions: int = 1, sizes=(3,), **kw) -> Model:
+def make_model(ob_dim: int = 2, num_actions: int = 1, sizes=(3,), **kw) -> Model:
     """A model built as learn() builds it, with tiny ReLU nets."""
     hp = dict(gamma=0.9, tau=0.25, batch_size=4, gradient_steps=1, buffer_size=100,
               ent_coef="auto_0.5", lr=1e-3, jit_compile=False, seed=0)
     hp.update(kw)
     ob = gym.spaces.Box(-np.inf, np.inf, (ob_dim,), np.float32)
-    ac = gym.spaces.Box(-1.0, 1.0, (nb_actions,), np.float32)
+    ac = gym.spaces.Box(-1.0, 1.0, (num_actions,), np.float32)
     return registry.build_model("sac", ob, ac, 1, "mlp",
                                 {"layer_sizes": sizes, "activation": "relu"}, hp)
 
@@ -204,8 +206,11 @@ def test_actor_loss_statistic_uses_the_updated_critics():
     assert updated  # (the critics were evaluated after the step)
 
 
-def test_target_update_interval_counts_gradient_steps():
-    model = make_model(target_update_interval=2)
+@pytest.mark.parametrize("name", ["target_update_gradient_steps", "target_update_interval"])
+def test_target_update_gradient_steps_counts_gradient_steps(name):
+    # target_update_interval: SB3's name (and rlbase's before), the same value.
+    model = make_model(**{name: 2})
+    assert model.config.target_update_gradient_steps == 2
     before = snapshot([t for _, t in model.target_pairs()])
     _one_step(model)
     assert all(np.array_equal(b, t.numpy()) for b, (_, t) in zip(before, model.target_pairs()))
@@ -409,7 +414,7 @@ def test_no_retracing_over_several_training_calls():
     """The model classes call train() once per learn(): the compiled calls stay traced once."""
     env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)]))
     model = registry.build_model("sac", env.observation_space, env.action_space, 1, "mlp",
-                                 {"layer_sizes": (8,)}, dict(SMALL, learning_starts=20))
+                                 {"layer_sizes": (8,)}, dict(SMALL_HP, learning_starts=20))
     model.attach_env(env)
     for _ in range(3):
         train(model, env, 30, LoopOptions())
@@ -417,6 +422,39 @@ def test_no_retracing_over_several_training_calls():
     model.step(np.zeros((5, 1), np.float32))  # another batch size: no new trace either
     for fn in (model.train_fn, model.act_fn):
         assert fn.function.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize("train_freq,gradient_steps,want,counts", [
+    (4, 1, 4, [1]),       # one phase per vector step of 4 envs
+    (1, 1, 16, [4]),      # one per env step: 4 per vector step, in one call
+    (8, 1, 2, [1]),       # every other vector step
+    (3, 1, 5, [1, 2]),    # multiples of 3 in [4, 20): 6, 9, 12, 15, 18
+    (2, 3, 24, [2]),      # 2 phases of 3 gradient steps per vector step
+    ((1, "step"), 1, 4, [1]),  # SB3's form: n vector steps = n * num_envs env steps
+])
+def test_train_freq_counts_env_steps_summed_over_envs(train_freq, gradient_steps, want, counts):
+    """4 envs, 5 vector steps (env steps 0-19), training from the first full minibatch (4
+    transitions, stored by the first vector step): phases before the vector step from t to
+    t + 4 are the multiples of train_freq in [t, t + 4), for t = 4, 8, 12, 16."""
+    env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)] * 4))
+    model = registry.build_model("sac", env.observation_space, env.action_space, 4, "mlp",
+                                 {"layer_sizes": (8,)},
+                                 dict(SMALL_HP, batch_size=4, learning_starts=0, seed=0,
+                                      train_freq=train_freq, gradient_steps=gradient_steps))
+    model.attach_env(env)
+    train(model, env, 20, LoopOptions())
+    assert model.num_timesteps == 20
+    assert model.grad_steps == int(model.updates.numpy()) == want
+    # Each vector step that trains is one compiled call of all its phases' gradient steps.
+    assert sorted(model._train_fns) == [c * gradient_steps for c in counts]
+
+
+def test_old_files_settings_load():
+    from rlbase.sac.config import SACConfig
+
+    saved = SACConfig.from_saved({"target_update_interval": 3, "train_freq": 2, "lr": 1e-3,
+                                  "total_timesteps": 100})
+    assert saved == {"target_update_gradient_steps": 3, "train_freq": 2, "lr": 1e-3}
 
 
 def test_bad_input_is_a_clear_error():
@@ -429,7 +467,10 @@ def test_bad_input_is_a_clear_error():
                                                          "target_entropy"),
                        (dict(tau=0.0), "tau"), (dict(train_freq=0), "train_freq"),
                        (dict(gamma=1.5), "gamma"), (dict(lr=-1.0), "lr"),
-                       (dict(target_update_interval=0), "target_update_interval"),
+                       (dict(target_update_gradient_steps=0), "target_update_gradient_steps"),
+                       (dict(target_update_interval=0), "target_update_gradient_steps"),
+                       (dict(gradient_steps=-2), "gradient_steps"),
+                       (dict(train_freq=(1, "episode")), "env steps"),
                        (dict(num_hiden=3), "does not take")):
         with pytest.raises(RLBaseError, match=match):
             learn("mlp", "Pendulum-v1", total_timesteps=10, **bad)
@@ -507,7 +548,8 @@ def test_sac_class_life_cycle(tmp_path):
     agent = SAC("MlpPolicy", "Pendulum-v1", seed=0, policy_kwargs={"net_arch": [8]},
                 learning_rate=1e-3, train_freq=(1, "step"), gradient_steps=-1, batch_size=8,
                 learning_starts=10, jit_compile=False)
-    assert agent.hyperparameters["lr"] == 1e-3 and agent.hyperparameters["gradient_steps"] == 1
+    config = agent.model.config  # SB3's names and forms, converted
+    assert (config.lr, config.train_freq, config.gradient_steps) == (1e-3, 1, 1)
     agent.learn(30)
     agent.learn(30, reset_num_timesteps=False)
     model = agent.model
@@ -522,7 +564,7 @@ def test_sac_class_life_cycle(tmp_path):
     np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0],
                                   agent.predict(obs, deterministic=True)[0])
     loaded.learn(20)
-    with pytest.raises(RLBaseError, match="supports only False"):  # use_sde (gSDE)
+    with pytest.raises(RLBaseError, match="use_sde must be False"):  # gSDE
         SAC("MlpPolicy", "Pendulum-v1", use_sde=True)
 
 

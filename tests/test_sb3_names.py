@@ -3,7 +3,7 @@
 import pytest
 
 from rlbase import A2C, DQN, PPO, TD3
-from rlbase.api.sb3_names import translate
+from rlbase.api.policy_kwargs import translate_policy_kwargs
 from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 
@@ -24,20 +24,20 @@ def test_torch_activation_classes_are_read_by_name():
     class ReLU:  # stands for torch.nn.ReLU
         pass
 
-    _, kwargs = translate("ppo", {}, {"activation_fn": ReLU}, 1)
+    _, kwargs = translate_policy_kwargs("ppo", {"activation_fn": ReLU})
     assert kwargs == {"activation": "relu"}
 
 
 def test_net_arch_dict_gives_a_separate_value_torso():
-    _, kwargs = translate("a2c", {}, {"net_arch": dict(pi=[64, 64], vf=[64, 64])}, 1)
+    _, kwargs = translate_policy_kwargs("a2c", {"net_arch": dict(pi=[64, 64], vf=[64, 64])})
     assert kwargs == {"value_network": "copy", "layer_sizes": [64, 64]}
     with pytest.raises(RLBaseError, match="same widths"):
-        translate("a2c", {}, {"net_arch": dict(pi=[64], vf=[32])}, 1)
+        translate_policy_kwargs("a2c", {"net_arch": dict(pi=[64], vf=[32])})
 
 
 def test_dqn_net_arch_is_the_whole_q_network_and_train_freq_tuples():
-    hyper, kwargs = translate("dqn", {}, {"net_arch": [256, 256]}, 1)
-    assert (hyper, kwargs) == ({"hiddens": []}, {"layer_sizes": [256, 256]})
+    hyper, kwargs = translate_policy_kwargs("dqn", {"net_arch": [256, 256]})
+    assert (hyper, kwargs) == ({"hiddens": ()}, {"layer_sizes": [256, 256]})
     # SB3's (n, "step") counts vector steps: n * num_envs env steps; its gradient_steps=-1
     # is as many gradient steps as env steps between phases. A plain number is env steps.
     env = make_vec_env("CartPole-v1", num_env=4, seed=0)
@@ -63,6 +63,11 @@ def test_td3_learning_rate_sets_both_networks():
     hp = model.model.hyperparameters
     assert hp["actor_lr"] == hp["critic_lr"] == 5e-4
     assert hp["twin_q"] and hp["policy_delay"] == 2
+    # SB3's name for a TD3 preset replaces the preset.
+    model = TD3("MlpPolicy", "Pendulum-v1", target_policy_noise=0.3,
+                policy_kwargs=dict(net_arch=[8]))
+    config = model.model.config
+    assert (config.target_noise, config.policy_delay, config.twin_q) == (0.3, 2, True)
 
 
 def test_one_setting_under_two_names_is_an_error():

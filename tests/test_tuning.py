@@ -26,19 +26,9 @@ def test_every_algorithm_has_a_space():
     assert sorted(spaces.SPACES) == registry.available_algorithms()
 
 
-# Names of issue 26's vocabulary that an algorithm takes once its typed config lands.
-PENDING_RENAMES = {"acer": {"tau"}, "dqn": {"target_update_interval"},
-                   "qlearning": {"exploration_final_eps"}}
-
-
 @pytest.mark.parametrize("alg", sorted(spaces.SPACES))
 def test_space_names_are_config_fields(alg):
-    config = registry.config_class(alg)
-    if config is None:  # not converted yet: learn()'s parameters, or a rename on its way
-        names = set(registry.get_algorithm(alg).learn_parameters()) | PENDING_RENAMES.get(
-            alg, set())
-    else:
-        names = set(config.field_names())
+    names = set(registry.config_class(alg).field_names())
     assert set(spaces.space(alg)) <= names - {"seed"}
 
 

@@ -26,7 +26,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           q_coef: float = C.q_coef, ent_coef: float = C.ent_coef,
           max_grad_norm: float | None = C.max_grad_norm, rms_alpha: float = C.rms_alpha,
           rms_epsilon: float = C.rms_epsilon, gamma: float = C.gamma,
-          buffer_size: int = C.buffer_size, replay_ratio: float = C.replay_ratio,
+          buffer_size_per_env: int = C.buffer_size_per_env, replay_ratio: float = C.replay_ratio,
           replay_start: int = C.replay_start, c: float = C.c,
           trust_region: bool = C.trust_region, tau: float = C.tau, delta: float = C.delta,
           jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,

@@ -42,9 +42,12 @@ class ACERConfig(AlgorithmConfig):
                                deprecated=["rprop_epsilon"])
     gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
                          low=0, high=1)
-    buffer_size: int = param(50000, "replay buffer size (it keeps buffer_size // nsteps rollouts "
-                             "of all envs, as the reference does)", unit="env steps per env",
-                             low=1)
+    # Baselines' buffer_size counts each env's steps, not transitions summed over envs (the
+    # unit of buffer_size in DQN, SAC and DDPG): the name says so.
+    buffer_size_per_env: int = param(
+        50000, "replay buffer size per env (it keeps buffer_size_per_env // nsteps rollouts "
+        "of all envs, as Baselines' ACER did)", unit="env steps per env", low=1,
+        deprecated=[OtherName("buffer_size", note="counted per env, as before")])
     replay_ratio: float = param(4.0, "each on-policy update is followed by Poisson(replay_ratio)"
                                 " off-policy updates on replayed sequences (0: on-policy ACER, "
                                 "no buffer)", unit="replay updates per update", low=0)
@@ -72,13 +75,14 @@ class ACERConfig(AlgorithmConfig):
     def check(self) -> None:
         if self.replay_ratio == 0:
             return  # on-policy ACER needs no buffer: its sizes are not checked
-        if self.replay_start > self.buffer_size:
+        if self.replay_start > self.buffer_size_per_env:
             raise RLBaseError(f"acer: replay_start={self.replay_start} is larger than "
-                              f"buffer_size={self.buffer_size}: replay would never start; use "
-                              "replay_start <= buffer_size")
-        if self.buffer_size < self.nsteps:
-            raise RLBaseError(f"acer: buffer_size={self.buffer_size} holds no sequence of "
-                              f"nsteps={self.nsteps}: use buffer_size >= nsteps")
+                              f"buffer_size_per_env={self.buffer_size_per_env}: replay would "
+                              "never start; use replay_start <= buffer_size_per_env")
+        if self.buffer_size_per_env < self.nsteps:
+            raise RLBaseError(f"acer: buffer_size_per_env={self.buffer_size_per_env} holds no "
+                              f"sequence of nsteps={self.nsteps}: use buffer_size_per_env >= "
+                              "nsteps")
 
 
 CONFIG = ACERConfig

@@ -118,7 +118,7 @@ class Model(OnPolicyModel):
                          jit_compile)
         buffer = NestedBuffer if nested.is_nested(policy.ob_space) else Buffer
         self.replay_buffer = buffer(policy.ob_space, ac_space, num_envs, nsteps,
-                                    config.buffer_size, policy.state_size) \
+                                    config.buffer_size_per_env, policy.state_size) \
             if config.replay_ratio > 0 else None
         self.raw_replay = RawReplay()  # set by attach_env
         # Replay's Poisson counts and sampling; seeded from numpy's global generator.

@@ -17,7 +17,7 @@ import numpy as np
 
 from rlbase import registry
 from rlbase.api.callbacks import to_callback
-from rlbase.api.sb3_names import translate
+from rlbase.api.policy_kwargs import translate_policy_kwargs
 from rlbase.common import logger, nested
 from rlbase.common.base_model import BaseModel, jsonable
 from rlbase.common.cmd_util import as_vec_env, ensure_monitor
@@ -82,23 +82,22 @@ class BaseRLModel:
             self.action_space = self.env.action_space
         num_envs = self.env.num_envs if self.env is not None else 1
         config = self.entry.config
-        if config is not None:
-            # (DQN: SB3's net_arch is the whole Q-network, so it also sets hiddens=[])
-            from_kwargs, policy_kwargs = translate(self.algorithm, {}, dict(policy_kwargs or {}),
-                                                   num_envs)
-            hyperparameters = {**from_kwargs, **hyperparameters}
-            # Checked now (names, types, ranges), converted when the model is built.
-            config.build({**self.presets, **hyperparameters}, num_envs)
-        else:
-            hyperparameters, policy_kwargs = translate(self.algorithm, dict(hyperparameters),
-                                                       dict(policy_kwargs or {}), num_envs)
+        # (DQN: SB3's net_arch is the whole Q-network, so it also sets hiddens=())
+        from_kwargs, policy_kwargs = translate_policy_kwargs(self.algorithm,
+                                                             dict(policy_kwargs or {}))
+        hyperparameters = {**from_kwargs, **hyperparameters}
         allowed = self._hyperparameter_names()
-        for name in hyperparameters:
+        for name in hyperparameters:  # what learn() or the class itself sets is not one
             if name not in allowed:
                 raise RLBaseError(f"{type(self).__name__} has no hyperparameter {name!r}; "
-                                  f"allowed: {', '.join(sorted(allowed))} (or their SB3 names: "
-                                  "rlbase/docs/sb3_names.md)")
-        self.hyperparameters = {**self.presets, **hyperparameters}
+                                  f"allowed: {', '.join(sorted(allowed))}")
+        # A preset the user sets under another spelling (TD3's target_noise as SB3's
+        # target_policy_noise) gives way.
+        given = {name for k in hyperparameters for name in (config.fields_of(k) or [k])}
+        presets = {k: v for k, v in self.presets.items() if k not in given}
+        # Checked now (names, types, ranges), converted again when the model is built.
+        config.build({**presets, **hyperparameters}, num_envs)
+        self.hyperparameters = {**presets, **hyperparameters}
         self.policy_kwargs = policy_kwargs
         if self.env is not None and _init_setup_model:
             self._setup_model()
@@ -122,16 +121,14 @@ class BaseRLModel:
         return policy
 
     def _hyperparameter_names(self) -> set[str]:
-        if self.entry.config is not None:
-            return set(self.entry.config.accepted_names()) - set(RESERVED)
-        return set(self.entry.learn_parameters()) - set(RESERVED)
+        return set(self.entry.config.accepted_names()) - set(RESERVED)
 
     def _setup_model(self) -> None:
         assert self.observation_space is not None and self.action_space is not None
         num_envs = self.env.num_envs if self.env is not None else 1
         self.model = registry.build_model(
             self.algorithm, self.observation_space, self.action_space, num_envs, self.network,
-            self.policy_kwargs, {**self.hyperparameters, "seed": self.seed})
+            self.policy_kwargs, {**self.hyperparameters, "seed": self.seed}, warn=False)
         if self.env is not None:
             self.model.attach_env(self.env)
 
@@ -352,18 +349,11 @@ class BaseRLModel:
                              tensorboard_log=tensorboard_log, _init_setup_model=False, **kwargs)
         obj.policy_kwargs = dict(metadata.get("network_kwargs") or {})
         obj.model = model
-        if model.config is not None:
-            # The file's settings under the ones given here (any spelling, converted).
-            model.config = type(model.config).build(obj.hyperparameters, model.num_envs,
-                                                    base=model.config.to_dict())
-            obj.hyperparameters = {k: v for k, v in model.config.to_dict().items()
-                                   if k not in RESERVED}
-        else:
-            unusable = set(metadata.get("unserializable") or ())
-            saved = {k: v for k, v in (metadata.get("hyperparameters") or {}).items()
-                     if k not in unusable and k in obj._hyperparameter_names()}
-            obj.hyperparameters = {**saved, **obj.hyperparameters}
-            model.hyperparameters.update(obj.hyperparameters)
+        # The file's settings under the ones given here (any spelling, converted).
+        model.config = type(model.config).build(obj.hyperparameters, model.num_envs,
+                                                base=model.config.to_dict())
+        obj.hyperparameters = {k: v for k, v in model.config.to_dict().items()
+                               if k not in RESERVED}
         obj.observation_space, obj.action_space = model.observation_space, model.action_space
         if venv is not None:
             obj.set_env(venv)

@@ -67,8 +67,8 @@ class BaseModel(ABC):
     observation_space / action_space: the env's single observation and action spaces.
     network: the registered network name (or a builder's name) the model was built with.
     network_kwargs: the network builder's keyword arguments.
-    hyperparameters: the algorithm's learn() arguments it was built with (saved in the file;
-        the training loop reads its settings from here).
+    config: the algorithm's config (saved in the file as ``hyperparameters``; the training
+        loop reads its settings from here).
     """
 
     #: the name written in model files; loading checks it
@@ -79,8 +79,8 @@ class BaseModel(ABC):
     state_size: int = 0
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, network: Any,
-                 network_kwargs: dict[str, Any] | None,
-                 hyperparameters: AlgorithmConfig | dict[str, Any] | None, num_envs: int = 1):
+                 network_kwargs: dict[str, Any] | None, config: AlgorithmConfig,
+                 num_envs: int = 1):
         self.observation_space = observation_space
         self.action_space = action_space
         self.network = network if network is None or isinstance(network, str) \
@@ -88,12 +88,7 @@ class BaseModel(ABC):
         self.network_kwargs = dict(network_kwargs or {})
         # The algorithm's config (read by the loop at every train() call, so a class's load()
         # can replace its training settings).
-        self.config: AlgorithmConfig | None = None
-        if isinstance(hyperparameters, AlgorithmConfig):
-            self.config = hyperparameters
-            self._hyperparameters: dict[str, Any] = {}
-        else:
-            self._hyperparameters = dict(hyperparameters or {})
+        self.config = config
         #: the keyword arguments of every env made for it (the CLI's --env_kwargs; saved)
         self.env_kwargs: dict[str, Any] = {}
         self.num_envs = int(num_envs)
@@ -107,13 +102,7 @@ class BaseModel(ABC):
     @property
     def hyperparameters(self) -> dict[str, Any]:
         """The config's fields as a dict (what the model file records)."""
-        if self.config is not None:
-            return self.config.to_dict()
-        return self._hyperparameters
-
-    @hyperparameters.setter
-    def hyperparameters(self, values: dict[str, Any]) -> None:
-        self._hyperparameters = dict(values)
+        return self.config.to_dict()
 
     # -- acting ---------------------------------------------------------------------------------
     @abstractmethod

@@ -281,6 +281,20 @@ class AlgorithmConfig:
         return [name for name, _, _ in cls._targets(spelling)]
 
     @classmethod
+    def _own_name(cls, name: str, value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
+        """``value`` of field ``name`` with its SB3 rule applied when SB3 uses the field's own
+        name with a conversion (SB3's forms, e.g. ``train_freq=(4, "step")``, converted;
+        rlbase's pass unchanged)."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        sb3 = fields[name].metadata.get("sb3") if name in fields else None
+        if sb3 is None or sb3.name != name or sb3.convert is None:
+            return value
+        try:
+            return sb3.value(value, given, num_envs)
+        except RLBaseError as exc:
+            raise RLBaseError(f"{cls.algorithm}: {name}={value!r}: {exc}") from None
+
+    @classmethod
     def accepts(cls, name: str) -> bool:
         """Whether ``name`` is a field, another spelling of one, or an SB3 fixed option."""
         return name in cls.field_names() or bool(cls._targets(name)) or name in cls.sb3_fixed
@@ -298,12 +312,12 @@ class AlgorithmConfig:
         field's unit for ``num_envs`` envs) over ``base`` (field values, e.g. learn()'s own or
         a saved model's). An unknown name, a name given twice, a bad type or an out-of-range
         value is a one-line error."""
-        values = dict(base or {})
+        values = {k: cls._own_name(k, v, given, num_envs) for k, v in (base or {}).items()}
         names = set(cls.field_names())
         set_by: dict[str, str] = {}
         for spelling, value in given.items():
             if spelling in names:
-                targets = [(spelling, value)]
+                targets = [(spelling, cls._own_name(spelling, value, given, num_envs))]
             elif cls._targets(spelling):
                 targets = []
                 for name, rule, deprecated in cls._targets(spelling):

@@ -134,20 +134,20 @@ class Critic(keras.Model):
     (as in Baselines' and SB3's DDPG, TD3 and SAC), a registry torso, one linear output.
     Output shape ``[B]``. Twin critics are two of these.
 
-    ob_space / nb_actions: one observation's space (a Box, or Dict/Tuple: see
+    ob_space / num_actions: one observation's space (a Box, or Dict/Tuple: see
         :class:`ObservationFeatures`); the action dimension.
     torso: the hidden layers (see :func:`build_torso`).
     final_init: the output layer's uniform init range (None: Keras' default init).
     """
 
-    def __init__(self, ob_space: gym.Space, nb_actions: int, torso: keras.layers.Layer,
+    def __init__(self, ob_space: gym.Space, num_actions: int, torso: keras.layers.Layer,
                  final_init: float | None = FINAL_INIT, **kwargs: Any):
         super().__init__(**kwargs)
         self.features = ObservationFeatures(ob_space)
         self.torso = torso
         self.out = final_layer(1, init=final_init)
         # Create the variables now.
-        self(dummy_observations(ob_space), tf.zeros([1, nb_actions]))
+        self(dummy_observations(ob_space), tf.zeros([1, num_actions]))
 
     def call(self, obs: Any, action: tf.Tensor) -> tf.Tensor:
         x = tf.concat([self.features(obs), action], axis=-1)

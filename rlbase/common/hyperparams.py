@@ -121,7 +121,7 @@ class _TorchName:
 
 def _literal(node: ast.AST, where: str) -> Any:
     """A policy_kwargs expression: literals, ``dict(...)`` and dotted names (``nn.ReLU`` ->
-    a class of that name, which sb3_names' ``_activation`` reads)."""
+    a class of that name, which ``activation_name`` reads)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
             and node.func.id == "dict" and not node.args:
         return {kw.arg: _literal(kw.value, where) for kw in node.keywords if kw.arg}
@@ -155,15 +155,12 @@ def parse_policy_kwargs(text: Any, where: str) -> dict[str, Any]:
 
 
 def network_kwargs(alg: str, policy_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """SB3's policy keywords under rlbase's network names (net_arch, activation_fn)."""
-    from rlbase.api.sb3_names import _activation, _net_arch
+    """SB3's policy keywords under rlbase's network names (net_arch, activation_fn), with the
+    config fields they set (DQN's hiddens)."""
+    from rlbase.api.policy_kwargs import translate_policy_kwargs
 
-    out = dict(policy_kwargs)
-    if "net_arch" in out:
-        out.update(_net_arch(alg, out.pop("net_arch")))
-    if "activation_fn" in out:
-        out["activation"] = _activation(out.pop("activation_fn"))
-    return out
+    fields, network = translate_policy_kwargs(alg, policy_kwargs)
+    return {**network, **fields}
 
 
 def _normalize(value: Any, where: str) -> dict[str, Any] | None:
@@ -237,13 +234,10 @@ def row_settings(alg: str, row: dict[str, Any], where: str, env_type: str | None
 
 
 def check_parameters(algorithm: str, params: dict[str, Any], num_envs: int, where: str) -> None:
-    """Every key is a parameter of the algorithm's config with a valid value (no config yet:
-    the CLI checks them against learn() before training)."""
+    """Every key is a parameter of the algorithm's config with a valid value."""
     from rlbase import registry
 
     config = registry.config_class(algorithm)
-    if config is None:
-        return
     for key in params:
         if not config.accepts(key):
             raise RLBaseError(f"{where}: unknown key {key!r} for {algorithm} (zoo keys: "
@@ -261,18 +255,8 @@ def check_parameters(algorithm: str, params: dict[str, Any], num_envs: int, wher
 
 def flat(alg: str, settings: Settings) -> dict[str, Any]:
     """The settings as the CLI's defaults dict (network, num_env, normalize, learn() and
-    network arguments); without a config, ``lin_`` schedules are made here."""
-    from rlbase import registry
-    from rlbase.common.schedules import parse_schedule
-
-    algorithm, _ = registry.resolve(alg)
+    network arguments)."""
     params = dict(settings.params)
-    if registry.config_class(algorithm) is None:  # SB3's names and schedules made here
-        from rlbase.api.sb3_names import translate
-
-        params = {k: parse_schedule(v) if isinstance(v, str) and v.startswith("lin_") else v
-                  for k, v in params.items()}
-        params = translate(algorithm, params, {}, settings.num_env or 1)[0]
     out: dict[str, Any] = {}
     if settings.network is not None:
         out["network"] = settings.network
@@ -344,26 +328,11 @@ def resolve_row(alg: str, env_id: str, env_type: str | None, conf_file: str | No
 def _fields(alg: str, params: dict[str, Any]) -> set[str]:
     """The rlbase parameters that ``params`` (under any names) set."""
     from rlbase import registry
-    from rlbase.api.sb3_names import SB3_NAMES
 
-    algorithm = registry.resolve(alg)[0]
-    config = registry.config_class(algorithm)
-    out = set()
-    for key, value in params.items():
-        if config is not None:
-            out.update([key] if key in config.field_names() else
-                       [t[0] for t in config._targets(key)] or [key])
-            continue
-        rule = SB3_NAMES.get(algorithm, {}).get(key)
-        if isinstance(rule, str):
-            out.add(rule)
-        elif rule is not None:
-            try:
-                out.update(rule(value, params, 1) or [key])
-            except RLBaseError:
-                out.add(key)
-        else:
-            out.add(key)
+    config = registry.config_class(registry.resolve(alg)[0])
+    out: set[str] = set()
+    for key in params:
+        out.update(config.fields_of(key) or [key])
     if "noise_std" in params:
         out.add("noise_type")
     return out

@@ -8,6 +8,7 @@ rlbase.common.nested) everywhere here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from rlbase.common import nested
 from rlbase.common.checkpoint import object_state, restore_object_state
+from rlbase.common.config import OtherName
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
 from rlbase.common.replay_buffer import (
@@ -48,7 +50,8 @@ def _count(name: str, value: Any, minimum: int) -> int:
 class TrainSchedule:
     """When an off-policy loop acts at random and when it trains (SB3's convention).
 
-    train_freq: vectorized env steps between training phases (1: train before every step).
+    train_freq: env steps (summed over envs) between training phases (1: one phase per env
+        step, so several per vector step with several envs).
     gradient_steps: gradient steps per training phase (0: collect only).
     learning_starts: env steps (summed over envs) of uniformly random actions, and no
         training, at the start.
@@ -84,17 +87,20 @@ class TrainSchedule:
         f = self.train_freq
         return (num_timesteps + num_envs - 1) // f - (num_timesteps - 1) // f
 
-    def trains(self, iteration: int, stored: int) -> bool:
-        """Whether a training phase runs before vectorized step ``iteration`` (counted from 0
-        over the run; a resumed run continues the count) with ``stored`` transitions in the
-        buffer."""
-        return self.gradient_steps > 0 and iteration % self.train_freq == 0 and \
-            stored >= self.batch_size
+
+def sb3_train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
+    """SB3's forms of ``train_freq``: ``(n, "step")`` is n vector steps, ``n * num_envs`` env
+    steps; a plain int is taken as rlbase's env steps (summed over envs); ``"episode"`` units
+    are refused."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2 or value[1] != "step":
+            raise RLBaseError("rlbase counts train_freq in env steps; give n or (n, 'step')")
+        return int(value[0]) * num_envs
+    return value
 
 
-def check_soft_update_rate(tau: float) -> None:
-    if not 0.0 < tau <= 1.0:
-        raise RLBaseError(f"tau must be in (0, 1], got {tau!r}")
+#: the ``sb3=`` rule of an off-policy config's ``train_freq`` field
+SB3_TRAIN_FREQ = OtherName("train_freq", sb3_train_freq, "(n, 'step') -> n * num_envs")
 
 
 def random_streams(seed: int | None, n: int, rank: int = 0) -> list[np.random.Generator]:
@@ -108,13 +114,13 @@ def random_streams(seed: int | None, n: int, rank: int = 0) -> list[np.random.Ge
     return [np.random.default_rng(child) for child in root.spawn(n)]
 
 
-def continuous_replay_buffer(observation_space: gym.Space, size: int, nb_actions: int
+def continuous_replay_buffer(observation_space: gym.Space, size: int, num_actions: int
                              ) -> ReplayBuffer:
     """The replay buffer of a continuous-control agent (DDPG/TD3, SAC): [-1, 1] float32
     actions; Box observations stored as float32, Dict/Tuple ones leaf by leaf in their own
     dtypes (images stay uint8)."""
     float32 = np.dtype(np.float32)
-    return make_replay_buffer(int(size), observation_space, float32, ac_shape=(nb_actions,),
+    return make_replay_buffer(int(size), observation_space, float32, ac_shape=(num_actions,),
                               ac_dtype=float32)
 
 

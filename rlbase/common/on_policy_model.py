@@ -34,7 +34,7 @@ class OnPolicyModel(TFModel):
     policy: the actor-critic policy (its network name and kwargs are the model's).
     optimizer: the optimizer of the policy's trainable variables.
     num_envs / nsteps: the rollout's shape (the training call is traced for it).
-    hyperparameters: the learn() arguments the model was built with.
+    config: the algorithm's config.
     jit_compile: compile the update with XLA.
     """
 
@@ -45,9 +45,9 @@ class OnPolicyModel(TFModel):
 
     def __init__(self, policy: ActorCriticPolicy, optimizer: keras.optimizers.Optimizer,
                  num_envs: int, nsteps: int, network_kwargs: dict[str, Any],
-                 hyperparameters: AlgorithmConfig | dict[str, Any], jit_compile: bool = True):
+                 config: AlgorithmConfig, jit_compile: bool = True):
         super().__init__(policy.ob_space, policy.ac_space, policy.network_name, network_kwargs,
-                         hyperparameters, num_envs)
+                         config, num_envs)
         if nsteps < 1:
             raise RLBaseError(f"nsteps must be at least 1, got {nsteps}")
         self.policy = policy

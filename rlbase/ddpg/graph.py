@@ -1,9 +1,10 @@
 """DDPG's TensorFlow side (with the TD3 options): targets, losses, updates and the compiled
 calls, as a base of :class:`rlbase.ddpg.model.Model`, which holds the variables.
 
-One compiled call per training phase does everything TensorFlow has to: ``gradient_steps``
-gradient steps on minibatches sampled beforehand in numpy (a ``tf.while_loop``), then the
-actions for the current observation from the updated actor. Crossing into TF costs more than
+One compiled call per vector step that trains does everything TensorFlow has to: the
+gradient steps of its training phases (``gradient_steps`` each) on minibatches sampled
+beforehand in numpy (a ``tf.while_loop``), then the actions for the current observation
+from the updated actor. Crossing into TF costs more than
 a 400x300 actor's forward pass, so acting is never a call of its own while training.
 
 TD3 (Fujimoto et al. 2018) is three options on top of DDPG: ``twin_q`` (two critics, the
@@ -36,7 +37,7 @@ from rlbase.common.tf_util import (
     observation_spec,
     spec_like,
 )
-from rlbase.ddpg.actor import Actor
+from rlbase.ddpg.networks import Actor
 from rlbase.ddpg.observations import MIN_VAR, ObservationStats
 
 # Means over the call's gradient steps; actor_loss over its actor steps (nan in the graph when
@@ -93,7 +94,7 @@ class DDPGGraph:
     updates: tf.Variable
     observation_space: gym.Space
     obs_stats: ObservationStats
-    nb_actions: int
+    num_actions: int
     gamma: float
     tau: float
     policy_delay: int
@@ -107,6 +108,7 @@ class DDPGGraph:
     gradient_steps: int
     comm: Any | None
     jit_compile: bool
+    _train_fns: dict[int, CompiledFunction]
 
     # -- variables ---------------------------------------------------------------------------
     @property
@@ -226,7 +228,7 @@ class DDPGGraph:
             return (i + 1, stats + tf.stack([critic_loss, actor_loss, q_mean]),
                     actor_steps + moved)
 
-        nsteps = self.gradient_steps
+        nsteps = rewards.shape[0]  # static: one compiled call per step count
         _, stats, actor_steps = tf.while_loop(
             lambda i, *_: i < nsteps, body, (tf.constant(0), tf.zeros(3), tf.constant(0.0)))
         actor_loss = tf.where(actor_steps > 0, stats[1] / tf.maximum(actor_steps, 1.0),
@@ -250,15 +252,25 @@ class DDPGGraph:
         return compile_fn(self._act, [self._ob_spec(None), stat, stat],
                           jit_compile=xla_is_faster(self.observation_space))
 
-    @cached_property
+    @property
     def train_fn(self) -> CompiledFunction:
-        g, b, a = self.gradient_steps, self.batch_size, self.nb_actions
+        """The training call of one phase (``gradient_steps`` steps)."""
+        return self.train_fn_for(self.gradient_steps)
+
+    def train_fn_for(self, steps: int) -> CompiledFunction:
+        """The training call of ``steps`` gradient steps (traced once per count: a run uses
+        one, or two when train_freq does not divide num_envs)."""
+        fn = self._train_fns.get(steps)
+        if fn is not None:
+            return fn
+        g, b, a = steps, self.batch_size, self.num_actions
         vec, stat, scalar = spec_like([g, b], np.float32), self.obs_stats.spec(), \
             spec_like([], np.float32)
-        return compile_fn(self._train_graph, [
+        fn = self._train_fns[steps] = compile_fn(self._train_graph, [
             self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
             vec, spec_like([g, b, a], np.float32), self._ob_spec(None), stat, stat, scalar,
             scalar], self.jit_compile)
+        return fn
 
     def _perturb_into(self, dst: Actor, stddev: tf.Tensor, seed: tf.Tensor) -> None:
         noisy = {id(v) for v in self.actor.perturbable_variables()}

@@ -29,12 +29,9 @@ from rlbase.common.continuous import (
     scale_actions,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import require_positive
 from rlbase.common.mpi_util import allreduce_mean, get_comm, mpi_rank, sync_variables
 from rlbase.common.off_policy import (
     RawReplay,
-    TrainSchedule,
-    check_soft_update_rate,
     continuous_replay_buffer,
     random_streams,
     sample_minibatches,
@@ -42,10 +39,16 @@ from rlbase.common.off_policy import (
 from rlbase.common.policies import xla_is_faster
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.tf_model import TFModel
-from rlbase.common.tf_util import assign_from_arrays, configure_threads, variables_to_arrays
+from rlbase.common.tf_util import (
+    CompiledFunction,
+    assign_from_arrays,
+    configure_threads,
+    variables_to_arrays,
+)
 from rlbase.common.vec_env import VecEnv
-from rlbase.ddpg.actor import Actor
+from rlbase.ddpg.config import DDPGConfig
 from rlbase.ddpg.graph import STAT_NAMES, DDPGGraph, ReturnStats
+from rlbase.ddpg.networks import Actor
 from rlbase.ddpg.noise import parse_noise_type
 from rlbase.ddpg.observations import ObservationStats
 
@@ -60,38 +63,35 @@ class Model(DDPGGraph, TFModel):
         see rlbase.common.continuous); a 1-D Box with finite bounds.
     num_envs: the envs it trains on (one noise process each).
     network / network_kwargs: the registry network of the actor's and every critic's torso.
-    hyperparameters: learn()'s arguments (checked by :func:`build_model`).
+    config: DDPG's parameters.
     comm: an mpi4py communicator with more than one rank (gradients averaged), else None.
     """
 
     algorithm = ALGORITHM
-    # What a file's values must override when loading it: the critics' number (variables),
-    # the observation statistics (saved arrays) and what the critics' outputs mean.
-    architecture = ("twin_q", "normalize_observations", "normalize_returns", "popart")
+    config: DDPGConfig
 
     def __init__(self, observation_space: gym.Space, action_space: gym.spaces.Box,
                  num_envs: int, network: Any, network_kwargs: dict[str, Any],
-                 hyperparameters: dict[str, Any], comm: Any | None = None):
-        super().__init__(observation_space, action_space, network, network_kwargs,
-                         hyperparameters, num_envs)
-        hp = self.hyperparameters
-        self.nb_actions = int(action_space.shape[0])
+                 config: DDPGConfig, comm: Any | None = None):
+        super().__init__(observation_space, action_space, network, network_kwargs, config,
+                         num_envs)
+        self.num_actions = int(action_space.shape[0])
         self.low = action_space.low.astype(np.float64)
         self.high = action_space.high.astype(np.float64)
-        self.gamma, self.tau = float(hp["gamma"]), float(hp["tau"])
-        self.policy_delay = int(hp["policy_delay"])
-        self.target_noise = float(hp["target_noise"])
-        self.target_noise_clip = float(hp["target_noise_clip"])
-        self.popart = bool(hp["popart"])
-        self.normalize_returns = bool(hp["normalize_returns"]) or self.popart
-        self.critic_l2_reg = float(hp["critic_l2_reg"])
-        self.max_grad_norm = hp["max_grad_norm"]
-        self.batch_size, self.gradient_steps = int(hp["batch_size"]), int(hp["gradient_steps"])
+        self.gamma, self.tau = config.gamma, config.tau
+        self.policy_delay = config.policy_delay
+        self.target_noise, self.target_noise_clip = config.target_noise, config.target_noise_clip
+        self.popart = config.popart
+        self.normalize_returns = config.normalize_returns or self.popart
+        self.critic_l2_reg = config.critic_l2_reg
+        self.max_grad_norm = config.max_grad_norm
+        self.batch_size, self.gradient_steps = config.batch_size, config.gradient_steps
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
-        jit = hp.get("jit_compile")
         auto = xla_is_faster(observation_space)  # on, except convnets on a CPU
-        self.jit_compile = (auto if jit is None else bool(jit)) and self.comm is None
-        self.obs_stats = ObservationStats(observation_space, bool(hp["normalize_observations"]),
+        jit = config.jit_compile
+        self.jit_compile = (auto if jit is None else jit) and self.comm is None
+        self._train_fns: dict[int, CompiledFunction] = {}
+        self.obs_stats = ObservationStats(observation_space, config.normalize_observations,
                                           self.comm)
         net_space = self.obs_stats.network_space()
 
@@ -101,35 +101,35 @@ class Model(DDPGGraph, TFModel):
             return layer
 
         def actor() -> Actor:
-            return Actor(net_space, self.nb_actions, torso())
+            return Actor(net_space, self.num_actions, torso())
 
         def critic() -> Critic:
-            return Critic(net_space, self.nb_actions, torso())
+            return Critic(net_space, self.num_actions, torso())
 
-        ncritics = 2 if hp["twin_q"] else 1
+        ncritics = 2 if config.twin_q else 1
         self.actor, self.target_actor = actor(), actor()
         self.critics = [critic() for _ in range(ncritics)]
         self.target_critics = [critic() for _ in range(ncritics)]
         # Three independent streams: exploration noise; smoothing noise and perturbations;
         # minibatches and warm-up actions (one seed for all would repeat the same numbers).
         self.noise_rng, self.learner_rng, self.loop_rng = random_streams(
-            hp.get("seed"), 3, mpi_rank())
+            config.seed, 3, mpi_rank())
         self.action_noise, self.param_noise = parse_noise_type(
-            hp["noise_type"], self.nb_actions, self.noise_rng, num_envs)
+            config.noise_type, self.num_actions, self.noise_rng, num_envs)
         self.perturbed_actor = actor() if self.param_noise is not None else None
         self.adaptive_actor = actor() if self.param_noise is not None else None
-        self.actor_optimizer = keras.optimizers.Adam(learning_rate=float(hp["actor_lr"]))
-        self.critic_optimizer = keras.optimizers.Adam(learning_rate=float(hp["critic_lr"]))
+        self.actor_optimizer = keras.optimizers.Adam(learning_rate=config.actor_lr)
+        self.critic_optimizer = keras.optimizers.Adam(learning_rate=config.critic_lr)
         self.actor_optimizer.build(self.actor.trainable_variables)
         self.critic_optimizer.build(self.critic_variables)
         self.returns = ReturnStats()
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self.replay_buffer = continuous_replay_buffer(observation_space, hp["buffer_size"],
-                                                      self.nb_actions)
-        self.raw_replay = RawReplay(reward_scale=float(hp["reward_scale"]))  # see attach_env
+        self.replay_buffer = continuous_replay_buffer(observation_space, config.buffer_size,
+                                                      self.num_actions)
+        self.raw_replay = RawReplay(reward_scale=config.reward_scale)  # see attach_env
         self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
         self.param_noise_distance = float("nan")  # the last adaptation's measurement
-        self._zeros: np.ndarray | None = None
+        self._zeros: dict[tuple[int, ...], np.ndarray] = {}
         if self.comm is not None:  # every worker starts from rank 0's weights
             sync_variables(self.synced_variables, self.comm)
         for src, dst in self.target_pairs():
@@ -215,7 +215,7 @@ class Model(DDPGGraph, TFModel):
 
     def random_actions(self) -> np.ndarray:
         """Uniform [-1, 1] actions for every env (the warm-up before learning_starts)."""
-        return self.loop_rng.uniform(-1.0, 1.0, (self.num_envs, self.nb_actions))
+        return self.loop_rng.uniform(-1.0, 1.0, (self.num_envs, self.num_actions))
 
     def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
              deterministic: bool = False
@@ -264,26 +264,30 @@ class Model(DDPGGraph, TFModel):
         return self.learner_rng.integers(0, 2**31 - 1, size=2, dtype=np.int64)
 
     # -- training ------------------------------------------------------------------------------
-    def smoothing_noise(self) -> np.ndarray:
-        """``[gradient_steps, batch_size, nb_actions]`` target-policy noise (zeros when off)."""
-        shape = (self.gradient_steps, self.batch_size, self.nb_actions)
+    def smoothing_noise(self, steps: int | None = None) -> np.ndarray:
+        """``[steps, batch_size, num_actions]`` target-policy noise (zeros when off; steps
+        None: gradient_steps)."""
+        shape = (self.gradient_steps if steps is None else steps, self.batch_size,
+                 self.num_actions)
         if self.target_noise <= 0:
-            if self._zeros is None:
-                self._zeros = np.zeros(shape, np.float32)
-            return self._zeros
+            if shape not in self._zeros:
+                self._zeros[shape] = np.zeros(shape, np.float32)
+            return self._zeros[shape]
         return (self.target_noise * self.learner_rng.standard_normal(shape)).astype(np.float32)
 
-    def train_and_act(self, obs: Any, actor_lr: float, critic_lr: float
+    def train_and_act(self, obs: Any, actor_lr: float, critic_lr: float, phases: int = 1
                       ) -> tuple[dict[str, float], np.ndarray]:
-        """``gradient_steps`` gradient steps on minibatches from the buffer, then the exploring
-        actions (in [-1, 1]) for ``obs`` from the updated actor: one compiled call. The
-        statistics leave out actor_loss when the policy delay skipped every actor step."""
-        batch = sample_minibatches(self.replay_buffer, self.raw_replay, self.loop_rng,
-                                   self.gradient_steps, self.batch_size)
-        stats, clean, noisy, _ = self.train_fn(
-            *batch, self.smoothing_noise(), self._observations(obs), self.obs_stats.mean,
+        """``phases`` training phases of ``gradient_steps`` gradient steps each on minibatches
+        from the buffer, then the exploring actions (in [-1, 1]) for ``obs`` from the updated
+        actor: one compiled call. The statistics leave out actor_loss when the policy delay
+        skipped every actor step."""
+        steps = phases * self.gradient_steps
+        batch = sample_minibatches(self.replay_buffer, self.raw_replay, self.loop_rng, steps,
+                                   self.batch_size)
+        stats, clean, noisy, _ = self.train_fn_for(steps)(
+            *batch, self.smoothing_noise(steps), self._observations(obs), self.obs_stats.mean,
             self.obs_stats.std, np.float32(actor_lr), np.float32(critic_lr))
-        self.grad_steps += self.gradient_steps
+        self.grad_steps += steps
         values = dict(zip(STAT_NAMES, stats.numpy().tolist()))
         if values.pop("actor_steps") == 0:
             del values["actor_loss"]
@@ -327,36 +331,18 @@ class Model(DDPGGraph, TFModel):
         return {"noise": self.noise_rng, "learner": self.learner_rng, "loop": self.loop_rng}
 
 
-def check_hyperparameters(hp: dict[str, Any]) -> None:
-    """learn()'s DDPG arguments, checked before anything is built."""
-    require_positive(buffer_size=hp["buffer_size"], policy_delay=hp["policy_delay"],
-                     param_noise_adaption_interval=hp["param_noise_adaption_interval"])
-    TrainSchedule(hp["train_freq"], hp["gradient_steps"], hp["learning_starts"],
-                  hp["batch_size"])  # checks the cadence
-    check_soft_update_rate(hp["tau"])
-    if not (hp["target_noise"] >= 0 and hp["target_noise_clip"] >= 0):
-        raise RLBaseError(f"need target_noise >= 0 and target_noise_clip >= 0, got "
-                          f"target_noise={hp['target_noise']!r}, "
-                          f"target_noise_clip={hp['target_noise_clip']!r}")
-    norm = hp["max_grad_norm"]
-    if norm is not None and not norm > 0:
-        raise RLBaseError(f"max_grad_norm must be positive or None, got {norm!r}")
-
-
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                network: Any, network_kwargs: dict[str, Any],
-                hyperparameters: dict[str, Any]) -> Model:
+                network: Any, network_kwargs: dict[str, Any], config: DDPGConfig, *,
+                total_timesteps: int = 0) -> Model:
     """DDPG's model for these spaces and ``num_envs`` envs (learn(), rlbase.DDPG and
     rlbase.TD3 call this).
 
     network_kwargs: the registry network's arguments (``layer_sizes=(400, 300)`` for
         'mlp'; 'mlp' here defaults to relu).
-    hyperparameters: learn()'s arguments. Under MPI the model averages gradients over the
-        workers.
+    config: DDPG's parameters. Under MPI the model averages gradients over the workers.
     """
-    ac_space = check_continuous_action_space(action_space, ALGORITHM)
-    ob_space = check_observation_space(observation_space, ALGORITHM)
-    check_hyperparameters(hyperparameters)
+    box = check_continuous_action_space(action_space, ALGORITHM)
+    observation_space = check_observation_space(observation_space, ALGORITHM)
     comm = get_comm()
     comm = comm if comm is not None and comm.Get_size() > 1 else None
     # TF's own thread pools, not one thread: each training call works on whole minibatches
@@ -366,4 +352,4 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     kwargs = dict(network_kwargs)
     if network == "mlp":
         kwargs.setdefault("activation", "relu")
-    return Model(ob_space, ac_space, num_envs, network, kwargs, hyperparameters, comm)
+    return Model(observation_space, box, num_envs, network, kwargs, config, comm)

@@ -3,7 +3,7 @@ parameter-space noise, chosen by a ``noise_type`` string such as ``'adaptive-par
 ``'normal_0.1'``, ``'ou_0.2'``, ``'none'`` or a comma-separated combination
 (``'adaptive-param_0.2,ou_0.1'``).
 
-Action noise is vectorized: one call gives a ``[num_envs, nb_actions]`` row per env, and every
+Action noise is vectorized: one call gives a ``[num_envs, num_actions]`` row per env, and every
 env has its own process (an Ornstein-Uhlenbeck state each), restarted when its episode ends.
 """
 
@@ -24,7 +24,7 @@ class ActionNoise:
     """Noise added to the actor's actions, one independent process per env."""
 
     def __call__(self) -> np.ndarray:
-        """The next noise of every env: ``[num_envs, nb_actions]``."""
+        """The next noise of every env: ``[num_envs, num_actions]``."""
         raise NotImplementedError
 
     def reset(self, envs: Sequence[int] | np.ndarray | None = None) -> None:
@@ -94,7 +94,7 @@ class OrnsteinUhlenbeckActionNoise(ActionNoise):
     """Temporally correlated noise, one process per env:
     ``x += theta (mu - x) dt + sigma sqrt(dt) N(0, 1)``.
 
-    Each call draws ``standard_normal([num_envs, nb_actions])`` once. The stationary standard
+    Each call draws ``standard_normal([num_envs, num_actions])`` once. The stationary standard
     deviation is ``sigma * sqrt(dt / (1 - (1 - theta dt)^2))`` (about ``sigma / sqrt(2 theta)``
     for small dt), which the tests check.
     """
@@ -188,7 +188,7 @@ class AdaptiveParamNoiseSpec:
                 f"desired_action_stddev={self.desired_action_stddev})")
 
 
-def parse_noise_type(noise_type: str, nb_actions: int, rng: np.random.Generator,
+def parse_noise_type(noise_type: str, num_actions: int, rng: np.random.Generator,
                      num_envs: int = 1
                      ) -> tuple[ActionNoise | None, AdaptiveParamNoiseSpec | None]:
     """The action noise (one process per env) and parameter noise a ``noise_type`` asks for."""
@@ -196,7 +196,7 @@ def parse_noise_type(noise_type: str, nb_actions: int, rng: np.random.Generator,
         raise RLBaseError(f"bad noise_type {noise_type!r}: use {NOISE_FORMS}")
     actions: list[ActionNoise] = []
     param: AdaptiveParamNoiseSpec | None = None
-    zeros = np.zeros(nb_actions)
+    zeros = np.zeros(num_actions)
     for part in (p.strip() for p in noise_type.split(",")):
         if part == "none":
             continue
@@ -213,10 +213,10 @@ def parse_noise_type(noise_type: str, nb_actions: int, rng: np.random.Generator,
                 raise RLBaseError(f"bad noise_type {noise_type!r}: adaptive-param given twice")
             param = AdaptiveParamNoiseSpec(stddev, stddev)
         elif kind == "normal":
-            actions.append(NormalActionNoise(zeros, stddev * np.ones(nb_actions), rng,
+            actions.append(NormalActionNoise(zeros, stddev * np.ones(num_actions), rng,
                                              num_envs))
         else:
-            actions.append(OrnsteinUhlenbeckActionNoise(zeros, stddev * np.ones(nb_actions),
+            actions.append(OrnsteinUhlenbeckActionNoise(zeros, stddev * np.ones(num_actions),
                                                         rng, num_envs=num_envs))
     action = actions[0] if len(actions) == 1 else SumNoise(actions) if actions else None
     return action, param

@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlbase.common.config import AlgorithmConfig, ConfigT, OtherName, param
-from rlbase.common.errors import RLBaseError
-
-
-def _train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
-    """SB3's ``(n, "step")`` counts vector steps: ``n * num_envs`` env steps. A plain number
-    is taken as rlbase's env steps; ``(n, "episode")`` has no counterpart here."""
-    if not isinstance(value, (tuple, list)):
-        return value
-    if len(value) != 2 or value[1] != "step" or isinstance(value[0], bool) \
-            or not isinstance(value[0], int):
-        raise RLBaseError("rlbase counts train_freq in env steps; give n or (n, 'step')")
-    return value[0] * num_envs
+from rlbase.common.config import AlgorithmConfig, OtherName, param
+from rlbase.common.off_policy import SB3_TRAIN_FREQ, sb3_train_freq
 
 
 def _gradient_steps(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
     """SB3's -1: as many gradient steps as env steps collected between phases (train_freq)."""
     if value != -1:
         return value
-    return _train_freq(given.get("train_freq", DQNConfig.train_freq), given, num_envs)
+    return sb3_train_freq(given.get("train_freq", DQNConfig.train_freq), given, num_envs)
 
 
 def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
@@ -58,7 +46,7 @@ class DQNConfig(AlgorithmConfig):
         1, "train after every this many env steps (summed over envs; below num_envs: several "
         "phases per vector step); SB3's (n, 'step') is n * num_envs, its plain n is taken as "
         "rlbase's env steps", unit="env steps", low=1,
-        sb3=OtherName("train_freq", _train_freq, "(n, 'step') -> n * num_envs"))
+        sb3=SB3_TRAIN_FREQ)
     gradient_steps: int = param(
         1, "gradient steps per training phase (all in one compiled call); SB3's -1 is "
         "train_freq", unit="gradient steps", low=1,
@@ -122,26 +110,6 @@ class DQNConfig(AlgorithmConfig):
         100, "log every this many finished episodes (the monitor's: whole games on Atari)",
         unit="episodes", low=1,
         deprecated=[OtherName("print_freq", _log_interval)])
-
-    @classmethod
-    def build(cls: type[ConfigT], given: Mapping[str, Any], num_envs: int = 1, *,
-              base: Mapping[str, Any] | None = None, warn: bool = True) -> ConfigT:
-        """As :meth:`AlgorithmConfig.build`, with SB3's forms of ``train_freq`` and
-        ``gradient_steps`` (named as the fields) converted to env steps first."""
-        given, base = dict(given), dict(base or {})
-        for f in dataclasses.fields(cls):
-            rule = f.metadata.get("sb3")
-            if rule is None or rule.name != f.name or rule.convert is None:
-                continue
-            for values in (base, given):
-                if f.name in values:
-                    value = values[f.name]
-                    try:
-                        values[f.name] = rule.value(value, {**base, **given}, num_envs)
-                    except RLBaseError as exc:
-                        raise RLBaseError(f"{cls.algorithm}: {f.name}={value!r}: {exc}") \
-                            from None
-        return super().build(given, num_envs, base=base, warn=warn)
 
 
 CONFIG = DQNConfig

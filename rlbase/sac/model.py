@@ -29,55 +29,23 @@ from rlbase.common.continuous import (
     scale_actions,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import require_positive
 from rlbase.common.off_policy import (
     RawReplay,
-    TrainSchedule,
-    check_soft_update_rate,
     continuous_replay_buffer,
     random_streams,
     sample_minibatches,
 )
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.tf_model import TFModel
-from rlbase.common.tf_util import Adam, configure_threads
+from rlbase.common.tf_util import Adam, CompiledFunction, configure_threads
 from rlbase.common.vec_env import VecEnv
+from rlbase.sac.config import SACConfig, parse_ent_coef, target_entropy_value
 from rlbase.sac.graph import STAT_NAMES, SACGraph
 from rlbase.sac.networks import Actor, q_network
 
 ALGORITHM = "sac"
 # PyTorch's Adam epsilon (the peer's); Keras' default is 1e-7.
 ADAM_EPSILON = 1e-8
-
-
-def parse_ent_coef(value: Any) -> tuple[bool, float]:
-    """``(learned, initial value)`` of the entropy coefficient: 'auto' (learned from 1.0),
-    'auto_X' (learned from X, SB3's form) or a positive number (fixed)."""
-    if isinstance(value, str) and (value == "auto" or value.startswith("auto_")):
-        text = value[len("auto_"):] if value != "auto" else "1.0"
-        try:
-            init = float(text)
-        except ValueError:
-            init = float("nan")
-        if not (math.isfinite(init) and init > 0):
-            raise RLBaseError(f"ent_coef {value!r}: the initial value after 'auto_' must be a "
-                              "positive number, e.g. 'auto_0.1'")
-        return True, init
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not (math.isfinite(value) and value > 0):
-        raise RLBaseError(f"ent_coef must be 'auto', 'auto_X' (X > 0) or a positive number, "
-                          f"got {value!r}")
-    return False, float(value)
-
-
-def parse_target_entropy(value: Any, nb_actions: int) -> float:
-    """'auto' is SB3's ``-dim(A)``; otherwise a number."""
-    if value == "auto":
-        return -float(nb_actions)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value):
-        raise RLBaseError(f"target_entropy must be 'auto' or a number, got {value!r}")
-    return float(value)
 
 
 class Model(SACGraph, TFModel):
@@ -88,52 +56,46 @@ class Model(SACGraph, TFModel):
     action_space: a 1-D Box with finite bounds.
     num_envs: the envs it trains on.
     network / network_kwargs: the registry network of the actor's and each critic's torso.
-    hyperparameters: learn()'s arguments (checked by :func:`build_model`).
+    config: SAC's parameters (none shapes the variables: the temperature and its optimizer
+        exist whether ent_coef is learned or fixed).
     """
 
     algorithm = ALGORITHM
-    # Nothing among the hyperparameters shapes the variables: the temperature and its
-    # optimizer exist whether ent_coef is learned or fixed.
-    architecture = ()
+    config: SACConfig
 
     def __init__(self, observation_space: gym.Space, action_space: gym.spaces.Box,
                  num_envs: int, network: Any, network_kwargs: dict[str, Any],
-                 hyperparameters: dict[str, Any]):
-        super().__init__(observation_space, action_space, network, network_kwargs,
-                         hyperparameters, num_envs)
-        hp = self.hyperparameters
-        self.nb_actions = int(action_space.shape[0])
+                 config: SACConfig):
+        super().__init__(observation_space, action_space, network, network_kwargs, config,
+                         num_envs)
+        self.num_actions = int(action_space.shape[0])
         self.low = action_space.low.astype(np.float64)
         self.high = action_space.high.astype(np.float64)
-        self.gamma, self.tau = float(hp["gamma"]), float(hp["tau"])
-        self.batch_size, self.gradient_steps = int(hp["batch_size"]), int(hp["gradient_steps"])
-        self.target_update_interval = int(hp["target_update_interval"])
-        self.auto_alpha, self.initial_alpha = parse_ent_coef(hp["ent_coef"])
-        self.target_entropy = parse_target_entropy(hp["target_entropy"], self.nb_actions)
-        # None: XLA, except for a training call of one gradient step, which is faster as a
-        # plain TF graph on this 2-core machine: TF runs its independent ops (the two
-        # critics, the target branch beside the actor's) side by side, XLA one by one. Median
-        # of interleaved 256x256 calls: one step 8.4 ms plain, 8.8 ms XLA; inside a 64-step
-        # loop 8.0 ms plain, 7.3 ms XLA per step.
-        jit = hp.get("jit_compile")
-        self.jit_train = self.gradient_steps > 1 if jit is None else bool(jit)
-        self.jit_act = True if jit is None else bool(jit)
+        self.gamma, self.tau = config.gamma, config.tau
+        self.batch_size, self.gradient_steps = config.batch_size, config.gradient_steps
+        self.target_update_gradient_steps = config.target_update_gradient_steps
+        self.auto_alpha, self.initial_alpha = parse_ent_coef(config.ent_coef)
+        self.target_entropy = target_entropy_value(config.target_entropy, self.num_actions)
+        # The training call's XLA is chosen per step count (graph.SACGraph.train_fn_for).
+        self.jit_compile = config.jit_compile
+        self.jit_act = True if config.jit_compile is None else config.jit_compile
+        self._train_fns: dict[int, CompiledFunction] = {}
 
         def torso() -> Any:
             layer = build_torso(network, self.network_kwargs, ALGORITHM)
             check_torso(network, layer, observation_space)
             return layer
 
-        self.actor = Actor(observation_space, self.nb_actions, torso())
-        self.critics = [q_network(observation_space, self.nb_actions, torso()) for _ in range(2)]
-        self.target_critics = [q_network(observation_space, self.nb_actions, torso())
+        self.actor = Actor(observation_space, self.num_actions, torso())
+        self.critics = [q_network(observation_space, self.num_actions, torso()) for _ in range(2)]
+        self.target_critics = [q_network(observation_space, self.num_actions, torso())
                                for _ in range(2)]
         for src, dst in self.target_pairs():
             dst.assign(src)
         self.log_alpha = tf.Variable(math.log(self.initial_alpha), dtype=tf.float32,
                                      name="log_alpha")
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="updates")
-        lr = get_schedule_fn(hp["lr"])(1.0)
+        lr = get_schedule_fn(config.lr)(1.0)
         self.actor_optimizer = Adam(learning_rate=lr, epsilon=ADAM_EPSILON)
         self.critic_optimizer = Adam(learning_rate=lr, epsilon=ADAM_EPSILON)
         self.alpha_optimizer = Adam(learning_rate=lr, epsilon=ADAM_EPSILON)
@@ -142,9 +104,9 @@ class Model(SACGraph, TFModel):
         self.alpha_optimizer.build([self.log_alpha])
         # Two independent streams: the Gaussian noise (training and acting); minibatches and
         # warm-up actions.
-        self.noise_rng, self.loop_rng = random_streams(hp.get("seed"), 2)
-        self.replay_buffer = continuous_replay_buffer(observation_space, int(hp["buffer_size"]),
-                                                      self.nb_actions)
+        self.noise_rng, self.loop_rng = random_streams(config.seed, 2)
+        self.replay_buffer = continuous_replay_buffer(observation_space, config.buffer_size,
+                                                      self.num_actions)
         self.raw_replay = RawReplay()  # set by attach_env
         self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
 
@@ -181,19 +143,19 @@ class Model(SACGraph, TFModel):
         return scale_actions(actions, self.low, self.high).astype(self.action_space.dtype)
 
     def _noise(self, n: int) -> np.ndarray:
-        return self.noise_rng.standard_normal((n, self.nb_actions), dtype=np.float32)
+        return self.noise_rng.standard_normal((n, self.num_actions), dtype=np.float32)
 
     def act(self, obs: Any, deterministic: bool = False) -> np.ndarray:
         """Actions in [-1, 1]: sampled from the policy, or tanh(mean) when
         ``deterministic``."""
         n = nested.batch_size(self.observation_space, obs)
-        noise = np.zeros((n, self.nb_actions), np.float32) if deterministic else self._noise(n)
+        noise = np.zeros((n, self.num_actions), np.float32) if deterministic else self._noise(n)
         sampled, mean, _ = self.act_fn(obs, noise)
         return (mean if deterministic else sampled).numpy()
 
     def random_actions(self) -> np.ndarray:
         """Uniform [-1, 1] actions for every env (the warm-up before learning_starts)."""
-        return self.loop_rng.uniform(-1.0, 1.0, (self.num_envs, self.nb_actions))
+        return self.loop_rng.uniform(-1.0, 1.0, (self.num_envs, self.num_actions))
 
     def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
              deterministic: bool = False) -> tuple[np.ndarray, None, np.ndarray | None, None]:
@@ -208,7 +170,7 @@ class Model(SACGraph, TFModel):
         Gaussian). The policy is that Gaussian squashed by tanh: a Gaussian density computed
         from these two is not the policy's density (:meth:`log_prob` is)."""
         n = nested.batch_size(self.observation_space, obs)
-        _, mean, std = self.act_fn(obs, np.zeros((n, self.nb_actions), np.float32))
+        _, mean, std = self.act_fn(obs, np.zeros((n, self.num_actions), np.float32))
         return self.to_env(mean.numpy()), std.numpy()
 
     def log_prob(self, obs: Any, actions: np.ndarray) -> np.ndarray:
@@ -228,14 +190,17 @@ class Model(SACGraph, TFModel):
         return np.where(inside, gaussian - log_det, -np.inf)
 
     # -- training ------------------------------------------------------------------------------
-    def train_and_act(self, obs: Any, lr: float) -> tuple[dict[str, float], np.ndarray]:
-        """``gradient_steps`` gradient steps on minibatches from the buffer, then sampled
-        actions (in [-1, 1]) for ``obs`` from the updated actor: one compiled call."""
-        g, b = self.gradient_steps, self.batch_size
+    def train_and_act(self, obs: Any, lr: float, phases: int = 1
+                      ) -> tuple[dict[str, float], np.ndarray]:
+        """``phases`` training phases of ``gradient_steps`` gradient steps each on minibatches
+        from the buffer, then sampled actions (in [-1, 1]) for ``obs`` from the updated actor:
+        one compiled call."""
+        g, b = phases * self.gradient_steps, self.batch_size
         batch = sample_minibatches(self.replay_buffer, self.raw_replay, self.loop_rng, g, b)
-        noise = self.noise_rng.standard_normal((g, 2, b, self.nb_actions), dtype=np.float32)
+        noise = self.noise_rng.standard_normal((g, 2, b, self.num_actions), dtype=np.float32)
         n = nested.batch_size(self.observation_space, obs)
-        stats, actions = self.train_fn(*batch, noise, obs, self._noise(n), np.float32(lr))
+        stats, actions = self.train_fn_for(g)(*batch, noise, obs, self._noise(n),
+                                              np.float32(lr))
         self.grad_steps += g
         values = dict(zip(STAT_NAMES, stats.numpy().tolist()))
         if not self.auto_alpha:
@@ -265,38 +230,17 @@ class Model(SACGraph, TFModel):
         return {"noise": self.noise_rng, "loop": self.loop_rng}
 
 
-def check_hyperparameters(hp: dict[str, Any]) -> None:
-    """learn()'s SAC arguments, checked before anything is built."""
-    require_positive(buffer_size=hp["buffer_size"],
-                     target_update_interval=hp["target_update_interval"])
-    TrainSchedule(hp["train_freq"], hp["gradient_steps"], hp["learning_starts"],
-                  hp["batch_size"])  # checks the cadence
-    check_soft_update_rate(hp["tau"])
-    gamma = hp["gamma"]
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or \
-            not 0.0 <= gamma <= 1.0:
-        raise RLBaseError(f"gamma must be a number in [0, 1], got {gamma!r}")
-    lr = hp["lr"]
-    if not callable(lr) and (isinstance(lr, bool) or not isinstance(lr, (int, float)) or
-                             not lr > 0):
-        raise RLBaseError(f"lr must be a positive number or a function of the fraction of "
-                          f"training remaining, got {lr!r}")
-    parse_ent_coef(hp["ent_coef"])
-
-
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
-                network: Any, network_kwargs: dict[str, Any],
-                hyperparameters: dict[str, Any]) -> Model:
+                network: Any, network_kwargs: dict[str, Any], config: SACConfig, *,
+                total_timesteps: int = 0) -> Model:
     """SAC's model for these spaces and ``num_envs`` envs (learn() and rlbase.SAC call this).
 
     network_kwargs: the registry network's arguments; 'mlp' here defaults to SB3's SAC nets,
         two ReLU layers of 256 units.
-    hyperparameters: learn()'s arguments.
+    config: SAC's parameters.
     """
-    ac_space = check_continuous_action_space(action_space, ALGORITHM)
+    box = check_continuous_action_space(action_space, ALGORITHM)
     check_observation_space(observation_space, ALGORITHM)
-    check_hyperparameters(hyperparameters)
-    parse_target_entropy(hyperparameters["target_entropy"], int(ac_space.shape[0]))
     # TF's own thread pools, not one thread: each training call works on whole 256-row
     # minibatches through 256x256 layers (see rlbase/docs/algorithms/sac.md for the figures).
     configure_threads(small_model=False)
@@ -304,4 +248,4 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     if network == "mlp":
         kwargs.setdefault("activation", "relu")
         kwargs.setdefault("num_hidden", 256)
-    return Model(observation_space, ac_space, num_envs, network, kwargs, hyperparameters)
+    return Model(observation_space, box, num_envs, network, kwargs, config)

@@ -23,22 +23,22 @@ from rlbase.sac.losses import clip_log_std
 
 class Actor(keras.Model):
     """Observations -> ``(mean, log_std)`` of the pre-tanh Gaussian over actions, each
-    ``[B, nb_actions]``; ``log_std`` clipped to [-20, 2]. The squashing and its
+    ``[B, num_actions]``; ``log_std`` clipped to [-20, 2]. The squashing and its
     log-probability are in rlbase.sac.losses.
 
-    ob_space: the env's observation space (a Box, or Dict/Tuple).
-    nb_actions: the action dimension.
+    observation_space: the env's observation space (a Box, or Dict/Tuple).
+    num_actions: the action dimension.
     torso: the hidden layers (rlbase.common.continuous.build_torso).
     """
 
-    def __init__(self, ob_space: gym.Space, nb_actions: int, torso: keras.layers.Layer,
+    def __init__(self, observation_space: gym.Space, num_actions: int, torso: keras.layers.Layer,
                  **kwargs: Any):
         super().__init__(**kwargs)
-        self.features = ObservationFeatures(ob_space)
+        self.features = ObservationFeatures(observation_space)
         self.torso = torso
-        self.mu = layers.Dense(nb_actions)
-        self.log_std = layers.Dense(nb_actions)
-        self(dummy_observations(ob_space))  # create the variables now
+        self.mu = layers.Dense(num_actions)
+        self.log_std = layers.Dense(num_actions)
+        self(dummy_observations(observation_space))  # create the variables now
         reinit_torch_linear(self.mu)
         reinit_torch_linear(self.log_std)
 
@@ -47,9 +47,9 @@ class Actor(keras.Model):
         return self.mu(h), clip_log_std(self.log_std(h))
 
 
-def q_network(ob_space: gym.Space, nb_actions: int, torso: keras.layers.Layer) -> Critic:
+def q_network(observation_space: gym.Space, num_actions: int, torso: keras.layers.Layer) -> Critic:
     """One of the twin Q-networks: the shared Critic with a PyTorch-initialized output."""
-    critic = Critic(ob_space, nb_actions, torso, final_init=None)
+    critic = Critic(observation_space, num_actions, torso, final_init=None)
     reinit_torch_linear(critic.out)
     return critic
 

@@ -5,32 +5,40 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rlbase.common.learning import Alias, start_learning
+from rlbase.common.learning import start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.off_policy import TrainSchedule, reset_env, step_and_store
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.vec_env import VecEnv
-from rlbase.sac.model import ALGORITHM, Model, build_model
+from rlbase.sac.config import CONFIG, SACConfig
+from rlbase.sac.model import Model, build_model
 
 LOSSES = ("critic_loss", "actor_loss")
-# No deprecated spellings: SB3's names are taken by the model classes (rlbase.api.sb3_names).
-ALIASES: dict[str, Alias] = {}
+C = SACConfig
 
 
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(1e6),
-          seed: int | None = None, lr: float | Callable[[float], float] = 3e-4,
-          buffer_size: int = int(1e6), learning_starts: int = 100, batch_size: int = 256,
-          tau: float = 0.005, gamma: float = 0.99, train_freq: int = 1, gradient_steps: int = 1,
-          ent_coef: str | float = "auto", target_update_interval: int = 1,
-          target_entropy: str | float = "auto", jit_compile: bool | None = None,
-          log_interval: int = 4, eval_env: VecEnv | Any | None = None, eval_freq: int = 0,
-          eval_episodes: int = 5,
+          seed: int | None = None, *, lr: float | Callable[[float], float] = C.lr,
+          buffer_size: int = C.buffer_size, learning_starts: int = C.learning_starts,
+          batch_size: int = C.batch_size, tau: float = C.tau, gamma: float = C.gamma,
+          train_freq: int = C.train_freq, gradient_steps: int = C.gradient_steps,
+          ent_coef: str | float = C.ent_coef,
+          target_update_gradient_steps: int = C.target_update_gradient_steps,
+          target_entropy: float | str = C.target_entropy,
+          jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
+          eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
+          checkpoint_interval: int = C.checkpoint_interval,
+          eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_interval: int = 0,
-          checkpoint_path: str | None = None, resume: bool = False,
-          **network_kwargs: Any) -> Model:
+          load_path: str | None = None, checkpoint_path: str | None = None,
+          resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a squashed-Gaussian actor, twin critics and the entropy coefficient with SAC and
     return the :class:`~rlbase.sac.model.Model`.
+
+    The keyword arguments from ``lr`` to ``checkpoint_interval`` are the fields of
+    :class:`~rlbase.sac.config.SACConfig` (type, unit, range and meaning there, and in
+    rlbase/docs/algorithms/sac.md); Stable-Baselines3's names (``learning_rate``,
+    ``target_update_interval``, ``train_freq=(n, "step")``, ...) are accepted too.
 
     network: a feed-forward registry network name ('mlp', ...) or builder, the torso of the
         actor and of each critic.
@@ -38,71 +46,50 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     total_timesteps: env steps to train for, summed over envs.
     seed: seed of python, numpy, TensorFlow, the envs, the policy's noise and the replay
         sampling.
-    lr: Adam learning rate of the actor, the critics and the entropy coefficient, or a
-        function of the fraction of training remaining (1 -> 0).
-    buffer_size: transitions the replay buffer keeps.
-    learning_starts: env steps with uniformly random actions, and no training, at the start.
-    batch_size: transitions per gradient step.
-    tau: soft target update rate: target <- (1 - tau) target + tau online.
-    gamma: discount factor (1: a time-limit truncation ends the return; see
-        rlbase.common.transitions).
-    train_freq: vectorized env steps between training phases.
-    gradient_steps: gradient steps per training phase, run in one compiled call with the next
-        step's acting (0: no training).
-    ent_coef: the entropy coefficient alpha: 'auto' (learned, starting at 1.0), 'auto_X'
-        (learned, starting at X) or a number (fixed).
-    target_update_interval: update the target critics every this many gradient steps
-        (counted over the run).
-    target_entropy: the entropy the learned alpha aims for ('auto': -dim(action space)).
-    jit_compile: compile the training and the acting calls with XLA (None: on, except for a
-        training call of one gradient step, faster here as a plain TF graph).
-    log_interval: log every this many finished episodes.
     eval_env: an env (or env id, seeded with seed + 1000) to evaluate the deterministic
         policy (tanh of the Gaussian's mean) on.
-    eval_freq: evaluate every this many env steps (0: at every log row when eval_env is
-        given); logged as eval/mean_reward, the best model written to
-        <log dir>/best_model.zip.
-    eval_episodes: episodes per evaluation.
     callback: called after every vectorized env step as ``callback(model, info)``; returning
         False stops.
     load_path: continue from this saved model (its network is used).
-    checkpoint_interval: write a resumable checkpoint (the model, replay buffer, generators)
-        every this many env steps (0: never).
-    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
+    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint
+        holds the model, replay buffer and generators.
     resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
         the whole run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder ('mlp': num_layers (2), num_hidden (256
         here), activation (relu here), layer_sizes, layer_norm).
     """
-    model, env, options = start_learning(ALGORITHM, build_model, locals(), ALIASES,
-                                         architecture=Model.architecture)
+    model, env, options = start_learning(CONFIG, build_model, locals())
     return train(model, env, total_timesteps, options)
 
 
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run SAC's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all)."""
-    hp = model.hyperparameters
-    schedule = TrainSchedule(int(hp["train_freq"]), model.gradient_steps,
-                             int(hp["learning_starts"]), model.batch_size)
-    lr_fn = get_schedule_fn(hp["lr"])
+    config = model.config
+    schedule = TrainSchedule(config.train_freq, config.gradient_steps, config.learning_starts,
+                             config.batch_size)
+    lr_fn = get_schedule_fn(config.lr)
+    num_envs = env.num_envs
     loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
-                        loss_names=LOSSES, seed=hp.get("seed"))
+                        loss_names=LOSSES, seed=config.seed)
     # After a resume's restore: normalized with the restored statistics.
     obs = reset_env(env, model.replay_buffer)
     stats: dict[str, float] = {"learning_rate": lr_fn(loop.progress_remaining)}
     while loop.running():
-        if schedule.warming_up(model.num_timesteps):
+        t = model.num_timesteps
+        warming_up = schedule.warming_up(t)
+        phases = 0 if warming_up else schedule.phases(t, num_envs, len(model.replay_buffer))
+        if warming_up:
             actions = model.random_actions()
-        elif schedule.trains(loop.iterations, len(model.replay_buffer)):
+        elif phases:
             lr = lr_fn(loop.progress_remaining)
-            step_stats, actions = model.train_and_act(obs, lr)
+            step_stats, actions = model.train_and_act(obs, lr, phases)
             stats.update(step_stats, learning_rate=lr)
         else:
             actions = model.act(obs)
         obs = step_and_store(env, model.replay_buffer, model.raw_replay, loop.episodes, obs,
                              actions, model.to_env(actions), model.gamma)[0]
         stats["n_updates"] = model.grad_steps
-        if loop.end_iteration(env.num_envs, stats):
+        if loop.end_iteration(num_envs, stats):
             break
     return model

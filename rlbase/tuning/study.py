@@ -185,13 +185,7 @@ def base_settings(settings: TuneSettings) -> Base:
     num_envs = int(defaults.pop("num_env", 1) or 1)
     network = str(defaults.pop("network", "mlp"))
     normalize = bool(defaults.pop("normalize", False))
-    config = config_class(algorithm)
-    if config is not None:
-        fields, network_kwargs = config.split(defaults)
-    else:
-        learn_names = set(get_algorithm(algorithm).learn_parameters())
-        fields = {k: v for k, v in defaults.items() if k in learn_names}
-        network_kwargs = {k: v for k, v in defaults.items() if k not in learn_names}
+    fields, network_kwargs = config_class(algorithm).split(defaults)
     return Base(algorithm, env_type, num_envs, network, normalize, dict(preset), fields,
                 network_kwargs)
 
@@ -378,9 +372,6 @@ def best_row(study: optuna.Study, settings: TuneSettings) -> dict[str, Any]:
 
     config = registry.config_class(registry.resolve(settings.algo)[0])
     given = {**base.fields, **base.preset, **best.user_attrs["config"]}
-    if config is None:
-        row.update({k: yaml_value(v) for k, v in given.items()})
-        return {settings.env_id: row}
     trained = config.build(given, base.num_envs).to_dict()
     for name in RUN_FIELDS:
         trained.pop(name)

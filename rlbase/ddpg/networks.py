@@ -18,13 +18,13 @@ class Actor(keras.Model):
     Dict/Tuple one nested, its Box vectors normalized (see
     :class:`~rlbase.common.continuous.ObservationFeatures`)."""
 
-    def __init__(self, ob_space: gym.Space, nb_actions: int, torso: keras.layers.Layer,
+    def __init__(self, observation_space: gym.Space, num_actions: int, torso: keras.layers.Layer,
                  **kwargs: Any):
         super().__init__(**kwargs)
-        self.features = ObservationFeatures(ob_space)
+        self.features = ObservationFeatures(observation_space)
         self.torso = torso
-        self.out = final_layer(nb_actions, "tanh")
-        self(dummy_observations(ob_space))  # create the variables now
+        self.out = final_layer(num_actions, "tanh")
+        self(dummy_observations(observation_space))  # create the variables now
 
     def call(self, obs: Any) -> tf.Tensor:
         return self.out(self.torso(self.features(obs)))

@@ -1,0 +1,92 @@
+"""DDPG's parameters (with TD3's options): each declared once, with its type, unit, default,
+range and SB3 name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rlbase.common.config import AlgorithmConfig, OtherName, param
+from rlbase.common.off_policy import SB3_TRAIN_FREQ
+from rlbase.ddpg.noise import parse_noise_type
+
+
+def _rollout_steps(steps: Any, given: Mapping[str, Any], num_envs: int) -> int:
+    """Baselines' nb_rollout_steps counted vector steps (steps per env)."""
+    return int(steps) * num_envs
+
+
+@dataclass(frozen=True)
+class DDPGConfig(AlgorithmConfig):
+    algorithm: ClassVar[str] = "ddpg"
+
+    buffer_size: int = param(int(1e6), "transitions the replay buffer keeps",
+                             unit="transitions", low=1)
+    learning_starts: int = param(0, "env steps of uniformly random actions, and no training, "
+                                 "at the start", unit="env steps", low=0)
+    batch_size: int = param(64, "transitions per gradient step", unit="transitions", low=1)
+    tau: float = param(0.01, "Polyak weight of the online weights in the soft target update: "
+                       "target <- (1 - tau) target + tau online", low=0, low_open=True, high=1)
+    gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
+                         low=0, high=1)
+    train_freq: int = param(
+        1, "env steps between training phases, summed over envs (below num_envs: several "
+        "phases per vector step); SB3's (n, 'step') is n * num_envs", unit="env steps", low=1,
+        sb3=SB3_TRAIN_FREQ,
+        deprecated=[OtherName("nb_rollout_steps", _rollout_steps,
+                              "in env steps summed over envs: nb_rollout_steps * num_envs")])
+    gradient_steps: int = param(
+        1, "gradient steps per training phase, run in one compiled call with the next step's "
+        "acting (0: no training; -1, as in SB3: one per env step collected, so train_freq)",
+        unit="gradient steps", low=-1,
+        deprecated=["nb_train_steps"])
+    actor_lr: float = param(1e-4, "the actor's Adam learning rate", low=0, low_open=True,
+                            sb3="learning_rate")
+    critic_lr: float = param(1e-3, "the critics' Adam learning rate", low=0, low_open=True,
+                             sb3="learning_rate")
+    max_grad_norm: float | None = param(None, "clip the actor's and the critics' gradient "
+                                        "global norm to this (None: no clipping)", low=0,
+                                        low_open=True, deprecated=["clip_norm"])
+    critic_l2_reg: float = param(1e-2, "L2 penalty on the critics' hidden kernels", low=0)
+    noise_type: str = param("adaptive-param_0.2", "'none', 'adaptive-param_S', 'normal_S', "
+                            "'ou_S' or a comma-separated mix; every env has its own "
+                            "action-noise process")
+    param_noise_adaption_interval: int = param(
+        50, "adapt the parameter-noise scale every this many env steps", unit="env steps",
+        low=1)
+    normalize_observations: bool = param(
+        True, "running mean/std observation normalization, clipped to [-5, 5] (False: the "
+        "networks see the raw observations, unclipped)", architecture=True)
+    normalize_returns: bool = param(False, "the critics learn normalized returns (running "
+                                    "statistics)", architecture=True)
+    popart: bool = param(False, "return normalization that rescales the critics' output "
+                         "layers (PopArt)", architecture=True)
+    reward_scale: float = param(1.0, "sampled rewards are multiplied by this (after "
+                                "VecNormalize's scaling)")
+    twin_q: bool = param(False, "TD3's two critics, trained on the smaller of their target "
+                         "values", architecture=True)
+    policy_delay: int = param(1, "update the actor and the targets every this many critic "
+                              "steps (TD3: 2)", unit="gradient steps", low=1)
+    target_noise: float = param(0.0, "stddev of Gaussian noise on the target action (TD3: "
+                                "0.2; 0: none)", low=0, sb3="target_policy_noise")
+    target_noise_clip: float = param(0.5, "the target noise is clipped to [-target_noise_clip, "
+                                     "target_noise_clip]", low=0)
+    render: bool = param(False, "render the training env at every step")
+    jit_compile: bool | None = param(None, "compile the training call with XLA (None: on, "
+                                     "except under MPI and for convnets on a CPU)")
+    log_interval: int = param(4, "log every this many finished episodes", unit="episodes",
+                              low=1)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.gradient_steps == -1:  # SB3's: one gradient step per env step collected
+            object.__setattr__(self, "gradient_steps", self.train_freq)
+
+    def check(self) -> None:
+        parse_noise_type(self.noise_type, 1, np.random.default_rng(0))
+
+
+CONFIG = DDPGConfig
