@@ -579,7 +579,7 @@ def test_bad_input():
     # Baselines' name for the buffer's size, counted per env as Baselines did.
     with pytest.warns(DeprecationWarning, match="'buffer_size' is deprecated, use "
                                                 r"'buffer_size_per_env' \(counted per env"):
-        config = ACERConfig.build({"buffer_size": 123})
+        config = ACERConfig.build({"buffer_size": 123, "replay_start": 100})
     assert config.buffer_size_per_env == 123
     # On-policy ACER needs no buffer, so its size is not checked.
     model = learn("mlp", cartpole, total_timesteps=10, nsteps=5, replay_ratio=0,

@@ -118,7 +118,8 @@ def test_train_zoo_flags_config_file_and_repeat(tmp_path):
 def test_a_row_without_n_envs_trains_on_one_env_as_in_the_zoo(tmp_path):
     code, out, err = train("--algo", "sac", "--env", "Pendulum-v1", "-n", "200", cwd=tmp_path)
     assert code == 0, err
-    assert "with 1 env(s)" in out and "'lr': 0.001" in out
+    # (the row's SB3 name, converted by SAC's config)
+    assert "with 1 env(s)" in out and "'learning_rate': 0.001" in out
 
 
 def test_a_zoo_users_own_file_works_unchanged(tmp_path):

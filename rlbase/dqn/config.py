@@ -62,8 +62,10 @@ class DQNConfig(AlgorithmConfig):
         "envs)", unit="fraction of total_timesteps", low=0, low_open=True, high=1,
         sb3="exploration_fraction")
     exploration_initial_eps: float = param(1.0, "epsilon at the start", low=0, high=1,
+                                           unit="probability of a random action",
                                            sb3="exploration_initial_eps")
     exploration_final_eps: float = param(0.02, "epsilon from then on", low=0, high=1,
+                                         unit="probability of a random action",
                                          sb3="exploration_final_eps")
     max_grad_norm: float | None = param(
         10.0, "clip each gradient step's global norm to this (None: no clipping)", low=0,
