@@ -66,7 +66,7 @@ TINY = dict(network="mlp", num_layers=1, num_hidden=8, log_interval=10**9)
 OFF_POLICY = dict(TINY, learning_starts=4, batch_size=4, buffer_size=64)
 SETTINGS: dict[str, dict[str, Any]] = {
     "a2c": dict(TINY, nsteps=4),
-    "acer": dict(TINY, nsteps=4, buffer_size=40, replay_start=8, replay_ratio=1),
+    "acer": dict(TINY, nsteps=4, buffer_size_per_env=40, replay_start=8, replay_ratio=1),
     "ppo": dict(TINY, nsteps=4, nminibatches=2, noptepochs=2),
     "dqn": dict(OFF_POLICY, train_freq=2, target_update_interval=4),
     "qlearning": dict(network=None, log_interval=10**9, grid_size=3),
