@@ -30,7 +30,9 @@ def config(algo):
     return algo.model.model.config
 
 
-def check_run_folder(algo, models):
+def check_run_folder(algo, models, changed=()):
+    """The run folder's layout, and its hyperparameters.json (written when training starts:
+    ``changed`` names config fields that training changed since)."""
     folder = algo.save_folder
     assert sorted(os.listdir(folder)) == ["git.json", "hyperparameters.json", "models", "plots",
                                           "videos"]
@@ -38,9 +40,11 @@ def check_run_folder(algo, models):
     with open(os.path.join(folder, "hyperparameters.json")) as f:
         saved = json.load(f)
     assert saved["algorithm"] == type(algo).__name__
-    assert saved["rlbase"]["config"] == json.loads(json.dumps(
-        {k: (list(v) if isinstance(v, tuple) else v if isinstance(v, (int, float, str, bool))
-             or v is None else repr(v)) for k, v in config(algo).to_dict().items()}))
+    expected = {k: (list(v) if isinstance(v, tuple) else v if isinstance(v, (int, float, str,
+                                                                                 bool))
+                    or v is None else repr(v)) for k, v in config(algo).to_dict().items()}
+    assert {k: v for k, v in saved["rlbase"]["config"].items() if k not in changed} == \
+        {k: v for k, v in json.loads(json.dumps(expected)).items() if k not in changed}
     with open(os.path.join(folder, "git.json")) as f:
         assert json.load(f) == {"git": "not a git repository", "directory": os.getcwd()}
     return saved
@@ -180,7 +184,8 @@ def test_ddpg_example_anneals_and_round_trips():
                  num_test_episodes=1, verbose=False)
     model.train()
     model.test()
-    check_run_folder(model, ["iter_0", "iter_3", "best"])
+    saved = check_run_folder(model, ["iter_0", "iter_3", "best"], ("actor_lr", "critic_lr"))
+    assert saved["rlbase"]["config"]["actor_lr"] == 3e-4
     c = config(model)
     # Pendulum's actions are in [-2, 2]: rlib's noises (env units) are halved in [-1, 1].
     assert (c.noise_type, c.target_noise, c.target_noise_clip) == ("normal_0.05", 0.1, math.inf)
@@ -196,6 +201,25 @@ def test_ddpg_example_anneals_and_round_trips():
     same_actions(model, other)
     assert other.model.model.normalization is not None  # use_norm_wrappers' statistics
     check_plots_and_videos(model, ["iter_0", "iter_3", "best"])
+
+
+def test_ddpg_parameters_reach_the_config():
+    model = DDPG({'id': 'Pendulum-v1'}, {'hidden_sizes': [8], 'activation': 'tanh'},
+                 {'hidden_sizes': [8], 'activation': 'tanh'}, q_lr=1e-3, mu_lr=2e-4,
+                 lr_annealing=False, action_noise=0.4, target_noise=0.3,
+                 num_updates_per_iter=7, delay_policy_update=3, twin_q=False, discount=0.9,
+                 learning_starts=10, target_update_tau=0.02, batch_size=32,
+                 size_replay_buffer=500, max_grad_norm=1.0, use_norm_wrappers=False)
+    c = config(model)
+    assert (c.critic_lr, c.actor_lr, c.noise_type, c.target_noise) == \
+        (1e-3, 2e-4, "normal_0.2", 0.15)
+    # Pendulum's own time limit (200 steps) is the episode cap: 7 gradient steps per 200.
+    assert (c.train_freq, c.gradient_steps, c.policy_delay, c.twin_q, c.gamma) == \
+        (200, 7, 3, False, 0.9)
+    assert (c.learning_starts, c.tau, c.batch_size, c.buffer_size, c.max_grad_norm) == \
+        (32, 0.02, 32, 500, 1.0)
+    assert model.model.policy_kwargs == {"layer_sizes": [8], "activation": "tanh"}
+    assert model.model.model.normalization is None  # use_norm_wrappers=False
 
 
 def test_ddpg_refusals():

@@ -20,7 +20,7 @@ from rlbase.common.loop import crossings
 from rlbase.common.serialization import load_file
 from rlbase.common.vec_env import VecMonitor, VecVideoRecorder
 from rlbase.rlib.envs import EnvSpec
-from rlbase.rlib.records import git_state, plot_curves, write_json
+from rlbase.rlib.records import git_state, jsonable, plot_curves, write_json
 
 # learn()'s budget when training stops on an episode or generation count (the callback stops
 # it; the algorithms' loops count env steps).
@@ -295,8 +295,6 @@ class BaseAlgorithm:
     def save(self, path: str) -> None:
         """One rlbase model file (any rlbase path loads it) holding this algorithm's arguments,
         scores and folders too."""
-        from rlbase.common.base_model import jsonable
-
         inner = self.model.model
         if inner is None:
             raise RLBaseError(f"{type(self).__name__} has no model to save")

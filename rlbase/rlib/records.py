@@ -9,7 +9,12 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
-from rlbase.common.base_model import jsonable
+
+
+def jsonable(data: Any) -> Any:
+    """``data`` as JSON holds it, at every depth (tuples as lists; values JSON cannot hold,
+    such as functions and schedules, as their repr)."""
+    return json.loads(json.dumps(data, default=repr))
 
 
 def git_state(directory: str | None = None) -> dict[str, Any]:
@@ -33,7 +38,7 @@ def git_state(directory: str | None = None) -> dict[str, Any]:
 def write_json(path: str, data: dict[str, Any]) -> None:
     """``data`` as indented JSON (values JSON cannot hold written as their repr)."""
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(jsonable(data), f, indent=2, sort_keys=True)
+        json.dump(data, f, indent=2, sort_keys=True, default=repr)
         f.write("\n")
 
 
