@@ -12,13 +12,14 @@ import tempfile
 from numbers import Real
 from typing import Any, ClassVar
 
+import gymnasium as gym
 import numpy as np
 
 from rlbase.api.base_class import BaseRLModel
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loop import crossings
 from rlbase.common.serialization import load_file
-from rlbase.common.vec_env import VecMonitor, VecVideoRecorder
+from rlbase.common.vec_env import VecEnv, VecMonitor, VecVideoRecorder
 from rlbase.rlib.envs import EnvSpec
 from rlbase.rlib.records import git_state, jsonable, plot_curves, write_json
 
@@ -90,6 +91,34 @@ class BaseAlgorithm:
     #: test (and record) before training too
     test_at_start: ClassVar[bool] = False
 
+    # (declared here: the package's modules import one another, and mypy needs the types)
+    kwargs: dict[str, Any]
+    spec: EnvSpec
+    num_envs: int
+    test_every: int
+    num_test_episodes: int
+    budget: int
+    seed: int | None
+    max_episode_length: int
+    max_total_reward: float
+    stop_max_score: bool
+    verbose: bool
+    obs_space: gym.Space
+    action_space: gym.Space
+    episode_cap: int | None
+    save_folder: str
+    models_folder: str
+    plots_folder: str
+    videos_folder: str
+    current_iteration: int
+    train_episodes: list[list[float]]
+    test_scores: list[list[float]]
+    best_test_reward: float
+    current_agent: BaseRLModel | None
+    _seen: int
+    _call_start: int
+    _target: int
+
     def __init__(self, kwargs: dict[str, Any], spec: EnvSpec, *, num_envs: int,
                  save_folder: str, seed: int | None, test_every: int, num_test_episodes: int,
                  budget: int, stop_max_score: bool = False, verbose: bool = True):
@@ -119,13 +148,13 @@ class BaseAlgorithm:
         self.plots_folder = os.path.join(self.save_folder, "plots")
         self.videos_folder = os.path.join(self.save_folder, "videos")
         self.current_iteration = 0
-        self.train_episodes: list[list[float]] = []  # [env steps, return, length]
-        self.test_scores: list[list[float]] = []  # [iteration, mean, std]
+        self.train_episodes = []  # [env steps, return, length]
+        self.test_scores = []  # [iteration, mean, std]
         self.best_test_reward = -math.inf
         self._seen = 0  # episodes of the current learn() call already recorded
         self._call_start = 0  # current_iteration when that call began
         self._target = 0
-        self.current_agent: BaseRLModel | None = None
+        self.current_agent = None
 
     # -- the rlbase model ---------------------------------------------------------------------
     def _build(self, policy: str | None, policy_kwargs: dict[str, Any] | None,
@@ -254,7 +283,7 @@ class BaseAlgorithm:
             seed = int(np.random.randint(0, np.iinfo(np.int32).max))
         render = "human" if display else "rgb_array" if save_video else None
         # Returns read from a monitor below the training normalization (raw rewards).
-        venv = VecMonitor(self.spec.vec_env(1, seed, render, training=False))
+        venv: VecEnv = VecMonitor(self.spec.vec_env(1, seed, render, training=False))
         recorder, folder = None, None
         if save_video:
             assert video_path is not None

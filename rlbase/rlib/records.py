@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 
-
 def jsonable(data: Any) -> Any:
     """``data`` as JSON holds it, at every depth (tuples as lists; values JSON cannot hold,
     such as functions and schedules, as their repr)."""
