@@ -46,6 +46,12 @@ def test_custom_env(monkeypatch, capsys) -> None:
     assert "A2C on Corridor-v0: evaluation return" in capsys.readouterr().out
 
 
+def test_rlib_cartpole(monkeypatch, capsys, tmp_path) -> None:
+    run_example("rlib_cartpole.py", "--num_timesteps=1024", f"--save_folder={tmp_path}",
+                monkeypatch=monkeypatch)
+    assert f"results in {tmp_path / 'run_0'}; test return" in capsys.readouterr().out
+
+
 @pytest.mark.slow  # 20-45 s on 2 shared cores
 def test_continue_training(monkeypatch, capsys) -> None:
     run_example("continue_training.py", "--num_timesteps=256", monkeypatch=monkeypatch)
