@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.vec_env import VecNormalize, find_wrapper
 from rlbase.rlib import DDPG, PPO, DeepQLearning, EvolutionStrategy, QLearning
 from rlbase.rlib.records import git_state
 
@@ -116,6 +117,12 @@ def test_qlearning_example_decays_epsilon_per_episode():
     assert model.epsilon == pytest.approx(0.1 * 0.9999 ** 3, rel=1e-12)
     assert [ep[1:] for ep in model.train_episodes] == [[-50.0, 50.0]] * 3
     assert model.test(num_episodes=2) == (-50.0, 0.0)
+    model.save("q.zip")
+    other = QLearning({'id': 'FrozenLake-v1'}, {}, verbose=False)
+    other.load("q.zip", verbose=False)
+    assert other.epsilon == model.epsilon and other.current_iteration == 3
+    np.testing.assert_array_equal(other.model.model.q_table, model.model.model.q_table)
+    same_actions(model, other)
     check_plots_and_videos(model, ["iter_0", "iter_2", "iter_3"])
 
 
@@ -251,6 +258,29 @@ def test_ppo_example_and_round_trip():
     other.load("ppo.zip", verbose=False)
     same_actions(ppo, other)
     assert other.num_envs == 10 and other.test_scores == ppo.test_scores
+
+
+def test_ppo_readme_example_continuous_actions():
+    # rlib's README, as written (constructed only: BipedalWalker trains for hours).
+    env_kwargs = {'id': 'BipedalWalker-v3'}
+    agent_kwargs = {'hidden_sizes': [256, 256], 'activation': 'tanh'}
+    agent = PPO(env_kwargs, agent_kwargs)
+    assert agent.model.policy_kwargs == {"layer_sizes": [256, 256], "activation": "tanh",
+                                         "value_network": "copy"}
+    assert agent.model.env.num_envs == 10 and config(agent).nsteps == 2048
+    # rlib's wrappers for continuous actions: rewards normalized above the monitor,
+    # observations clipped to [-10, 10].
+    normalizer = find_wrapper(agent.model.env, VecNormalize)
+    assert normalizer is not None and normalizer.stats.ret and not normalizer.stats.ob
+    assert np.all(agent.obs_space.high <= 10) and np.all(agent.obs_space.low >= -10)
+
+
+def test_normalize_observation_is_a_vec_normalize():
+    model = DeepQLearning({'id': 'CartPole-v1'}, {'hidden_sizes': [8]},
+                          normalize_observation=True, verbose=False)
+    normalizer = find_wrapper(model.model.env, VecNormalize)
+    assert normalizer is not None and normalizer.stats.ob and not normalizer.stats.ret
+    assert model.model.model.normalization is not None
 
 
 def test_ppo_refusals_and_gae_off():

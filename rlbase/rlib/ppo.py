@@ -62,7 +62,10 @@ class PPO(BaseAlgorithm):
                          test_every=test_every, num_test_episodes=num_test_agents,
                          budget=total_timesteps)
         actor = network("PPO", "actor_kwargs", actor_kwargs)
-        critic = network("PPO", "critic_kwargs", critic_kwargs)
+        # rlib's README trains PPO(env_kwargs, agent_kwargs): the critic then has the actor's
+        # shape (rlbase's critic is a copy of the actor's network shape in any case).
+        critic = actor if critic_kwargs is None else network("PPO", "critic_kwargs",
+                                                             critic_kwargs)
         if actor != critic:
             raise RLBaseError(f"PPO: rlbase's critic is a copy of the actor's network shape; "
                               f"give actor_kwargs and critic_kwargs the same hidden_sizes and "
