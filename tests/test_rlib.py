@@ -116,6 +116,10 @@ def test_qlearning_example_decays_epsilon_per_episode():
         (0.03, 0.99, 0.1, 0.01, 20)
     assert model.epsilon == pytest.approx(0.1 * 0.9999 ** 3, rel=1e-12)
     assert [ep[1:] for ep in model.train_episodes] == [[-50.0, 50.0]] * 3
+    assert model.train_rewards == [-50.0] * 3
+    assert model.mean_test_rewards == [-50.0, -50.0] and model.std_test_rewards == [0.0, 0.0]
+    with pytest.raises(RLBaseError, match="make_env is not available"):
+        model.make_env()
     assert model.test(num_episodes=2) == (-50.0, 0.0)
     model.save("q.zip")
     other = QLearning({'id': 'FrozenLake-v1'}, {}, verbose=False)

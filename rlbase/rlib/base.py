@@ -164,6 +164,28 @@ class BaseAlgorithm:
             policy, self.spec.vec_env(self.num_envs, self.seed), policy_kwargs=policy_kwargs,
             seed=self.seed, **hyperparameters)
 
+    def make_env(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: rlib's make_env returns gymnasium vector envs with its wrappers, which
+        rlbase does not train on."""
+        raise RLBaseError("make_env is not available: rlbase.rlib trains on rlbase VecEnvs; "
+                          "use algorithm.spec.vec_env(num_envs, seed, render_mode) or "
+                          "gymnasium.make(**env_kwargs)")
+
+    @property
+    def mean_test_rewards(self) -> list[float]:
+        """The mean return of each test so far."""
+        return [row[1] for row in self.test_scores]
+
+    @property
+    def std_test_rewards(self) -> list[float]:
+        """The std of the returns of each test so far."""
+        return [row[2] for row in self.test_scores]
+
+    @property
+    def train_rewards(self) -> list[float]:
+        """The return of each training episode so far."""
+        return [row[1] for row in self.train_episodes]
+
     @property
     def model(self) -> BaseRLModel:
         """The rlbase model class instance being trained (rlib's current agent)."""
@@ -220,8 +242,7 @@ class BaseAlgorithm:
             self.train_episodes.extend([steps, float(ep["r"]), float(ep["l"])] for ep in recent)
             self._seen = int(info["episodes"])
         previous = self.current_iteration
-        self.current_iteration = min(self._iteration(info), self._target) \
-            if self.unit != "env steps" else self._iteration(info)
+        self.current_iteration = self._iteration(info)
         if self.current_iteration != previous:
             self._after_iterations(self.current_iteration - previous)
         done = self.current_iteration >= self._target
