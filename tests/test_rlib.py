@@ -265,10 +265,13 @@ def test_ppo_example_and_round_trip():
 
 
 def test_ppo_readme_example_continuous_actions():
-    # rlib's README, as written (constructed only: BipedalWalker trains for hours).
+    # rlib's README: a 256x256 actor and rlib's default critic (64x64 tanh), which rlbase's
+    # critic (a copy of the actor's shape) cannot be.
     env_kwargs = {'id': 'BipedalWalker-v3'}
     agent_kwargs = {'hidden_sizes': [256, 256], 'activation': 'tanh'}
-    agent = PPO(env_kwargs, agent_kwargs)
+    with pytest.raises(RLBaseError, match="critic is a copy of the actor's network shape"):
+        PPO(env_kwargs, agent_kwargs)
+    agent = PPO(env_kwargs, agent_kwargs, agent_kwargs)  # constructed only
     assert agent.model.policy_kwargs == {"layer_sizes": [256, 256], "activation": "tanh",
                                          "value_network": "copy"}
     assert agent.model.env.num_envs == 10 and config(agent).nsteps == 2048
@@ -295,7 +298,9 @@ def test_ppo_refusals_and_gae_off():
     with pytest.raises(RLBaseError, match="value_loss_clip=policy_loss_clip"):
         PPO(env, value_loss_clip=0.3, **kw)
     with pytest.raises(RLBaseError, match="actor_kwargs must be a dict with hidden_sizes"):
-        PPO(env)
+        PPO(env, [64, 64])
+    assert PPO(env).model.policy_kwargs == {"layer_sizes": [64, 64], "activation": "tanh",
+                                            "value_network": "copy"}  # rlib's defaults
     with pytest.raises(RLBaseError, match="no parameter|must divide"):
         PPO(env, batch_size=7, num_steps_per_iter=10, num_envs=1, **kw)
     ppo = PPO(env, use_gae=False, lr_annealing=False, learning_rate=1e-3, num_envs=2,

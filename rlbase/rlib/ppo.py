@@ -13,6 +13,15 @@ from rlbase.rlib.base import BaseAlgorithm, arguments, network
 from rlbase.rlib.envs import EnvSpec, clip_observations
 
 
+def with_defaults(kwargs: Any) -> Any:
+    """rlib's PPO networks: 64x64 tanh unless given (each key on its own)."""
+    if kwargs is None:
+        kwargs = {}
+    if not isinstance(kwargs, dict):
+        return kwargs  # refused by network()
+    return {"hidden_sizes": [64, 64], "activation": "tanh", **kwargs}
+
+
 class PPO(BaseAlgorithm):
     """Proximal policy optimization with the clipped surrogate objective, GAE advantages and a
     separate critic network. An iteration is an env step (summed over the envs); the policy
@@ -37,7 +46,7 @@ class PPO(BaseAlgorithm):
     test_at_start = True
 
     def __init__(self, env_kwargs: dict[str, Any], actor_kwargs: dict[str, Any] | None = None,
-                 critic_kwargs: dict[str, Any] | None = None, num_envs: int = 10,
+                 critic_kwargs: dict[str, Any] | None = None, num_envs: int = 10,  # None: {}
                  save_folder: str = "ppo", normalize_observation: bool = False,
                  seed: int | None = 42, num_steps_per_iter: int = 2048,
                  num_updates_per_iter: int = 10, total_timesteps: int = 1_000_000,
@@ -61,15 +70,13 @@ class PPO(BaseAlgorithm):
         super().__init__(kwargs, spec, num_envs=num_envs, save_folder=save_folder, seed=seed,
                          test_every=test_every, num_test_episodes=num_test_agents,
                          budget=total_timesteps)
-        actor = network("PPO", "actor_kwargs", actor_kwargs)
-        # rlib's README trains PPO(env_kwargs, agent_kwargs): the critic then has the actor's
-        # shape (rlbase's critic is a copy of the actor's network shape in any case).
-        critic = actor if critic_kwargs is None else network("PPO", "critic_kwargs",
-                                                             critic_kwargs)
+        actor = network("PPO", "actor_kwargs", with_defaults(actor_kwargs))
+        critic = network("PPO", "critic_kwargs", with_defaults(critic_kwargs))
         if actor != critic:
             raise RLBaseError(f"PPO: rlbase's critic is a copy of the actor's network shape; "
                               f"give actor_kwargs and critic_kwargs the same hidden_sizes and "
-                              f"activation (got {actor_kwargs} and {critic_kwargs})")
+                              f"activation (with rlib's defaults, 64x64 tanh: actor {actor}, "
+                              f"critic {critic})")
         if not norm_advantages:
             raise RLBaseError("PPO: rlbase's PPO always normalizes the advantages per "
                               "minibatch; leave norm_advantages=True")
