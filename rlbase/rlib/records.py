@@ -9,6 +9,8 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
+from rlbase.common.errors import RLBaseError
+
 
 def jsonable(data: Any) -> Any:
     """``data`` as JSON holds it, at every depth (tuples as lists; values JSON cannot hold,
@@ -45,7 +47,10 @@ def plot_curves(folder: str, unit: str, train: Sequence[Sequence[float]],
                 tests: Sequence[Sequence[float]]) -> list[str]:
     """PNGs in ``folder``: the training episodes' returns and lengths against env steps, and
     the test scores (mean +- std) against iterations of ``unit``; returns their paths."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise RLBaseError("save_plots needs matplotlib: pip install 'rlbase[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
