@@ -797,17 +797,18 @@ def configure(
     return _use(make_logger(folder, format_strings, log_suffix, comm, append))
 
 
-def get_latest_run_id(log_path: str = "", log_name: str = "") -> int:
+def get_latest_run_id(log_path: str | os.PathLike[str] = "", log_name: str = "") -> int:
     """The largest N of the ``<log_name>_<N>`` folders in ``log_path`` (0 when there is none)."""
     latest = 0
-    for path in glob.glob(os.path.join(glob.escape(log_path), f"{glob.escape(log_name)}_[0-9]*")):
+    pattern = os.path.join(glob.escape(os.fspath(log_path)), f"{glob.escape(log_name)}_[0-9]*")
+    for path in glob.glob(pattern):
         name, _, number = os.path.basename(path).rpartition("_")
         if name == log_name and number.isdigit():
             latest = max(latest, int(number))
     return latest
 
 
-def configure_logger(verbose: int = 0, tensorboard_log: str | None = None,
+def configure_logger(verbose: int = 0, tensorboard_log: str | os.PathLike[str] | None = None,
                      tb_log_name: str = "", reset_num_timesteps: bool = True) -> Logger:
     """A model's logger for one learn() call (not made the current one).
 
