@@ -28,7 +28,6 @@ import contextlib
 import csv
 import datetime
 import glob
-import io
 import json
 import numbers
 import os
@@ -198,7 +197,7 @@ def _step_of(kvs: Mapping[str, Any], default: int) -> int:
     """A Baselines dump's TensorBoard step: its ``time/total_timesteps`` value if it has one."""
     value = kvs.get(STEP_KEY)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return int(value)
+        return int(float(value))
     return default
 
 
@@ -480,8 +479,6 @@ def make_output_format(fmt: str, ev_dir: str | os.PathLike[str], log_suffix: str
         return JSONOutputFormat(os.path.join(ev_dir, f"progress{log_suffix}.json"), append)
     if fmt == "csv":
         return CSVOutputFormat(os.path.join(ev_dir, f"progress{log_suffix}.csv"), append)
-    from rlbase.common.tensorboard import TensorBoardOutputFormat
-
     return TensorBoardOutputFormat(os.path.join(ev_dir, f"tb{log_suffix}"))
 
 
@@ -821,8 +818,6 @@ def configure_logger(verbose: int = 0, tensorboard_log: str | os.PathLike[str] |
     if tensorboard_log is None:
         new = make_logger(None, formats)
     else:
-        from rlbase.common.tensorboard import TensorBoardOutputFormat
-
         run_id = get_latest_run_id(tensorboard_log, tb_log_name)
         if reset_num_timesteps:
             run_id += 1
@@ -946,4 +941,4 @@ record_tabular = logkv
 dump_tabular = dumpkvs
 
 # At the end: it subclasses KVWriter (and imports TensorFlow only when one is made).
-from rlbase.common.tensorboard import TensorBoardOutputFormat  # noqa: E402, F401
+from rlbase.common.tensorboard import TensorBoardOutputFormat  # noqa: E402

@@ -18,7 +18,7 @@ import tensorflow as tf
 from gymnasium import spaces
 from pandas.errors import EmptyDataError
 
-from rlbase import A2C, DQN, PPO
+from rlbase import A2C, DQN
 from rlbase.common import logger as logger_module
 from rlbase.common.errors import RLBaseError
 from rlbase.logger import (
