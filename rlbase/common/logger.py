@@ -831,10 +831,10 @@ def configure_logger(verbose: int = 0, tensorboard_log: str | os.PathLike[str] |
 
 
 def _use(new: Logger) -> Logger:
-    """Make ``new`` the current logger (closing the previous one unless it is the default)."""
+    """Make ``new`` the current logger. The previous one is not closed: a logger returned by
+    configure() may be in use elsewhere (a model's ``set_logger``); one nobody holds is freed,
+    and its files closed, when it goes."""
     global _current
-    if _current is not DEFAULT:
-        _current.close()
     _current = new
     return new
 
