@@ -336,3 +336,16 @@ def test_start_up_filter_keeps_other_lines(capfd):
                     b"call to cuInit: INTERNAL\nsomething real went wrong\n")
         os.write(2, b"W0000 a real TensorFlow warning\n")
     assert capfd.readouterr().err == "something real went wrong\nW0000 a real TensorFlow warning\n"
+
+
+def test_cli_reads_the_aliases_too(tmp_path, monkeypatch):
+    from rlbase.run import log_formats
+
+    monkeypatch.setenv("OPENAI_LOGDIR", str(tmp_path / "openai"))
+    monkeypatch.setenv("OPENAI_LOG_FORMAT", "csv,json")
+    args = SimpleNamespace(log_format=None, log_path=None)
+    assert log_formats(args) == ["csv", "json"] and args.log_path == str(tmp_path / "openai")
+    monkeypatch.setenv("RLBASE_LOGDIR", str(tmp_path / "rlbase"))
+    args = SimpleNamespace(log_format=None, log_path=None)
+    log_formats(args)
+    assert args.log_path == str(tmp_path / "rlbase")
