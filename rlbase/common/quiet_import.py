@@ -12,18 +12,18 @@ and warnings still show. ``TF_CPP_MIN_LOG_LEVEL=0`` or ``RLBASE_TF_VERBOSE=1`` s
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import os
-import re
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from types import ModuleType
 
+TYPE_CHECKING = False  # (not typing's: `import rlbase` stays ~2 ms without importing typing)
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from typing import Any
+
 # Start-up notices of a TensorFlow build on a machine without (usable) CUDA; nothing else.
-CHATTER = re.compile(
+CHATTER = (
     r"All log messages before absl::InitializeLog\(\) is called"
     r"|oneDNN custom operations are on"
     r"|Could not find cuda drivers on your machine"
@@ -44,13 +44,18 @@ def wanted() -> bool:
 
 def filter_chatter(text: str) -> str:
     """``text`` without the lines of TensorFlow's start-up notices."""
-    return "".join(line for line in text.splitlines(keepends=True) if not CHATTER.search(line))
+    import re
+
+    chatter = re.compile(CHATTER)
+    return "".join(line for line in text.splitlines(keepends=True) if not chatter.search(line))
 
 
 @contextlib.contextmanager
 def stderr_without_chatter() -> Iterator[None]:
     """Capture file descriptor 2 (C++ and Python writes alike) inside the block, then write
     back what is not start-up chatter."""
+    import tempfile
+
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -73,14 +78,14 @@ def stderr_without_chatter() -> Iterator[None]:
                 sys.stderr.flush()
 
 
-class _QuietLoader(importlib.abc.Loader):
+class _QuietLoader:
     """TensorFlow's own loader, run with stderr filtered; device discovery (where cuInit
     complains) is done inside too."""
 
-    def __init__(self, loader: importlib.abc.Loader) -> None:
+    def __init__(self, loader: Any) -> None:
         self.loader = loader
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
@@ -93,17 +98,20 @@ class _QuietLoader(importlib.abc.Loader):
             module.config.list_physical_devices()
 
 
-class _TensorFlowFinder(importlib.abc.MetaPathFinder):
+class _TensorFlowFinder:
     """Finds nothing itself: wraps the loader of the first ``import tensorflow``."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname != "tensorflow":
             return None
+        import importlib.util
+
         uninstall()
         spec = importlib.util.find_spec(fullname)
         if spec is not None and spec.loader is not None:
-            spec.loader = _QuietLoader(spec.loader)
+            # (duck-typed, so importlib.abc is not imported at `import rlbase`)
+            spec.loader = _QuietLoader(spec.loader)  # type: ignore[assignment]
         return spec
 
 
