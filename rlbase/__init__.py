@@ -2,10 +2,13 @@
 
 import os as _os
 
-# Before TensorFlow is first imported: keep its C++ start-up chatter off the console, and
-# make sure Keras 3 runs on TensorFlow.
+from rlbase.common import quiet_import as _quiet_import
+
+# Before TensorFlow is first imported (here is the one place): its C++ log level unless the user
+# set one, Keras 3 on TensorFlow, and the start-up notices filtered out of stderr.
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+_quiet_import.install()
 
 __version__ = "0.2.0"
 

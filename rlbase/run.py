@@ -501,19 +501,21 @@ def write_run_metadata(log_path: str, alg: str, env_id: str, seed: int | None,
 
 
 def log_formats(args: Any) -> list[str]:
-    """--log_format, else $RLBASE_LOG_FORMAT, else stdout (+ log and csv with --log_path)."""
-    from rlbase.common.logger import FORMAT_ENV
+    """--log_format, else $RLBASE_LOG_FORMAT (or its aliases $SB3_LOG_FORMAT,
+    $OPENAI_LOG_FORMAT), else stdout (+ log and csv with --log_path); --log_path defaults to
+    $RLBASE_LOGDIR (or $SB3_LOGDIR, $OPENAI_LOGDIR)."""
+    from rlbase.common.logger import env_log_format, env_logdir
 
-    text = args.log_format or os.environ.get(FORMAT_ENV)
+    text = args.log_format or env_log_format()
     if text:
         formats = [f.strip() for f in text.split(",") if f.strip()]
     else:
         formats = ["stdout", "log", "csv"] if args.log_path else ["stdout"]
-    if set(formats) - {"stdout"} and not (args.log_path or os.environ.get("RLBASE_LOGDIR")):
+    if args.log_path is None:
+        args.log_path = env_logdir()
+    if set(formats) - {"stdout"} and not args.log_path:
         raise RLBaseError(f"log formats {', '.join(formats)} write files: give --log_path (or "
                           "set RLBASE_LOGDIR)")
-    if args.log_path is None and os.environ.get("RLBASE_LOGDIR"):
-        args.log_path = os.environ["RLBASE_LOGDIR"]
     return formats
 
 

@@ -23,6 +23,7 @@ from rlbase.common.base_model import BaseModel, jsonable
 from rlbase.common.cmd_util import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.logger import Logger, configure_logger
 from rlbase.common.loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
 from rlbase.common.serialization import load_file
@@ -37,6 +38,9 @@ FEED_FORWARD = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy")
 # learn() arguments the class itself supplies.
 RESERVED = ("network", "env", "total_timesteps", "seed", "load_path", "callback", "resume",
             "checkpoint_path", "checkpoint_interval", "log_interval")
+# learn()'s default log_interval per algorithm, as the SB3 classes set it (updates for A2C and
+# PPO, finished episodes for the off-policy ones); the others use their config's.
+LEARN_LOG_INTERVAL = {"a2c": 100, "ppo": 1, "dqn": 4, "ddpg": 4, "sac": 4}
 
 
 class BaseRLModel:
@@ -52,8 +56,9 @@ class BaseRLModel:
     policy_kwargs: network keyword arguments (num_layers, num_hidden, value_network, ... or
         SB3's ``net_arch`` and ``activation_fn``).
     seed: seeds python, numpy, TensorFlow and the env.
-    verbose: 0 silent, 1 training tables to stdout.
-    tensorboard_log: folder for TensorBoard event files (one sub-folder per learn() call).
+    verbose: 0 silent, 1 training tables to stdout, 2 also debug messages.
+    tensorboard_log: folder of TensorBoard runs: each learn() writes to a new
+        ``<tb_log_name>_<N>`` sub-folder (``PPO_1``, ``PPO_2``...).
     """
 
     algorithm = ""
@@ -61,6 +66,9 @@ class BaseRLModel:
     default_network = "mlp"
     #: learn() arguments this class fixes (TD3's options on DDPG)
     presets: dict[str, Any] = {}
+    #: the logger of the last learn() call, or the one given to set_logger
+    _logger: Logger | None = None
+    _custom_logger = False
 
     def __init__(self, policy: str | Callable | None, env: VecEnv | gym.Env | str | None,
                  policy_kwargs: dict[str, Any] | None = None, seed: int | None = None,
@@ -143,17 +151,40 @@ class BaseRLModel:
     def num_timesteps(self) -> int:
         return int(self.model.num_timesteps) if self.model is not None else 0
 
+    @property
+    def logger(self) -> Logger:
+        """The logger learn() writes to: the one given to :meth:`set_logger`, else the one the
+        last learn() call made (stdout when verbose, TensorBoard with ``tensorboard_log``)."""
+        if self._logger is None:
+            raise AttributeError(f"{type(self).__name__} has no logger before learn() or "
+                                 "set_logger()")
+        return self._logger
+
+    def set_logger(self, logger: Logger) -> None:
+        """Make every later learn() write to ``logger`` (a :class:`~rlbase.common.logger.Logger`,
+        e.g. from ``rlbase.logger.configure(folder, formats)``) instead of making its own; the
+        model leaves it open."""
+        if not isinstance(logger, Logger):
+            raise RLBaseError(f"set_logger takes an rlbase.logger.Logger, got "
+                              f"{type(logger).__name__}: make one with "
+                              "rlbase.logger.configure(folder, format_strings)")
+        self._logger = logger
+        self._custom_logger = True
+
     def learn(self, total_timesteps: int, callback: Any = None, log_interval: int | None = None,
-              tb_log_name: str = "run", reset_num_timesteps: bool = True,
+              tb_log_name: str | None = None, reset_num_timesteps: bool = True,
               progress_bar: bool = False) -> BaseRLModel:
         """Train for ``total_timesteps`` more env steps; a second call continues training in
         memory.
 
         callback: ``callback(model, info)`` returning False stops training, a
             :class:`~rlbase.api.callbacks.BaseCallback`, or a list of them.
-        log_interval: the algorithm's logging interval (updates or episodes).
-        tb_log_name: TensorBoard run name (``<tensorboard_log>/<tb_log_name>_<n>``).
-        reset_num_timesteps: start the timestep count from 0 (False: keep counting).
+        log_interval: log every this many updates (A2C 100, PPO 1) or finished episodes
+            (DQN, DDPG, TD3, SAC: 4); the others' default is their config's.
+        tb_log_name: TensorBoard run name (``<tensorboard_log>/<tb_log_name>_<N>``; default
+            the class name).
+        reset_num_timesteps: start the timestep count from 0 and a new TensorBoard run
+            (False: keep counting, in the latest run's folder).
         progress_bar: show a tqdm progress bar.
         """
         if self.env is None:
@@ -167,6 +198,11 @@ class BaseRLModel:
         self._learn_calls += 1
         if reset_num_timesteps:
             model.num_timesteps = 0
+        if not self._custom_logger:
+            self._logger = configure_logger(
+                self.verbose, self.tensorboard_log,
+                type(self).__name__ if tb_log_name is None else tb_log_name, reset_num_timesteps)
+        assert self._logger is not None
         callbacks = to_callback(callback)
         if callbacks is not None:
             callbacks.init_callback(self)
@@ -179,19 +215,17 @@ class BaseRLModel:
                 bar.refresh()
             return callbacks is None or callbacks(self, info) is not False
 
-        interval = log_interval if log_interval is not None else \
-            self.hyperparameters.get("log_interval", self.entry.learn_defaults()["log_interval"])
+        interval = log_interval if log_interval is not None else LEARN_LOG_INTERVAL.get(
+            self.algorithm, self.entry.learn_defaults()["log_interval"])
         options = LoopOptions(log_interval=int(interval), callback=on_step)
-        formats = (["stdout"] if self.verbose else []) + \
-            (["tensorboard"] if self.tensorboard_log else [])
-        logdir = os.path.join(self.tensorboard_log, f"{tb_log_name}_{self._learn_calls}") \
-            if self.tensorboard_log else None
         try:
-            with logger.scoped_configure(dir=logdir, format_strs=formats):
+            with logger.using(self._logger):
                 self.entry.train(model, self.env, int(total_timesteps), options)
         finally:
             if bar is not None:
                 bar.close()
+            if not self._custom_logger:
+                self._logger.close()  # its files complete; a custom logger stays the user's
         return self
 
     # -- acting ----------------------------------------------------------------------------------

@@ -1,17 +1,25 @@
-"""Key-value and text logging for training runs (the Baselines logger API).
+"""Key-value and text logging for training runs: the Baselines logger API and SB3's ``Logger``.
 
-Typical use::
+Baselines' functions, on a process-wide current logger::
 
-    from rlbase.common import logger
+    from rlbase.common import logger           # or: from rlbase import logger
     logger.configure("/tmp/run", ["stdout", "csv", "tensorboard"])
-    logger.logkv("time/total_timesteps", 2048)
+    logger.logkv("time/total_timesteps", 2048)   # record_tabular is the same function
     logger.logkv_mean("rollout/ep_rew_mean", 21.5)
-    logger.dumpkvs()
+    logger.dumpkvs()                             # dump_tabular
+
+SB3's ``Logger`` object (``configure`` returns it; a model takes one with ``set_logger``)::
+
+    new_logger = logger.configure("/tmp/run", ["stdout", "csv"])
+    new_logger.record("train/loss", 0.5, exclude="tensorboard")
+    new_logger.dump(step=2048)
 
 Output formats: ``stdout`` and ``log`` (an aligned table, on the terminal or in ``log.txt``),
 ``json`` (``progress.json``, one object per line), ``csv`` (``progress.csv``) and
-``tensorboard`` (event files under ``tb/``). Until :func:`configure` is called, a default logger
-prints to stdout only.
+``tensorboard`` (event files under ``tb/``; a model's ``tensorboard_log`` run folder holds them
+directly). TensorBoard also takes :class:`Figure`, :class:`Image`, :class:`Video` and
+:class:`HParam` values, texts and arrays (histograms). Until :func:`configure` is called, a
+default logger prints to stdout only.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime
+import glob
 import json
 import numbers
 import os
@@ -27,6 +36,8 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
+
+import numpy as np
 
 from rlbase.common.errors import RLBaseError
 
@@ -40,8 +51,11 @@ FORMATS = ("stdout", "log", "json", "csv", "tensorboard")
 DEFAULT_FORMATS = "stdout,log,csv"
 LOGDIR_ENV = "RLBASE_LOGDIR"
 FORMAT_ENV = "RLBASE_LOG_FORMAT"
+# Read when rlbase's own variable is unset: SB3's, then Baselines' names.
+LOGDIR_ALIASES = ("SB3_LOGDIR", "OPENAI_LOGDIR")
+FORMAT_ALIASES = ("SB3_LOG_FORMAT", "OPENAI_LOG_FORMAT")
 
-_MAX_WIDTH = 30  # keys and values longer than this are cut in the human-readable table
+MAX_LENGTH = 36  # keys and values longer than this are cut in the human-readable table
 STEP_KEY = "time/total_timesteps"  # what a resumed run's files are cut by (truncate_after)
 
 _warned: set[str] = set()
@@ -53,6 +67,24 @@ def warn_once(key: str, message: str) -> None:
     if key not in _warned:
         _warned.add(key)
         print(f"rlbase: warning: {message}", file=sys.stderr, flush=True)
+
+
+def env_logdir() -> str | None:
+    """The log folder the environment asks for: ``$RLBASE_LOGDIR``, else ``$SB3_LOGDIR``, else
+    ``$OPENAI_LOGDIR`` (set but empty: as if unset)."""
+    for name in (LOGDIR_ENV, *LOGDIR_ALIASES):
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
+
+
+def env_log_format() -> str | None:
+    """The formats the environment asks for: ``$RLBASE_LOG_FORMAT``, else ``$SB3_LOG_FORMAT``,
+    else ``$OPENAI_LOG_FORMAT``."""
+    for name in (FORMAT_ENV, *FORMAT_ALIASES):
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
 
 
 def cut_file(path: str, keep_lines: int) -> None:
@@ -78,16 +110,116 @@ def _past(value: str, steps: int) -> bool:
         return False
 
 
+# --- values only TensorBoard shows (SB3's names) ---------------------------------------------
+
+
+class Video:
+    """Frames to show as a video in TensorBoard (an animated GIF; needs Pillow).
+
+    :param frames: an array of shape ``(N, T, C, H, W)`` (N videos side by side, T frames, C 1 or
+        3 channels), uint8 or floats in [0, 1].
+    :param fps: frames per second.
+    """
+
+    def __init__(self, frames: Any, fps: float):
+        self.frames = frames
+        self.fps = fps
+
+
+class Figure:
+    """A matplotlib figure to show as an image in TensorBoard.
+
+    :param figure: the figure.
+    :param close: close the figure once it is written.
+    """
+
+    def __init__(self, figure: Any, close: bool):
+        self.figure = figure
+        self.close = close
+
+
+class Image:
+    """An image to show in TensorBoard.
+
+    :param image: an array (uint8, or floats in [0, 1]) or a tensor.
+    :param dataformats: the array's layout: ``HWC`` (what gymnasium envs render), ``CHW``,
+        ``HW``, ``WH``, ``NHWC``, ``NCHW`` (the first of N images is shown).
+    """
+
+    def __init__(self, image: Any, dataformats: str):
+        self.image = image
+        self.dataformats = dataformats
+
+
+class HParam:
+    """Hyperparameters for TensorBoard's HPARAMS tab (needs the ``tensorboard`` package).
+
+    :param hparam_dict: hyperparameter names and values (bool, str, number or None).
+    :param metric_dict: the metrics to show beside them (their values come from the scalars
+        logged under those keys); must not be empty.
+    """
+
+    def __init__(self, hparam_dict: Mapping[str, bool | str | float | None],
+                 metric_dict: Mapping[str, float]):
+        if not metric_dict:
+            raise RLBaseError("HParam needs a non-empty metric_dict (the metrics TensorBoard's "
+                              "HPARAMS tab shows), e.g. {'rollout/ep_rew_mean': 0}")
+        self.hparam_dict = hparam_dict
+        self.metric_dict = metric_dict
+
+
+_TENSORBOARD_ONLY = (Video, Figure, Image, HParam)
+
+
+class FormatUnsupportedError(RLBaseError, NotImplementedError):
+    """A value the output format cannot write (a video on stdout)."""
+
+    def __init__(self, unsupported_formats: Sequence[str], value_description: str):
+        names = ", ".join(unsupported_formats)
+        super().__init__(
+            f"the log format{'s' if len(unsupported_formats) > 1 else ''} {names} cannot write "
+            f"the {value_description} value logged: leave them out with record(key, value, "
+            f"exclude=({', '.join(repr(f) for f in unsupported_formats)},))")
+
+
+def _refuse_tensorboard_only(value: Any, fmt: str) -> None:
+    for kind in _TENSORBOARD_ONLY:
+        if isinstance(value, kind):
+            raise FormatUnsupportedError([fmt], kind.__name__.lower())
+
+
+def _is_excluded(key_excluded: Mapping[str, Any] | None, key: str, fmt: str) -> bool:
+    excluded = key_excluded.get(key) if key_excluded else None
+    return excluded is not None and fmt in excluded
+
+
+def _step_of(kvs: Mapping[str, Any], default: int) -> int:
+    """A Baselines dump's TensorBoard step: its ``time/total_timesteps`` value if it has one."""
+    value = kvs.get(STEP_KEY)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return int(float(value))
+    return default
+
+
 # --- output formats ---------------------------------------------------------------------------
 
 
 class KVWriter:
-    """An output that receives one dict of key-values per dump."""
+    """An output that receives one dict of key-values per dump.
+
+    ``write(key_values, key_excluded, step)`` is SB3's call; ``writekvs(kvs)`` Baselines'.
+    """
 
     path = ""  # the file or folder it writes (warnings name it)
+    format_name = ""  # the name ``exclude`` refers to
+
+    def write(self, key_values: Mapping[str, Any],
+              key_excluded: Mapping[str, tuple[str, ...] | None] | None = None,
+              step: int = 0) -> None:
+        raise NotImplementedError
 
     def writekvs(self, kvs: Mapping[str, Any]) -> None:
-        raise NotImplementedError
+        self.write(kvs, None, _step_of(kvs, 0))
 
     def close(self) -> None:
         """Release files or writers held by this output."""
@@ -96,12 +228,20 @@ class KVWriter:
         """Drop what was written for ``time/total_timesteps`` past ``steps`` (a resumed run
         rewrites those rows); outputs without rows to drop do nothing."""
 
+    def _kept(self, key_values: Mapping[str, Any],
+              key_excluded: Mapping[str, tuple[str, ...] | None] | None) -> dict[str, Any]:
+        return {str(k): v for k, v in key_values.items()
+                if not _is_excluded(key_excluded, k, self.format_name)}
+
 
 class SeqWriter:
     """An output that receives free-form text lines from :func:`log`."""
 
-    def writeseq(self, seq: Sequence[Any]) -> None:
+    def write_sequence(self, sequence: Sequence[Any]) -> None:
         raise NotImplementedError
+
+    def writeseq(self, seq: Sequence[Any]) -> None:  # Baselines' name
+        self.write_sequence(seq)
 
 
 def _format_value(val: Any) -> str:
@@ -115,22 +255,25 @@ def _format_value(val: Any) -> str:
     return str(val)
 
 
-def _truncate(text: str) -> str:
-    return text if len(text) <= _MAX_WIDTH else text[: _MAX_WIDTH - 3] + "..."
-
-
 class HumanOutputFormat(KVWriter, SeqWriter):
     """An aligned two-column table, on stdout or in a text file.
+
+    On the terminal, rows go through ``tqdm.write`` once tqdm is imported, so they do not
+    break a progress bar.
 
     :param target: a file path, an open text file, or ``None`` for whatever ``sys.stdout`` is at
         write time (so redirections made after configure still apply).
     :param append: add to an existing file (a resumed run) instead of replacing it.
+    :param max_length: keys and values longer than this are cut (with ``...``); two keys cut to
+        the same text are an error.
     """
 
     def __init__(self, target: str | os.PathLike[str] | IO[str] | None = None,
-                 append: bool = False) -> None:
+                 append: bool = False, max_length: int = MAX_LENGTH) -> None:
+        self.max_length = max_length
         self._owns_file = isinstance(target, (str, os.PathLike))
         self.path = os.fspath(target) if isinstance(target, (str, os.PathLike)) else "stdout"
+        self.format_name = "log" if self._owns_file else "stdout"
         mode = "a" if append else "w"
         self._file: IO[str] | None = (
             open(target, mode) if isinstance(target, (str, os.PathLike))  # noqa: SIM115
@@ -140,23 +283,42 @@ class HumanOutputFormat(KVWriter, SeqWriter):
     def file(self) -> IO[str]:
         return self._file if self._file is not None else sys.stdout
 
-    def writekvs(self, kvs: Mapping[str, Any]) -> None:
-        if not kvs:
-            return
-        rows = [(_truncate(str(k)), _truncate(_format_value(v))) for k, v in kvs.items()]
-        rows.sort(key=lambda row: row[0].lower())
-        key_w = max(len(k) for k, _ in rows)
-        val_w = max(len(v) for _, v in rows)
-        rule = "-" * (key_w + val_w + 7)
-        lines = [rule]
-        lines += [f"| {k:<{key_w}} | {v:<{val_w}} |" for k, v in rows]
-        lines.append(rule)
-        self.file.write("\n".join(lines) + "\n")
-        self.file.flush()
+    def _truncate(self, text: str) -> str:
+        n = self.max_length
+        return text if len(text) <= n else text[: n - 3] + "..."
 
-    def writeseq(self, seq: Sequence[Any]) -> None:
-        self.file.write(" ".join(str(x) for x in seq) + "\n")
-        self.file.flush()
+    def write(self, key_values: Mapping[str, Any],
+              key_excluded: Mapping[str, tuple[str, ...] | None] | None = None,
+              step: int = 0) -> None:
+        rows: dict[str, str] = {}
+        for key, value in self._kept(key_values, key_excluded).items():
+            _refuse_tensorboard_only(value, self.format_name)
+            short = self._truncate(key)
+            if short in rows:
+                raise RLBaseError(f"log key {key!r} cut to {short!r}, which another key "
+                                  f"already has: shorten the keys or raise max_length "
+                                  f"({self.max_length})")
+            rows[short] = self._truncate(_format_value(value))
+        if not rows:
+            return
+        keys = sorted(rows, key=str.lower)
+        key_w = max(len(k) for k in keys)
+        val_w = max(len(v) for v in rows.values())
+        rule = "-" * (key_w + val_w + 7)
+        lines = [rule, *(f"| {k:<{key_w}} | {rows[k]:<{val_w}} |" for k in keys), rule]
+        self._emit("\n".join(lines) + "\n")
+
+    def write_sequence(self, sequence: Sequence[Any]) -> None:
+        self._emit(" ".join(str(x) for x in sequence) + "\n")
+
+    def _emit(self, text: str) -> None:
+        out = self.file
+        tqdm_module = sys.modules.get("tqdm")  # only if someone uses tqdm: no import cost
+        if tqdm_module is not None and out in (sys.stdout, sys.__stdout__):
+            tqdm_module.tqdm.write(text, file=out, end="")  # clears and redraws any bar
+        else:
+            out.write(text)
+        out.flush()
 
     def close(self) -> None:
         if self._owns_file and self._file is not None:
@@ -181,7 +343,12 @@ class HumanOutputFormat(KVWriter, SeqWriter):
 
 
 def _jsonable(val: Any) -> Any:
-    """Plain Python for numpy scalars and arrays, so json.dumps accepts them."""
+    """Plain Python for numpy scalars and arrays, so json.dumps accepts them (an array of one
+    value as that value)."""
+    if hasattr(val, "numpy") and callable(val.numpy):  # a TensorFlow tensor
+        val = val.numpy()
+    if isinstance(val, np.ndarray) and val.size == 1:
+        return val.reshape(()).item()
     if hasattr(val, "tolist"):
         return val.tolist()
     return val
@@ -194,12 +361,19 @@ class JSONOutputFormat(KVWriter):
     :param append: add to an existing file (a resumed run) instead of replacing it.
     """
 
+    format_name = "json"
+
     def __init__(self, path: str | os.PathLike[str], append: bool = False) -> None:
         self.path = os.fspath(path)
         self._file = open(path, "a" if append else "w")  # noqa: SIM115
 
-    def writekvs(self, kvs: Mapping[str, Any]) -> None:
-        record = {str(k): _jsonable(v) for k, v in sorted(kvs.items())}
+    def write(self, key_values: Mapping[str, Any],
+              key_excluded: Mapping[str, tuple[str, ...] | None] | None = None,
+              step: int = 0) -> None:
+        kept = self._kept(key_values, key_excluded)
+        for value in kept.values():
+            _refuse_tensorboard_only(value, self.format_name)
+        record = {k: _jsonable(v) for k, v in sorted(kept.items())}
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
 
@@ -225,6 +399,8 @@ class CSVOutputFormat(KVWriter):
     :param append: add rows to an existing file (a resumed run), under its header.
     """
 
+    format_name = "csv"
+
     def __init__(self, path: str | os.PathLike[str], append: bool = False) -> None:
         self.path = os.fspath(path)
         self.keys: list[str] = []
@@ -233,12 +409,18 @@ class CSVOutputFormat(KVWriter):
                 self.keys = next(csv.reader(f), [])
         self._file = open(self.path, "a" if append else "w", newline="")  # noqa: SIM115
 
-    def writekvs(self, kvs: Mapping[str, Any]) -> None:
-        new_keys = sorted(str(k) for k in kvs if str(k) not in self.keys)
+    def write(self, key_values: Mapping[str, Any],
+              key_excluded: Mapping[str, tuple[str, ...] | None] | None = None,
+              step: int = 0) -> None:
+        row = self._kept(key_values, key_excluded)
+        if not row:
+            return
+        for value in row.values():
+            _refuse_tensorboard_only(value, self.format_name)
+        new_keys = sorted(k for k in row if k not in self.keys)
         if new_keys:
             self.keys.extend(new_keys)
             self._rewrite_with_header()
-        row = {str(k): v for k, v in kvs.items()}
         writer = csv.writer(self._file)
         writer.writerow(["" if row.get(k) is None else row[k] for k in self.keys])
         self._file.flush()
@@ -278,54 +460,12 @@ class CSVOutputFormat(KVWriter):
                 return
 
 
-class TensorBoardOutputFormat(KVWriter):
-    """Numeric values as TensorBoard scalars.
-
-    The step of each dump is the ``time/total_timesteps`` value when the dump has one, else the
-    number of dumps so far. Scalars are written with ``tf.summary.write`` and the ``scalars``
-    plugin tag, the same event ``tf.summary.scalar`` makes, because ``tf.summary.scalar`` needs
-    the ``tensorboard`` package, which tensorflow-cpu no longer installs.
-
-    :param path: the folder for the event files.
-    """
-
-    STEP_KEY = "time/total_timesteps"
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        import tensorflow as tf  # lazy: plain logging must not pay TensorFlow's import time
-
-        self._tf = tf
-        os.makedirs(path, exist_ok=True)
-        self.dir = self.path = os.fspath(path)
-        self._writer = tf.summary.create_file_writer(self.dir)
-        self._metadata = tf.compat.v1.SummaryMetadata()
-        self._metadata.plugin_data.plugin_name = "scalars"
-        self._dumps = 0
-
-    def writekvs(self, kvs: Mapping[str, Any]) -> None:
-        value = kvs.get(self.STEP_KEY)
-        step = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            else self._dumps
-        with self._writer.as_default():
-            for key, val in kvs.items():
-                if isinstance(val, numbers.Real) and not isinstance(val, bool):
-                    tensor = self._tf.constant(float(val), dtype=self._tf.float32)
-                    self._tf.summary.write(
-                        str(key), tensor, step=step, metadata=self._metadata
-                    )
-        self._writer.flush()
-        self._dumps += 1
-
-    def close(self) -> None:
-        self._writer.close()
-
-
-def make_output_format(fmt: str, ev_dir: str, log_suffix: str = "",
+def make_output_format(fmt: str, ev_dir: str | os.PathLike[str], log_suffix: str = "",
                        append: bool = False) -> KVWriter:
     """Build one output by name.
 
     :param fmt: one of ``stdout``, ``log``, ``json``, ``csv``, ``tensorboard``.
-    :param ev_dir: the folder files are written to.
+    :param ev_dir: the folder files are written to (TensorBoard's: its ``tb`` sub-folder).
     :param log_suffix: added to file names (``progress-rank1.csv``).
     :param append: add to existing files (a resumed run) instead of replacing them.
     """
@@ -356,57 +496,105 @@ def _check_formats(format_strs: Sequence[str]) -> None:
 class Logger:
     """Collects key-values between dumps and sends them to its outputs.
 
-    :param dir: the folder of this logger's files (``None`` for stdout-only loggers).
+    :param folder: the folder of this logger's files (``None`` for stdout-only loggers).
     :param output_formats: where dumps and text lines go.
     :param comm: an optional MPI communicator; dumps then average values over its ranks.
     """
 
-    def __init__(
-        self, dir: str | None, output_formats: Sequence[KVWriter], comm: Any = None
-    ) -> None:
-        self.dir = dir
+    def __init__(self, folder: str | None, output_formats: Sequence[KVWriter],
+                 comm: Any = None, *, dir: str | None = None) -> None:
+        self.dir = folder if folder is not None else dir
         self.output_formats = list(output_formats)
         self.comm = comm
         self.level = INFO
-        self.name2val: dict[str, Any] = {}
-        self.name2cnt: dict[str, int] = defaultdict(int)
+        self.name_to_value: dict[str, Any] = defaultdict(float)
+        self.name_to_count: dict[str, int] = defaultdict(int)
+        self.name_to_excluded: dict[str, tuple[str, ...]] = {}
+        self._dumps = 0
+        self._written: dict[str, Any] = {}
+
+    # Baselines' names for the same dicts.
+    @property
+    def name2val(self) -> dict[str, Any]:
+        return self.name_to_value
+
+    @property
+    def name2cnt(self) -> dict[str, int]:
+        return self.name_to_count
+
+    @staticmethod
+    def to_tuple(string_or_tuple: str | tuple[str, ...] | None) -> tuple[str, ...]:
+        """``exclude`` as a tuple of format names."""
+        if string_or_tuple is None:
+            return ("",)
+        if isinstance(string_or_tuple, tuple):
+            return string_or_tuple
+        return (string_or_tuple,)
+
+    def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
+        """Set ``key`` to ``value`` for the next dump (a later call overwrites).
+
+        :param exclude: formats that leave this key out (``"tensorboard"``, ``("stdout",
+            "log")``...).
+        """
+        self.name_to_value[key] = value
+        self.name_to_count.pop(key, None)
+        self.name_to_excluded[key] = self.to_tuple(exclude)
+
+    def record_mean(self, key: str, value: float | None,
+                    exclude: str | tuple[str, ...] | None = None) -> None:
+        """Add ``value`` to the mean reported for ``key`` at the next dump (None: nothing)."""
+        if value is None:
+            return
+        count = self.name_to_count[key]
+        old = self.name_to_value.get(key, 0.0) if count else 0.0
+        # Running mean, so nothing but the mean and the count is kept between dumps.
+        self.name_to_value[key] = old + (value - old) / (count + 1)
+        self.name_to_count[key] = count + 1
+        self.name_to_excluded[key] = self.to_tuple(exclude)
 
     def logkv(self, key: str, val: Any) -> None:
-        """Set ``key`` to ``val`` for the next dump (a later call overwrites)."""
-        self.name2val[key] = val
-        self.name2cnt.pop(key, None)
+        """Baselines' :meth:`record`."""
+        self.record(key, val)
 
     def logkv_mean(self, key: str, val: float) -> None:
-        """Add ``val`` to the mean reported for ``key`` at the next dump."""
-        count = self.name2cnt[key]
-        old = self.name2val.get(key, 0.0) if count else 0.0
-        # Running mean, so nothing but the mean and the count is kept between dumps.
-        self.name2val[key] = old + (val - old) / (count + 1)
-        self.name2cnt[key] = count + 1
+        """Baselines' :meth:`record_mean`."""
+        self.record_mean(key, val)
 
     def logkvs(self, kvs: Mapping[str, Any]) -> None:
         """Set several key-values at once."""
         for key, val in kvs.items():
-            self.logkv(key, val)
+            self.record(key, val)
 
     def getkvs(self) -> dict[str, Any]:
         """The key-values collected since the last dump."""
-        return dict(self.name2val)
+        return dict(self.name_to_value)
 
-    def dumpkvs(self) -> dict[str, Any]:
-        """Write the collected key-values to every output, clear them, and return them."""
-        kvs = {key: _to_python(val) for key, val in self.name2val.items()}
+    def dump(self, step: int = 0) -> None:
+        """Write the collected key-values to every output (TensorBoard at ``step``), then clear
+        them."""
+        kvs = {key: _to_python(val) for key, val in self.name_to_value.items()}
         if self.comm is not None and _comm_size(self.comm) > 1:
-            kvs = _mpi_weighted_mean(self.comm, kvs, dict(self.name2cnt))
+            kvs = _mpi_weighted_mean(self.comm, kvs, dict(self.name_to_count))
+        excluded = dict(self.name_to_excluded)
         if self.level < DISABLED:
             for fmt in list(self.output_formats):
                 try:
-                    fmt.writekvs(kvs)
+                    fmt.write(kvs, excluded, step)
                 except OSError as exc:
                     self._drop(fmt, exc)
-        self.name2val.clear()
-        self.name2cnt.clear()
-        return kvs
+        self._written = kvs
+        self._dumps += 1
+        self.name_to_value.clear()
+        self.name_to_count.clear()
+        self.name_to_excluded.clear()
+
+    def dumpkvs(self) -> dict[str, Any]:
+        """Baselines' dump: TensorBoard's step is the ``time/total_timesteps`` value (else the
+        number of dumps so far); returns what was written."""
+        self._written = {key: _to_python(val) for key, val in self.name_to_value.items()}
+        self.dump(step=_step_of(self._written, self._dumps))
+        return self._written
 
     def log(self, *args: Any, level: int = INFO) -> None:
         """Write a line of text to the text outputs if ``level`` passes the logger's level."""
@@ -414,9 +602,21 @@ class Logger:
             for fmt in list(self.output_formats):
                 if isinstance(fmt, SeqWriter):
                     try:
-                        fmt.writeseq(args)
+                        fmt.write_sequence(args)
                     except OSError as exc:
                         self._drop(fmt, exc)
+
+    def debug(self, *args: Any) -> None:
+        self.log(*args, level=DEBUG)
+
+    def info(self, *args: Any) -> None:
+        self.log(*args, level=INFO)
+
+    def warn(self, *args: Any) -> None:
+        self.log(*args, level=WARN)
+
+    def error(self, *args: Any) -> None:
+        self.log(*args, level=ERROR)
 
     def _drop(self, fmt: KVWriter, exc: OSError) -> None:
         """An output that cannot be written (a full disk) is dropped with one warning:
@@ -506,7 +706,7 @@ def _mpi_rank_size() -> tuple[int, int]:
 
 
 def _stdout_logger() -> Logger:
-    return Logger(dir=None, output_formats=[HumanOutputFormat(None)])
+    return Logger(None, [HumanOutputFormat(None)])
 
 
 DEFAULT: Logger = _stdout_logger()
@@ -522,39 +722,26 @@ def _parse_formats(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def configure(
-    dir: str | os.PathLike[str] | None = None,
-    format_strs: Sequence[str] | str | None = None,
+def make_logger(
+    folder: str | os.PathLike[str] | None = None,
+    format_strings: Sequence[str] | str | None = None,
     log_suffix: str = "",
     comm: Any = None,
     append: bool = False,
 ) -> Logger:
-    """Make a new logger the current one.
-
-    :param dir: where files go; default ``$RLBASE_LOGDIR``, else a new
-        ``rlbase-<timestamp>`` folder in the system temp folder.
-    :param format_strs: output names (a list or a comma-separated string) among ``stdout``,
-        ``log``, ``json``, ``csv``, ``tensorboard``; default ``$RLBASE_LOG_FORMAT``, else
-        ``stdout,log,csv``.
-    :param log_suffix: added to file names; MPI ranks above 0 also get ``-rank<N>``.
-    :param comm: an MPI communicator whose ranks' values are averaged at each dump.
-    :param append: add to the folder's existing files (a resumed run: the loop then drops the
-        rows past the checkpoint with :meth:`Logger.truncate_after`) instead of replacing them.
-    :return: the new logger.
-    """
-    global _current
-    if format_strs is None:
-        format_strs = os.environ.get(FORMAT_ENV) or DEFAULT_FORMATS
-    formats = _parse_formats(format_strs) if isinstance(format_strs, str) else list(format_strs)
+    """A new logger, not made the current one (:func:`configure`'s arguments)."""
+    if format_strings is None:
+        format_strings = env_log_format() or DEFAULT_FORMATS
+    formats = (_parse_formats(format_strings) if isinstance(format_strings, str)
+               else [f for f in format_strings if f])  # SB3 passes [""] for "no output"
     _check_formats(formats)  # before any file is created
-    if dir is None:
-        dir = os.environ.get(LOGDIR_ENV) or None  # set but empty: as if unset
-        if dir is None and not set(formats) - {"stdout"}:
+    if folder is None:
+        folder = env_logdir()
+        if folder is None and not set(formats) - {"stdout"}:
             # Nothing to write to files: no folder (and no empty one left behind).
-            return _use(Logger(dir=None, output_formats=[
-                make_output_format(f, "", log_suffix) for f in formats]))
-        dir = dir or _default_dir()
-    dir = os.path.abspath(os.path.expanduser(os.fspath(dir)))
+            return Logger(None, [make_output_format(f, "", log_suffix) for f in formats])
+        folder = folder or _default_dir()
+    folder = os.path.abspath(os.path.expanduser(os.fspath(folder)))
 
     rank, _ = _mpi_rank_size()
     if rank > 0:
@@ -562,19 +749,92 @@ def configure(
         formats = [f for f in formats if f != "stdout"]
         log_suffix = f"{log_suffix}-rank{rank}"
 
-    os.makedirs(dir, exist_ok=True)
-    outputs = [make_output_format(f, dir, log_suffix, append) for f in formats]
-    _use(Logger(dir=dir, output_formats=outputs, comm=comm))
-    if outputs:
-        log(f"Logging to {dir}")
-    return _current
+    os.makedirs(folder, exist_ok=True)
+    outputs = [make_output_format(f, folder, log_suffix, append) for f in formats]
+    new = Logger(folder, outputs, comm=comm)
+    if set(formats) - {"stdout"}:
+        new.log(f"Logging to {folder}")
+    return new
+
+
+def configure(
+    folder: str | os.PathLike[str] | None = None,
+    format_strings: Sequence[str] | str | None = None,
+    log_suffix: str = "",
+    comm: Any = None,
+    append: bool = False,
+    *,
+    dir: str | os.PathLike[str] | None = None,
+    format_strs: Sequence[str] | str | None = None,
+) -> Logger:
+    """Make a new logger the current one (Baselines) and return it (SB3).
+
+    :param folder: where files go (Baselines' keyword: ``dir``); default ``$RLBASE_LOGDIR``
+        (else ``$SB3_LOGDIR``, else ``$OPENAI_LOGDIR``), else a new ``rlbase-<timestamp>``
+        folder in the system temp folder; no folder when only ``stdout`` is asked for.
+    :param format_strings: output names (a list or a comma-separated string) among ``stdout``,
+        ``log``, ``json``, ``csv``, ``tensorboard`` (Baselines' keyword: ``format_strs``);
+        default ``$RLBASE_LOG_FORMAT`` (else ``$SB3_LOG_FORMAT``, else
+        ``$OPENAI_LOG_FORMAT``), else ``stdout,log,csv``.
+    :param log_suffix: added to file names; MPI ranks above 0 also get ``-rank<N>``.
+    :param comm: an MPI communicator whose ranks' values are averaged at each dump.
+    :param append: add to the folder's existing files (a resumed run: the loop then drops the
+        rows past the checkpoint with :meth:`Logger.truncate_after`) instead of replacing them.
+    :return: the new logger.
+    """
+    if dir is not None:
+        if folder is not None:
+            raise RLBaseError("configure: give the folder once, as folder or as dir")
+        folder = dir
+    if format_strs is not None:
+        if format_strings is not None:
+            raise RLBaseError("configure: give the formats once, as format_strings or as "
+                              "format_strs")
+        format_strings = format_strs
+    return _use(make_logger(folder, format_strings, log_suffix, comm, append))
+
+
+def get_latest_run_id(log_path: str | os.PathLike[str] = "", log_name: str = "") -> int:
+    """The largest N of the ``<log_name>_<N>`` folders in ``log_path`` (0 when there is none)."""
+    latest = 0
+    pattern = os.path.join(glob.escape(os.fspath(log_path)), f"{glob.escape(log_name)}_[0-9]*")
+    for path in glob.glob(pattern):
+        name, _, number = os.path.basename(path).rpartition("_")
+        if name == log_name and number.isdigit():
+            latest = max(latest, int(number))
+    return latest
+
+
+def configure_logger(verbose: int = 0, tensorboard_log: str | os.PathLike[str] | None = None,
+                     tb_log_name: str = "", reset_num_timesteps: bool = True) -> Logger:
+    """A model's logger for one learn() call (not made the current one).
+
+    :param verbose: 0 no output, 1 the tables on stdout, 2 also debug messages.
+    :param tensorboard_log: folder of TensorBoard runs: each learn() writes to a new
+        ``<tb_log_name>_<N>`` folder (N one past the largest there), or with
+        ``reset_num_timesteps=False`` goes on in the latest one.
+    """
+    formats = ["stdout"] if verbose >= 1 else []
+    if tensorboard_log is None:
+        new = make_logger(None, formats)
+    else:
+        run_id = get_latest_run_id(tensorboard_log, tb_log_name)
+        if reset_num_timesteps:
+            run_id += 1
+        folder = os.path.join(tensorboard_log, f"{tb_log_name}_{run_id}")
+        new = make_logger(folder, formats)
+        new.output_formats.append(TensorBoardOutputFormat(folder))  # its events in the run folder
+        new.log(f"Logging to {folder}")
+    if verbose >= 2:
+        new.set_level(DEBUG)
+    return new
 
 
 def _use(new: Logger) -> Logger:
-    """Make ``new`` the current logger (closing the previous one unless it is the default)."""
+    """Make ``new`` the current logger. The previous one is not closed: a logger returned by
+    configure() may be in use elsewhere (a model's ``set_logger``); one nobody holds is freed,
+    and its files closed, when it goes."""
     global _current
-    if _current is not DEFAULT:
-        _current.close()
     _current = new
     return new
 
@@ -594,22 +854,31 @@ def reset() -> None:
 
 
 @contextlib.contextmanager
+def using(new: Logger) -> Iterator[Logger]:
+    """Make ``new`` the current logger inside a ``with`` block, then restore the previous one;
+    ``new`` is left open (a model's custom logger outlives its learn() calls)."""
+    global _current
+    previous = _current
+    _current = new
+    try:
+        yield new
+    finally:
+        _current = previous
+
+
+@contextlib.contextmanager
 def scoped_configure(
     dir: str | os.PathLike[str] | None = None,
     format_strs: Sequence[str] | str | None = None,
     comm: Any = None,
 ) -> Iterator[Logger]:
-    """Use a new logger inside a ``with`` block, then restore the previous one."""
-    global _current
-    previous = _current
-    # configure() would close the previous logger: detach it first so it survives the block.
-    _current = DEFAULT
+    """Use a new logger inside a ``with`` block, then close it and restore the previous one."""
+    new = make_logger(dir, format_strs, comm=comm)
     try:
-        yield configure(dir=dir, format_strs=format_strs, comm=comm)
+        with using(new):
+            yield new
     finally:
-        if _current is not DEFAULT:
-            _current.close()
-        _current = previous
+        new.close()
 
 
 def logkv(key: str, val: Any) -> None:
@@ -670,3 +939,6 @@ def get_dir() -> str | None:
 
 record_tabular = logkv
 dump_tabular = dumpkvs
+
+# At the end: it subclasses KVWriter (and imports TensorFlow only when one is made).
+from rlbase.common.tensorboard import TensorBoardOutputFormat  # noqa: E402

@@ -82,27 +82,11 @@ def safemean(xs: Iterable[float]) -> float:
 
 
 def import_tensorflow_quietly() -> None:
-    """Import TensorFlow and Keras with stderr silenced at the file-descriptor level.
+    """Import TensorFlow and Keras now (the CLI does, before it seeds and sets threads).
 
-    TF 2.21 prints absl/oneDNN start-up lines from C++ that TF_CPP_MIN_LOG_LEVEL does not
-    silence; the CLI keeps its output to what the user asked for. Python errors still raise.
-    Set RLBASE_TF_VERBOSE=1 to see TF's start-up messages.
+    TensorFlow's start-up notices are kept off stderr by the hook ``import rlbase`` installs
+    (:mod:`rlbase.common.quiet_import`), which lets every other line through. Set
+    RLBASE_TF_VERBOSE=1 to see TF's start-up messages.
     """
-    import sys
-
-    if "tensorflow" in sys.modules or os.environ.get("RLBASE_TF_VERBOSE"):
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        import keras  # noqa: F401
-        import tensorflow
-
-        # Device discovery is where a CPU-only machine prints its cuInit error: do it now.
-        tensorflow.config.list_physical_devices()
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+    import keras  # noqa: F401
+    import tensorflow  # noqa: F401

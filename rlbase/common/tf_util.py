@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up chatter off the console
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+# (TF_CPP_MIN_LOG_LEVEL, KERAS_BACKEND and the start-up notices: rlbase/__init__.py, which runs
+# before this module.)
+import keras
+import numpy as np
+import tensorflow as tf
 
 
 class RMSprop(keras.optimizers.RMSprop):
