@@ -489,13 +489,13 @@ class BaseRLModel:
             return
         objects = self.get_parameters()
         for name, arrays in given.items():
-            if name not in objects:
-                raise RLBaseError(f"set_parameters: unknown object {name!r}; this "
-                                  f"{type(self).__name__} has {', '.join(objects)}")
             if not isinstance(arrays, dict):
                 raise RLBaseError(f"set_parameters takes {{object: {{name: array}}}} as "
                                   f"get_parameters() gives it, got {type(arrays).__name__} for "
                                   f"{name!r}; for {{'object/name': array}} use load_parameters")
+            if name not in objects:
+                raise RLBaseError(f"set_parameters: unknown object {name!r}; this "
+                                  f"{type(self).__name__} has {', '.join(objects)}")
         missing = sorted(set(objects) - set(given))
         if exact_match and missing:
             raise RLBaseError(f"set_parameters: missing object(s) {missing}; pass "
