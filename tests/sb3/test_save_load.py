@@ -192,7 +192,9 @@ def test_exclude_include_saved_params(tmp_path, model_class, capsys):
 def test_save_load_entropy_coefficient(tmp_path):
     """SB3's test_save_load_pytorch_var: SAC's learned entropy coefficient (rlbase's
     'state' arrays) survives save and load and keeps being optimized."""
-    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, seed=3,
+    # batch_size=64: rlbase samples a minibatch only once the buffer holds one (SB3 samples
+    # 256 with replacement from the first 10 transitions).
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, seed=3, batch_size=64,
                 policy_kwargs=dict(net_arch=[64]))
     model.learn(110)
     save_path = str(tmp_path / "sac_pendulum")
@@ -203,7 +205,7 @@ def test_save_load_entropy_coefficient(tmp_path):
     model = SAC.load(save_path, env=env)
     for key, value in before.items():
         np.testing.assert_array_equal(value, model.get_parameters()["state"][key])
-    model.learn(50)
+    model.learn(100)  # (SB3: 50; the buffer starts empty and needs a minibatch, see above)
     after = model.get_parameters()["state"]
     assert any(not np.array_equal(v, after[k]) for k, v in before.items())
 
@@ -291,7 +293,7 @@ def test_save_load_policy(tmp_path, model_class):
     random_params = {k: rng.random(np.shape(v)).astype(v.dtype) for k, v in params.items()}
     policy.load_state_dict(random_params)
     for k, v in policy.state_dict().items():
-        if np.size(v):
+        if np.size(v) and v.dtype.kind == "f":  # (not SAC's update count)
             assert not np.allclose(params[k], v), k
     selected_actions, _ = policy.predict(observations, deterministic=True)
     with pytest.raises(RLBaseError, match=r"model.save\(path\)"):
