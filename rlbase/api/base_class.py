@@ -9,6 +9,7 @@ state, replay buffer and compiled calls, writing no file and tracing nothing aga
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -432,6 +433,14 @@ class BaseRLModel:
         if print_system_info:
             print(f"== saved with: {metadata.get('versions')}\n== this system: "
                   f"{library_versions()}")
+        config = cls._config_class()
+        given = {f for k in kwargs for f in (config.fields_of(k) or [k])}
+        lost = sorted(set(metadata.get("unserializable") or ()) - given)
+        if lost:  # SB3 warns likewise when an object cannot be deserialized
+            warnings.warn(f"{path}: {', '.join(lost)} could not be saved (not JSON, e.g. a "
+                          "function) and take their defaults; give them again with "
+                          f"custom_objects={{{lost[0]!r}: ...}} or as load() keywords",
+                          UserWarning, stacklevel=3)
         api = metadata.get("api") or {}
         policy = kwargs.pop("policy", api.get("policy") or metadata.get("network"))
         verbose = kwargs.pop("verbose", api.get("verbose", 0))
@@ -446,6 +455,7 @@ class BaseRLModel:
         obj = cls.__new__(cls)
         BaseRLModel.__init__(obj, policy, None, seed=seed, verbose=verbose,
                              tensorboard_log=tensorboard_log, _init_setup_model=False, **kwargs)
+        _check_same_architecture(path, obj, model, "policy_kwargs" in kwargs)
         obj.policy_kwargs = dict(metadata.get("network_kwargs") or {})
         obj.model = model
         # The file's settings under the ones given here (any spelling, converted).
@@ -695,6 +705,24 @@ def _check_force_reset(force_reset: Any) -> None:
         raise RLBaseError(f"force_reset={force_reset!r}: every learn() starts from a reset of "
                           "its env in rlbase, so the env's last observation cannot be "
                           "continued; leave force_reset=True")
+
+
+def _check_same_architecture(path: str, obj: BaseRLModel, model: BaseModel,
+                             kwargs_given: bool) -> None:
+    """load() rebuilds the network from the file: settings given to load() that shape it must
+    be the file's (SB3 refuses other policy_kwargs likewise)."""
+    if kwargs_given and jsonable(obj.policy_kwargs) != jsonable(model.network_kwargs):
+        raise RLBaseError(f"load: policy_kwargs give the network {obj.policy_kwargs}, the file "
+                          f"{path} holds {model.network_kwargs}: leave policy_kwargs out")
+    built = obj.entry.config.build(obj.hyperparameters, model.num_envs, warn=False).to_dict()
+    for name in model.config.architecture():
+        given = {k for k in obj.hyperparameters
+                 if name in (obj.entry.config.fields_of(k) or [k])}
+        if given and jsonable({name: built[name]}) != jsonable({name: getattr(model.config,
+                                                                              name)}):
+            raise RLBaseError(f"load: {name}={built[name]!r} differs from the file's "
+                              f"{getattr(model.config, name)!r}, which shapes its variables: "
+                              f"leave {', '.join(sorted(given))} out")
 
 
 def _hashable(value: Any) -> bool:

@@ -4,9 +4,11 @@ pickled objects, no GPU here -- the test asserts what rlbase does instead)."""
 
 from __future__ import annotations
 
+import io
 import os
 import pathlib
 import tempfile
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -16,6 +18,7 @@ from identity_envs import BoxIdentityEnv, DiscreteIdentityEnv
 from rlbase import A2C, DDPG, DQN, PPO, SAC, TD3
 from rlbase.common.checkpoint import object_state
 from rlbase.common.errors import RLBaseError
+from rlbase.common.serialization import suffixed_path
 from rlbase.common.vec_env import DummyVecEnv
 
 MODEL_LIST = [PPO, A2C, TD3, SAC, DQN, DDPG]
@@ -304,3 +307,94 @@ def test_save_load_policy(tmp_path, model_class):
         np.testing.assert_array_equal(v, loaded.state_dict()[k])
     np.testing.assert_allclose(selected_actions,
                                loaded.predict(observations, deterministic=True)[0], 1e-4)
+
+
+class FakeImageEnv(gym.Env):
+    """SB3's FakeImageEnv: random 40x40x2 uint8 images, 1-D Box (or Discrete) actions."""
+
+    def __init__(self, discrete: bool = False):
+        self.observation_space = gym.spaces.Box(0, 255, (40, 40, 2), np.uint8)
+        self.action_space = gym.spaces.Discrete(2) if discrete else \
+            gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
+        self._t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self._t += 1
+        return self.observation_space.sample(), 0.0, False, self._t >= 100, {}
+
+
+@pytest.mark.parametrize("model_class", classes([A2C, TD3]))
+def test_save_load_env_cnn(tmp_path, model_class):
+    env = FakeImageEnv()
+    # SB3's net_arch=[32] after its CNN; rlbase's cnn names that layer's width num_hidden
+    # (net_arch is translated for the mlp only).
+    kwargs: dict = dict(policy_kwargs=dict(num_hidden=32))
+    if model_class is TD3:
+        kwargs.update(dict(buffer_size=100, learning_starts=50, train_freq=4))
+    if model_class is TD3 and "CnnPolicy" not in TD3.policies:
+        with pytest.raises(RLBaseError, match="does not support policy 'CnnPolicy'"):
+            model_class("CnnPolicy", env, **kwargs)
+        return
+    model = model_class("CnnPolicy", env, **kwargs).learn(100)
+    model.save(tmp_path / "test_save")
+    model = model_class.load(str(tmp_path / "test_save.zip"), env=env, **kwargs).learn(100)
+    os.remove(tmp_path / "test_save.zip")
+
+
+@pytest.mark.parametrize("model_class", [DQN, SAC, TD3])
+def test_warn_buffer(model_class):
+    """SB3's memory-efficient buffer (optimize_memory_usage=True) is not in rlbase: refused
+    when the model is built."""
+    with pytest.raises(RLBaseError, match="optimize_memory_usage"):
+        model_class("MlpPolicy", select_env(model_class), buffer_size=100,
+                    optimize_memory_usage=True, learning_starts=10)
+
+
+def test_load_unsaved_object(tmp_path):
+    """A function cannot be saved (SB3 pickles it and warns when it cannot be loaded back):
+    loading warns, naming custom_objects; given again there, no warning."""
+    path = str(tmp_path / "ppo_pendulum.zip")
+    PPO("MlpPolicy", "Pendulum-v1", learning_rate=lambda _: 1.0).save(path)
+    with pytest.warns(UserWarning, match=r"custom_objects"):
+        assert PPO.load(path).learning_rate == 3e-4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = PPO.load(path, custom_objects=dict(learning_rate=lambda _: 1.0))
+    assert model.learning_rate(1.0) == 1.0
+
+
+@pytest.mark.parametrize("pathtype", [str, pathlib.Path])
+def test_open_file_str_pathlib(tmp_path, pathtype):
+    """SB3's open_path rules (rlbase.common.serialization.suffixed_path): a written path
+    without a suffix gets one, a custom suffix is kept, a read path falls back to the
+    suffixed one."""
+    assert suffixed_path(pathtype(f"{tmp_path}/t1"), "pkl", "w") == f"{tmp_path}/t1.pkl"
+    assert suffixed_path(pathtype(f"{tmp_path}/t1.custom_ext"), "pkl", "w") == \
+        f"{tmp_path}/t1.custom_ext"
+    (tmp_path / "t2.pkl").write_text("foo")
+    assert suffixed_path(pathtype(f"{tmp_path}/t2"), "pkl", "r") == f"{tmp_path}/t2.pkl"
+    (tmp_path / "t2").write_text("rubbish")  # an existing path is read as it is
+    assert suffixed_path(pathtype(f"{tmp_path}/t2"), "pkl", "r") == f"{tmp_path}/t2"
+
+
+def test_open_file(tmp_path):
+    with pytest.raises(RLBaseError, match="a file path is a str"):
+        suffixed_path(123, "zip", "w")
+    model = A2C("MlpPolicy", "CartPole-v1")
+    with (tmp_path / "test1").open("wb") as fp:
+        model.save(fp)
+        assert not fp.closed
+    with (tmp_path / "test1").open("rb") as fp, pytest.raises(RLBaseError, match="for writing"):
+        model.save(fp)
+    fp = (tmp_path / "test1").open("rb")
+    fp.close()
+    with pytest.raises(RLBaseError, match="closed"):
+        A2C.load(fp)
+    buffer = io.BytesIO()
+    model.save(buffer)
+    assert A2C.load(buffer).num_timesteps == 0 and not buffer.closed
