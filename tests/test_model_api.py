@@ -369,3 +369,13 @@ def test_attributes():
     with pytest.raises(AttributeError, match="no replay buffer"):
         model.save_replay_buffer("x")
     assert make("a2c").get_vec_normalize_env() is None
+
+
+def test_load_refuses_settings_that_would_not_fit_the_file(tmp_path):
+    A2C("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [16]}, n_steps=5).save(
+        tmp_path / "m")
+    A2C.load(tmp_path / "m", policy_kwargs={"net_arch": [16]}, nsteps=5)  # the file's own
+    with pytest.raises(RLBaseError, match="leave policy_kwargs out"):
+        A2C.load(tmp_path / "m", policy_kwargs={"net_arch": [32]})
+    with pytest.raises(RLBaseError, match="nsteps=8 differs from the file's 5"):
+        A2C.load(tmp_path / "m", n_steps=8)
