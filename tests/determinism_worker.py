@@ -82,7 +82,7 @@ def run(alg: str, save_dir: str, load_dir: str) -> dict[str, str]:
         cls = getattr(rlbase, CLASSES[alg])
         scramble_generators()  # load(seed=0) alone must make the run repeat
         loaded = cls.load(os.path.join(load_dir, f"{alg}.zip"), env=env_id, seed=0)
-        out["after load"] = digest(loaded.learn(STEPS).get_parameters())
+        out["after load"] = digest(loaded.learn(STEPS).model.get_parameters())
     return out
 
 

@@ -75,9 +75,9 @@ def test_life_cycle(name, tmp_path):
     # Without an env: the spaces come from the file.
     bare = type(model).load(path)
     assert bare.get_env() is None and bare.observation_space == model.observation_space
-    params = model.get_parameters()
+    params = model.model.get_parameters()
     assert params and all(np.array_equal(params[k], v)
-                          for k, v in loaded.get_parameters().items())
+                          for k, v in loaded.model.get_parameters().items())
 
 
 # One case of each training loop shape per family runs by default; the rest with --runslow.
@@ -95,7 +95,7 @@ def test_a_second_learn_trains_the_same_model_in_memory(name, tmp_path, monkeypa
     held = model.model
     traces = tracing_counts(held)
     assert traces, "no compiled calls found on the model"
-    weights = [w.copy() for w in model.get_parameters().values()]
+    weights = [w.copy() for w in model.model.get_parameters().values()]
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where a temporary file would go
     model.learn(300, reset_num_timesteps=False)
     assert model.model is held
@@ -103,7 +103,8 @@ def test_a_second_learn_trains_the_same_model_in_memory(name, tmp_path, monkeypa
     assert tracing_counts(held) == traces
     assert not list(tmp_path.iterdir()), "learn() wrote files"
     assert any(not np.array_equal(a, b)
-               for a, b in zip(weights, model.get_parameters().values())), "nothing trained"
+               for a, b in zip(weights, model.model.get_parameters().values())), \
+        "nothing trained"
 
 
 def test_learn_resets_the_count_by_default():
@@ -171,8 +172,9 @@ def test_evaluate_policy_exact_return():
 def test_load_parameters_round_trip_and_errors(tmp_path):
     model = make("a2c")
     other = make("a2c", seed=1)
-    params = model.get_parameters()
-    assert not all(np.array_equal(v, other.get_parameters()[k]) for k, v in params.items())
+    params = model.model.get_parameters()
+    assert not all(np.array_equal(v, other.model.get_parameters()[k])
+                   for k, v in params.items())
     other.load_parameters(params)
     obs = model.get_env().reset()
     np.testing.assert_allclose(other.action_probability(obs), model.action_probability(obs),
@@ -223,5 +225,157 @@ def test_recurrent_policy_predict_carries_state():
 
 def test_seeded_construction_repeats():
     a, b = make("ppo", seed=3), make("ppo", seed=3)
-    for k, v in a.get_parameters().items():
-        np.testing.assert_array_equal(v, b.get_parameters()[k])
+    for k, v in a.model.get_parameters().items():
+        np.testing.assert_array_equal(v, b.model.get_parameters()[k])
+
+
+# -- Stable-Baselines3's methods and attributes ------------------------------------------------
+
+
+def test_learn_takes_a_whole_float():
+    model = make("a2c")
+    model.learn(total_timesteps=1e2)
+    assert model.num_timesteps == 100
+    with pytest.raises(RLBaseError, match="whole number.*100.5"):
+        model.learn(total_timesteps=100.5)
+
+
+def test_save_adds_zip_and_load_finds_it(tmp_path, monkeypatch):
+    import io
+    import pathlib
+
+    monkeypatch.chdir(tmp_path)
+    model = make("a2c")
+    model.save("ppo_pend")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ppo_pend.zip"]
+    assert A2C.load("ppo_pend").num_timesteps == 0
+    model.save(pathlib.Path("sub") / "m.model")  # a suffix given is kept
+    assert (tmp_path / "sub" / "m.model").is_file()
+    buffer = io.BytesIO()
+    model.save(buffer)
+    loaded = A2C.load(buffer)
+    for name, arrays in model.get_parameters().items():
+        for key, value in arrays.items():
+            np.testing.assert_array_equal(value, loaded.get_parameters()[name][key])
+    with pytest.raises(RLBaseError, match="a file path is a str"):
+        model.save(123)
+
+
+def test_save_exclude_include(tmp_path):
+    model = A2C("MlpPolicy", "CartPole-v1", gamma=0.5, n_steps=5, verbose=1, seed=0)
+    model.learn(50)
+    model.save(tmp_path / "m", exclude=["gamma", "verbose", "num_timesteps"],
+               include=["num_timesteps"])
+    loaded = A2C.load(tmp_path / "m")
+    assert (loaded.gamma, loaded.verbose, loaded.num_timesteps) == (0.99, 0, 50)
+    with pytest.raises(RLBaseError, match="cannot exclude 'n_steps'"):
+        model.save(tmp_path / "m", exclude=["n_steps"])  # it shapes the variables
+    with pytest.raises(RLBaseError, match="'nope' is not something"):
+        model.save(tmp_path / "m", exclude=["nope"])
+    with pytest.raises(RLBaseError, match="save_replay_buffer"):
+        model.save(tmp_path / "m", include=["replay_buffer"])
+    model.save(tmp_path / "m", exclude=["env"])  # never saved: nothing to leave out
+
+
+def test_policy_object():
+    model = make("a2c")
+    assert model.policy_name == "MlpPolicy" and model.policy_class is type(model.policy)
+    policy = model.policy
+    assert policy.observation_space == model.observation_space
+    assert policy.action_space == model.action_space
+    obs = model.get_env().reset()[0]
+    action, state = policy.predict(obs, deterministic=True)
+    # One observation: an array of the action space's shape (0-d for Discrete), like SB3.
+    assert isinstance(action, np.ndarray) and action.shape == () and state is None
+    assert action == model.predict(obs, deterministic=True)[0]
+    batch, vectorized = policy.obs_to_tensor(obs)
+    assert batch.shape == (1, 4) and vectorized is False
+    policy.set_training_mode(False)
+    assert policy.training is False
+    assert set(policy.get_parameters()) == {f"policy/{k}" for k in
+                                            model.get_parameters()["policy"]}
+    with pytest.raises(RLBaseError, match="True or False"):
+        policy.set_training_mode("no")
+
+
+def test_predict_episode_start_resets_the_recurrent_state():
+    model = A2C("MlpLstmPolicy", "CartPole-v1", policy_kwargs={"nlstm": 8}, nsteps=5)
+    obs = model.get_env().reset()
+    first, state = model.predict(obs, deterministic=True)
+    _, carried = model.predict(obs, state=state, episode_start=[0.0])
+    _, restarted = model.predict(obs, state=state, episode_start=[1.0])
+    _, fresh = model.predict(obs)
+    np.testing.assert_allclose(restarted, fresh, rtol=1e-6)
+    assert not np.allclose(carried, restarted)
+    with pytest.raises(RLBaseError, match="not both"):
+        model.predict(obs, state=state, episode_start=[1.0], mask=[1.0])
+
+
+def test_get_set_parameters_by_object(tmp_path):
+    model, other = make("a2c"), make("a2c", seed=1)
+    params = model.get_parameters()
+    assert set(params) == {"policy", "optimizer"}
+    other.set_parameters(params)
+    obs = model.get_env().reset()
+    np.testing.assert_allclose(other.action_probability(obs), model.action_probability(obs),
+                               rtol=1e-6)
+    with pytest.raises(RLBaseError, match="unknown object 'policy.optimizer'"):
+        other.set_parameters({**params, "policy.optimizer": {}})  # SB3's torch name
+    with pytest.raises(RLBaseError, match="use load_parameters"):
+        other.set_parameters(model.model.get_parameters())  # the flat form
+    with pytest.raises(RLBaseError, match=r"missing object\(s\) \['optimizer'\]"):
+        other.set_parameters({"policy": params["policy"]})
+    other.set_parameters({"policy": params["policy"]}, exact_match=False)
+    model.save(tmp_path / "a2c")
+    other.set_parameters(tmp_path / "a2c.zip")
+
+
+def test_set_env_and_load_refuse_what_they_cannot_do(tmp_path):
+    model = make("a2c")
+    with pytest.raises(RLBaseError, match="force_reset=True"):
+        model.set_env("CartPole-v1", force_reset=False)
+    model.save(tmp_path / "m")
+    with pytest.raises(RLBaseError, match="force_reset=True"):
+        A2C.load(tmp_path / "m", force_reset=False)
+    with pytest.raises(RLBaseError, match="device must be"):
+        A2C.load(tmp_path / "m", device="tpu")
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU"):
+        with pytest.raises(RLBaseError, match="sees no GPU"):
+            A2C.load(tmp_path / "m", device="cuda")
+    with pytest.raises(RLBaseError, match="not something"):
+        A2C.load(tmp_path / "m", custom_objects={"dummy": 1})
+    loaded = A2C.load(tmp_path / "m", custom_objects={"lr_schedule": 1e-5, "verbose": 1})
+    assert (loaded.learning_rate, loaded.lr, loaded.verbose) == (1e-5, 1e-5, 1)
+
+
+def test_attributes():
+    from rlbase.common.vec_env import DummyVecEnv, VecNormalize
+
+    venv = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
+    model = PPO("MlpPolicy", venv, n_steps=16, batch_size=32, gamma=0.9, policy_kwargs=TINY)
+    assert model.get_vec_normalize_env() is venv and model.n_envs == 2
+    assert (model.gamma, model.n_steps, model.nsteps, model.learning_rate) == \
+        (0.9, 16, 16, 3e-4)
+    assert model.nminibatches == 1
+    with pytest.raises(AttributeError, match="batch_size.*nminibatches=1"):
+        model.batch_size  # noqa: B018 - SB3 counts it in another unit
+    with pytest.raises(RLBaseError, match="is a hyperparameter"):
+        model.gamma = 0.5
+    with pytest.raises(AttributeError, match="no replay buffer"):
+        model.replay_buffer  # noqa: B018
+    assert not hasattr(model, "replay_buffer")
+    with pytest.raises(AttributeError, match="no replay buffer"):
+        model.save_replay_buffer("x")
+    assert make("a2c").get_vec_normalize_env() is None
+
+
+def test_load_refuses_settings_that_would_not_fit_the_file(tmp_path):
+    A2C("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [16]}, n_steps=5).save(
+        tmp_path / "m")
+    A2C.load(tmp_path / "m", policy_kwargs={"net_arch": [16]}, nsteps=5)  # the file's own
+    with pytest.raises(RLBaseError, match="leave policy_kwargs out"):
+        A2C.load(tmp_path / "m", policy_kwargs={"net_arch": [32]})
+    with pytest.raises(RLBaseError, match="nsteps=8 differs from the file's 5"):
+        A2C.load(tmp_path / "m", n_steps=8)

@@ -9,7 +9,8 @@ state, replay buffer and compiled calls, writing no file and tracing nothing aga
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import gymnasium as gym
@@ -17,17 +18,22 @@ import numpy as np
 
 from rlbase import registry
 from rlbase.api.callbacks import to_callback
+from rlbase.api.policy import Policy
 from rlbase.api.policy_kwargs import translate_policy_kwargs
+from rlbase.api.replay import ReplayModel, load_buffer, save_buffer
+from rlbase.api.saving import custom_object_kwargs, excluded_names, reading, writing
 from rlbase.common import logger, nested
-from rlbase.common.base_model import BaseModel, jsonable
+from rlbase.common.base_model import BaseModel, jsonable, unserializable
 from rlbase.common.cmd_util import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.logger import Logger, configure_logger
 from rlbase.common.loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
-from rlbase.common.serialization import load_file
+from rlbase.common.serialization import library_versions, load_file
 from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env.base import find_wrapper
+from rlbase.common.vec_env.vec_normalize import VecNormalize
 
 # Stable Baselines policy names -> rlbase network names.
 POLICY_NETWORKS = {"MlpPolicy": "mlp", "CnnPolicy": "cnn", "MlpLstmPolicy": "lstm",
@@ -41,6 +47,9 @@ RESERVED = ("network", "env", "total_timesteps", "seed", "load_path", "callback"
 # learn()'s default log_interval per algorithm, as the SB3 classes set it (updates for A2C and
 # PPO, finished episodes for the off-policy ones); the others use their config's.
 LEARN_LOG_INTERVAL = {"a2c": 100, "ppo": 1, "dqn": 4, "ddpg": 4, "sac": 4}
+# Attributes a class sets itself: never read from (or written to) the hyperparameters.
+OWN_ATTRIBUTES = frozenset({"seed", "verbose", "tensorboard_log", "policy_kwargs", "policy",
+                            "device", "env", "model", "entry", "network", "hyperparameters"})
 
 
 class BaseRLModel:
@@ -56,6 +65,7 @@ class BaseRLModel:
     policy_kwargs: network keyword arguments (num_layers, num_hidden, value_network, ... or
         SB3's ``net_arch`` and ``activation_fn``).
     seed: seeds python, numpy, TensorFlow and the env.
+    device: 'auto', 'cpu', 'cuda' or 'gpu' ('cuda'/'gpu' need a GPU TensorFlow can see).
     verbose: 0 silent, 1 training tables to stdout, 2 also debug messages.
     tensorboard_log: folder of TensorBoard runs: each learn() writes to a new
         ``<tb_log_name>_<N>`` sub-folder (``PPO_1``, ``PPO_2``...).
@@ -75,8 +85,12 @@ class BaseRLModel:
                  verbose: int = 0, tensorboard_log: str | None = None,
                  _init_setup_model: bool = True, **hyperparameters: Any):
         self.entry = registry.get_algorithm(self.algorithm)
-        self.policy = policy
+        #: the policy name given ('MlpPolicy', a network name; None for a callable)
+        self.policy_name = policy if isinstance(policy, str) else None
+        #: SB3's policy object: predict, the spaces, the policy's weights
+        self.policy = Policy(self)
         self.network = self._network_for(policy)
+        self.device = _check_device(hyperparameters.get("device", "auto"))
         self.seed, self.verbose, self.tensorboard_log = seed, verbose, tensorboard_log
         self.env: VecEnv | None = None
         self.observation_space: gym.Space | None = None
@@ -190,10 +204,7 @@ class BaseRLModel:
         if self.env is None:
             raise RLBaseError(f"{type(self).__name__}.learn needs an env: pass one to the "
                               "constructor, to load() or to set_env()")
-        if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, (int, np.integer)) \
-                or total_timesteps < 0:
-            raise RLBaseError(f"total_timesteps must be a non-negative integer, got "
-                              f"{total_timesteps!r}")
+        total_timesteps = _timestep_count(total_timesteps)
         model = self._require_model()
         self._learn_calls += 1
         if reset_num_timesteps:
@@ -234,6 +245,12 @@ class BaseRLModel:
         Dict/Tuple spaces: a dict/tuple of one observation's entries, or of batches)."""
         space = self.observation_space
         assert space is not None
+        if isinstance(observation, tuple) and len(observation) == 2 and \
+                isinstance(observation[1], dict):
+            raise RLBaseError("predict got the (observation, info) pair of a gymnasium env's "
+                              "reset(): write obs, info = env.reset() and pass obs (a VecEnv's "
+                              "reset() returns the observations alone; do not mix Gym and "
+                              "VecEnv APIs)")
         if nested.is_nested(space):
             return _nested_batch(space, observation)
         obs = np.asarray(observation)
@@ -268,17 +285,28 @@ class BaseRLModel:
         """``venv`` seeing observations as training does (see BaseModel)."""
         return self._require_model().normalized_like_training(venv)
 
-    def predict(self, observation: Any, state: Any = None, mask: Any = None,
-                deterministic: bool = False) -> tuple[np.ndarray, Any]:
-        """Actions for one observation or a batch; returns ``(actions, next state)``."""
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = False, *, mask: Any = None
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Actions for one observation or a batch; returns ``(actions, next state)``.
+
+        A single observation gives an array of the action space's shape (``()`` for
+        Discrete), a batch ``(batch, *shape)``. ``state``: the recurrent state (None: the
+        initial one; the next state returned is None for feed-forward policies).
+        ``episode_start``: 1 where an episode starts (resets the recurrent state);
+        ``mask`` is its Stable Baselines 2 name.
+        """
+        if mask is not None and episode_start is not None:
+            raise RLBaseError("predict: give episode_start or its old name mask, not both")
         model = self._require_model()
         obs, batched, n = self._batch(observation)
-        state, mask = self._state_mask(n, state, mask)
-        actions, _, state, _ = model.step(obs, state, mask, deterministic=deterministic)
+        state, starts = self._state_mask(n, state, episode_start if mask is None else mask)
+        actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic)
         actions = np.asarray(actions)
         if isinstance(self.action_space, gym.spaces.Box):
             actions = np.clip(actions, self.action_space.low, self.action_space.high)
-        return (actions if batched else actions[0]), state
+        next_state = None if model.state_size == 0 else state
+        return (actions if batched else actions[0, ...]), next_state
 
     def action_probability(self, observation: Any, state: Any = None, mask: Any = None,
                            actions: Any = None, logp: bool = False) -> Any:
@@ -312,11 +340,33 @@ class BaseRLModel:
 
     # -- env -------------------------------------------------------------------------------------
     def get_env(self) -> VecEnv | None:
+        """The training env (a VecEnv), or None."""
         return self.env
 
-    def set_env(self, env: VecEnv | gym.Env | str) -> None:
+    def get_vec_normalize_env(self) -> VecNormalize | None:
+        """The training env's VecNormalize wrapper, or None."""
+        wrapper = find_wrapper(self.env, VecNormalize) if self.env is not None else None
+        return wrapper if isinstance(wrapper, VecNormalize) else None
+
+    @property
+    def n_envs(self) -> int:
+        """How many envs the model trains on (those of its env, else the file's)."""
+        if self.env is not None:
+            return int(self.env.num_envs)
+        return int(self.model.num_envs) if self.model is not None else 1
+
+    @property
+    def policy_class(self) -> type[Policy]:
+        return type(self.policy)
+
+    def set_env(self, env: VecEnv | gym.Env | str, force_reset: bool = True) -> None:
         """Train on another env with the same observation and action spaces (another number
-        of envs rebuilds the model's training call around the same parameters)."""
+        of envs rebuilds the model's training call around the same parameters).
+
+        force_reset: True (every learn() starts from a reset of its env); False, continuing
+            the env's last observation, is refused.
+        """
+        _check_force_reset(force_reset)
         venv = ensure_monitor(as_vec_env(env))
         if self.observation_space is not None and (
                 venv.observation_space != self.observation_space
@@ -340,37 +390,95 @@ class BaseRLModel:
         else:
             self.model.attach_env(venv)
 
-    def set_random_seed(self, seed: int | None) -> None:
-        """Seed python, numpy and TensorFlow now, and the env."""
+    def set_random_seed(self, seed: int | None = None) -> None:
+        """Seed python, numpy and TensorFlow now, the action space and the env (None: nothing
+        changes)."""
+        if seed is None:
+            return
         set_global_seeds(seed)
         self.seed = seed
-        if self.env is not None and seed is not None:
+        if self.action_space is not None:
+            self.action_space.seed(seed)
+        if self.env is not None:
             self.env.seed(seed)
 
-    # -- saving, loading, parameters --------------------------------------------------------------
-    def save(self, path: str) -> None:
-        """One model file (any rlbase path loads it) plus what this class needs to rebuild."""
+    # -- saving, loading ------------------------------------------------------------------------
+    def save(self, path: Any, exclude: Iterable[str] | None = None,
+             include: Iterable[str] | None = None) -> None:
+        """One model file (any rlbase path loads it) plus what this class needs to rebuild.
+
+        path: a str or pathlib.Path (``.zip`` added when it has no suffix) or a binary file
+            open for writing.
+        exclude: hyperparameters (rlbase's or SB3's names) and attributes (verbose,
+            tensorboard_log, num_timesteps) to leave out: a load gives their defaults. The
+            weights and the settings that shape them cannot be left out.
+        include: names to keep although excluded.
+        """
         model = self._require_model()
-        model.save(path, extra_metadata={"api": {
-            "class": type(self).__name__,
-            "policy": self.policy if isinstance(self.policy, str) else None,
-            "policy_kwargs": jsonable(self.policy_kwargs),
-        }})
+        fields, attributes = excluded_names(self.entry.config, exclude, include)
+        api: dict[str, Any] = {"class": type(self).__name__, "policy": self.policy_name,
+                               "policy_kwargs": jsonable(self.policy_kwargs)}
+        api.update({k: getattr(self, k) for k in ("verbose", "tensorboard_log")
+                    if k not in attributes})
+        extra: dict[str, Any] = {"api": api}
+        if fields:
+            kept = {k: v for k, v in model.hyperparameters.items() if k not in fields}
+            extra.update(hyperparameters=jsonable(kept), unserializable=unserializable(kept))
+        if "num_timesteps" in attributes:
+            extra["num_timesteps"] = 0
+        with writing(path, "zip") as target:
+            model.save(target, extra_metadata=extra)
 
     @classmethod
-    def load(cls, path: str, env: VecEnv | gym.Env | str | None = None, **kwargs: Any
-             ) -> BaseRLModel:
+    def load(cls, path: Any, env: VecEnv | gym.Env | str | None = None, device: str = "auto",
+             custom_objects: dict[str, Any] | None = None, print_system_info: bool = False,
+             force_reset: bool = True, **kwargs: Any) -> BaseRLModel:
         """Rebuild a model saved by any rlbase path (a class, learn(), the CLI, a checkpoint)
-        from the file's own network and settings; ``kwargs`` override training settings
-        (hyperparameters that could not be saved, such as callables, must be given again)."""
-        path = os.path.expanduser(os.fspath(path))
+        from the file's own network and settings.
+
+        path: a str or pathlib.Path (tried with ``.zip`` added when it does not exist) or a
+            binary file open for reading.
+        env: the env to go on training on (same spaces; any number of envs).
+        device: 'auto', 'cpu', 'cuda' or 'gpu' ('cuda'/'gpu' need a GPU TensorFlow sees).
+        custom_objects: values that replace the file's: hyperparameters (any accepted name;
+            SB3's ``lr_schedule`` is the learning rate), ``verbose``, ``tensorboard_log``.
+        print_system_info: print the library versions the file was saved with, and ours.
+        force_reset: True (learn() starts from a reset of the env); False is refused.
+        kwargs: hyperparameters (any spelling) that win over the file's and custom_objects;
+            those that could not be saved, such as callables, must be given again.
+        """
+        _check_force_reset(force_reset)
+        kwargs = {**custom_object_kwargs(cls._config_class(), custom_objects), **kwargs,
+                  "device": device}
+        with reading(path, "zip") as file:
+            return cls._load_file(file, env, print_system_info, kwargs)
+
+    @classmethod
+    def _config_class(cls) -> Any:
+        return registry.get_algorithm(cls.algorithm).config
+
+    @classmethod
+    def _load_file(cls, path: str, env: VecEnv | gym.Env | str | None, print_system_info: bool,
+                   kwargs: dict[str, Any]) -> BaseRLModel:
         metadata = load_file(path)[0]
         if metadata.get("algorithm") != cls.algorithm:
             raise RLBaseError(f"model file {path} holds a '{metadata.get('algorithm')}' "
                               f"model, not '{cls.algorithm}'")
+        if print_system_info:
+            print(f"== saved with: {metadata.get('versions')}\n== this system: "
+                  f"{library_versions()}")
+        config = cls._config_class()
+        given = {f for k in kwargs for f in (config.fields_of(k) or [k])}
+        lost = sorted(set(metadata.get("unserializable") or ()) - given)
+        if lost:  # SB3 warns likewise when an object cannot be deserialized
+            warnings.warn(f"{path}: {', '.join(lost)} could not be saved (not JSON, e.g. a "
+                          "function) and take their defaults; give them again with "
+                          f"custom_objects={{{lost[0]!r}: ...}} or as load() keywords",
+                          UserWarning, stacklevel=3)
         api = metadata.get("api") or {}
         policy = kwargs.pop("policy", api.get("policy") or metadata.get("network"))
-        verbose, tensorboard_log = kwargs.pop("verbose", 0), kwargs.pop("tensorboard_log", None)
+        verbose = kwargs.pop("verbose", api.get("verbose", 0))
+        tensorboard_log = kwargs.pop("tensorboard_log", api.get("tensorboard_log"))
         seed = kwargs.pop("seed", None)
         # Seeded before anything draws from the generators (the model's sampling seeds); a
         # seed given here wins over the file's.
@@ -381,6 +489,7 @@ class BaseRLModel:
         obj = cls.__new__(cls)
         BaseRLModel.__init__(obj, policy, None, seed=seed, verbose=verbose,
                              tensorboard_log=tensorboard_log, _init_setup_model=False, **kwargs)
+        _check_same_architecture(path, obj, model, "policy_kwargs" in kwargs)
         obj.policy_kwargs = dict(metadata.get("network_kwargs") or {})
         obj.model = model
         # The file's settings under the ones given here (any spelling, converted).
@@ -393,14 +502,56 @@ class BaseRLModel:
             obj.set_env(venv)
         return obj
 
-    def get_parameters(self) -> dict[str, np.ndarray]:
-        """Every array the model file holds (weights, optimizer state, statistics), by the
-        names the file uses; a copy, in memory."""
-        return self._require_model().get_parameters()
+    # -- parameters -----------------------------------------------------------------------------
+    def get_parameters(self) -> dict[str, dict[str, np.ndarray]]:
+        """Every array the model file holds (weights, optimizer state, statistics) as
+        ``{object: {name: array}}`` (``{'policy': {'0000': ...}, 'optimizer': {...}}``; the
+        objects are the algorithm's networks and optimizers); a copy, in memory."""
+        nested_params: dict[str, dict[str, np.ndarray]] = {}
+        for key, array in self._require_model().get_parameters().items():
+            group, _, name = key.partition("/")
+            nested_params.setdefault(group, {})[name] = array
+        return nested_params
+
+    def set_parameters(self, load_path_or_dict: Any, exact_match: bool = True,
+                       device: str = "auto") -> None:
+        """Set arrays from a dict shaped as :meth:`get_parameters` gives it, or from a model
+        file (path or open binary file).
+
+        exact_match: every object and every array in it must be given (False: those missing
+            keep their values). Unknown object or array names and wrong shapes are errors.
+        device: 'auto', 'cpu', 'cuda' or 'gpu' (as in load).
+        """
+        _check_device(device)
+        given = load_path_or_dict
+        if not isinstance(given, dict):
+            with reading(given, "zip") as path:
+                arrays = load_file(path)[1]
+            current = self._require_model().parameter_arrays()
+            self._require_model().set_parameters({k: v for k, v in arrays.items()
+                                                  if k in current}, exact_match=exact_match)
+            return
+        objects = self.get_parameters()
+        for name, arrays in given.items():
+            if not isinstance(arrays, dict):
+                raise RLBaseError(f"set_parameters takes {{object: {{name: array}}}} as "
+                                  f"get_parameters() gives it, got {type(arrays).__name__} for "
+                                  f"{name!r}; for {{'object/name': array}} use load_parameters")
+            if name not in objects:
+                raise RLBaseError(f"set_parameters: unknown object {name!r}; this "
+                                  f"{type(self).__name__} has {', '.join(objects)}")
+        missing = sorted(set(objects) - set(given))
+        if exact_match and missing:
+            raise RLBaseError(f"set_parameters: missing object(s) {missing}; pass "
+                              "exact_match=False to keep them")
+        flat = {f"{name}/{key}" if key else name: value
+                for name, arrays in given.items() for key, value in arrays.items()}
+        self._require_model().set_parameters(flat, exact_match=exact_match)
 
     def load_parameters(self, load_path_or_dict: str | dict[str, np.ndarray],
                         exact_match: bool = True) -> None:
-        """Set arrays by name (a dict like get_parameters', a saved model or an .npz file).
+        """Set arrays by their file names, ``{'policy/0000': array, ...}`` (a dict, a saved
+        model or an .npz file): Stable Baselines 2's form of :meth:`set_parameters`.
 
         exact_match: every array must be given; False: missing ones keep their values.
         Unknown names and wrong shapes are always errors.
@@ -418,6 +569,85 @@ class BaseRLModel:
             raise RLBaseError(f"load_parameters takes a dict, a model file or an .npz file, "
                               f"got {type(given).__name__}")
         self._require_model().set_parameters(given, exact_match=exact_match)
+
+    # -- replay buffer (classes whose model replays) ---------------------------------------------
+    def _replay_model(self, what: str) -> ReplayModel:
+        model = self._require_model()
+        if not isinstance(model, ReplayModel) or model.replay_buffer is None:
+            raise AttributeError(f"{type(self).__name__} has no replay buffer (it learns from "
+                                 f"fresh rollouts): {what} exists for DQN, DDPG, TD3 and SAC")
+        return model
+
+    @property
+    def replay_buffer(self) -> Any:
+        """The model's replay buffer (rlbase.common.replay_buffer's, raw transitions)."""
+        return self._replay_model("replay_buffer").replay_buffer
+
+    def save_replay_buffer(self, path: Any) -> None:
+        """Write the replay buffer to ``path`` (a str or pathlib.Path, ``.pkl`` added when it
+        has no suffix, as the name Stable-Baselines3 gives it, though the file is rlbase's
+        zip, not a pickle; or a binary file open for writing)."""
+        model = self._replay_model("save_replay_buffer")
+        with writing(path, "pkl") as target:
+            save_buffer(model, target)
+
+    def load_replay_buffer(self, path: Any, truncate_last_traj: bool = True) -> None:
+        """Fill the replay buffer from a :meth:`save_replay_buffer` file (same spaces, number
+        of envs and buffer size).
+
+        truncate_last_traj: True (each stored transition keeps its own next observation, so a
+            buffer ending mid-episode needs no more); False, continuing the last episode in
+            the buffer (SB3's HER buffers), is refused.
+        """
+        model = self._replay_model("load_replay_buffer")
+        if truncate_last_traj is not True:
+            raise RLBaseError("load_replay_buffer(truncate_last_traj=False) continues the last "
+                              "episode of a HER buffer, which rlbase does not have: leave it "
+                              "True")
+        with reading(path, "pkl") as source:
+            load_buffer(model, source)
+
+    # -- hyperparameters as attributes ----------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        """A hyperparameter under rlbase's or SB3's name (``model.gamma``,
+        ``model.learning_rate``, ``model.n_steps``); names SB3 counts in another unit say
+        which rlbase setting holds it."""
+        if name.startswith("_") or name in OWN_ATTRIBUTES or "entry" not in self.__dict__:
+            raise AttributeError(name)
+        if name == "replay_buffer":  # the property found none: say why
+            self._replay_model(name)
+        config = self.entry.config
+        if config.field_names().count(name) == 0 and not config.fields_of(name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        values = self._settings()
+        if name in values:
+            return values[name]
+        fields = config.fields_of(name)
+        rule = config.other_names()[name][1]
+        same = {values[f] for f in fields if _hashable(values[f])}
+        if rule.convert is None and len(fields) == 1:
+            return values[fields[0]]
+        if rule.convert is None and len(same) == 1 and len(fields) > 1:
+            return same.pop()
+        held = ", ".join(f"{f}={values[f]!r}" for f in fields)
+        raise AttributeError(f"{type(self).__name__} holds SB3's {name} in rlbase's unit as "
+                             f"{held} (see rlbase/docs/sb3_names.md)")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        entry = self.__dict__.get("entry")
+        if entry is not None and name not in OWN_ATTRIBUTES and entry.config.accepts(name) \
+                and name not in type(self).__dict__:
+            raise RLBaseError(f"{type(self).__name__}.{name} is a hyperparameter: set it when "
+                              f"building the model, or load(path, {name}=...)")
+        super().__setattr__(name, value)
+
+    def _settings(self) -> dict[str, Any]:
+        """The hyperparameters in force: the model's config (else the given ones over the
+        defaults)."""
+        if self.model is not None:
+            return self.model.config.to_dict()
+        num_envs = self.env.num_envs if self.env is not None else 1
+        return self.entry.config.build(self.hyperparameters, num_envs, warn=False).to_dict()
 
     # -- supervised pre-training and evaluation -------------------------------------------------
     def pretrain(self, dataset: Any, n_epochs: int = 10, learning_rate: float = 1e-4,
@@ -477,3 +707,61 @@ def _progress_bar(total: int) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=int(total), unit="steps")
+
+
+def _timestep_count(total_timesteps: Any) -> int:
+    """learn()'s ``total_timesteps``: an int, or a float that is a whole number (``1e5``)."""
+    if isinstance(total_timesteps, (float, np.floating)) and float(total_timesteps).is_integer():
+        total_timesteps = int(total_timesteps)
+    if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, (int, np.integer)) \
+            or total_timesteps < 0:
+        raise RLBaseError(f"total_timesteps must be a non-negative whole number (an int, or "
+                          f"a float such as 1e5), got {total_timesteps!r}")
+    return int(total_timesteps)
+
+
+def _check_device(device: Any) -> str:
+    """SB3's ``device`` as the device type TensorFlow runs on: 'auto', 'cpu', 'cuda'/'gpu'
+    (refused when TensorFlow sees no GPU)."""
+    if device not in ("auto", "cpu", "cuda", "gpu"):
+        raise RLBaseError(f"device must be 'auto', 'cpu', 'cuda' or 'gpu', got {device!r}")
+    import tensorflow as tf
+
+    has_gpu = bool(tf.config.list_physical_devices("GPU"))
+    if device in ("cuda", "gpu") and not has_gpu:
+        raise RLBaseError(f"device={device!r}: TensorFlow sees no GPU on this machine; use "
+                          "device='auto' or 'cpu'")
+    return "cuda" if device != "cpu" and has_gpu else "cpu"
+
+
+def _check_force_reset(force_reset: Any) -> None:
+    if force_reset is not True:
+        raise RLBaseError(f"force_reset={force_reset!r}: every learn() starts from a reset of "
+                          "its env in rlbase, so the env's last observation cannot be "
+                          "continued; leave force_reset=True")
+
+
+def _check_same_architecture(path: str, obj: BaseRLModel, model: BaseModel,
+                             kwargs_given: bool) -> None:
+    """load() rebuilds the network from the file: settings given to load() that shape it must
+    be the file's (SB3 refuses other policy_kwargs likewise)."""
+    if kwargs_given and jsonable(obj.policy_kwargs) != jsonable(model.network_kwargs):
+        raise RLBaseError(f"load: policy_kwargs give the network {obj.policy_kwargs}, the file "
+                          f"{path} holds {model.network_kwargs}: leave policy_kwargs out")
+    built = obj.entry.config.build(obj.hyperparameters, model.num_envs, warn=False).to_dict()
+    for name in model.config.architecture():
+        given = {k for k in obj.hyperparameters
+                 if name in (obj.entry.config.fields_of(k) or [k])}
+        if given and jsonable({name: built[name]}) != jsonable({name: getattr(model.config,
+                                                                              name)}):
+            raise RLBaseError(f"load: {name}={built[name]!r} differs from the file's "
+                              f"{getattr(model.config, name)!r}, which shapes its variables: "
+                              f"leave {', '.join(sorted(given))} out")
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True

@@ -1,6 +1,10 @@
 """DQN as a model class (rlbase.dqn's build_model and train)."""
 
+from typing import cast
+
 from rlbase.api.base_class import FEED_FORWARD, BaseRLModel
+from rlbase.common.base_model import SavesExplorationRate
+from rlbase.common.errors import RLBaseError
 
 
 class DQN(BaseRLModel):
@@ -13,3 +17,15 @@ class DQN(BaseRLModel):
 
     algorithm = "dqn"
     policies = FEED_FORWARD
+
+    @property
+    def exploration_rate(self) -> float:
+        """The current epsilon of epsilon-greedy acting (``predict(deterministic=False)``)."""
+        return cast(SavesExplorationRate, self._require_model()).epsilon
+
+    @exploration_rate.setter
+    def exploration_rate(self, value: float) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not 0.0 <= value <= 1.0:
+            raise RLBaseError(f"exploration_rate must be a number in [0, 1], got {value!r}")
+        cast(SavesExplorationRate, self._require_model()).epsilon = float(value)

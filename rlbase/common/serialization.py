@@ -66,6 +66,21 @@ def atomic_write(path: PathLike) -> Iterator[str]:
     _fsync_dir(folder)
 
 
+def suffixed_path(path: PathLike, suffix: str, mode: str) -> str:
+    """Stable-Baselines3's file-name rule: a path written without a suffix gets ``.suffix``
+    (``"ppo_pend"`` -> ``"ppo_pend.zip"``); a path read that does not exist is tried with
+    ``.suffix`` added. ``mode``: ``"w"`` or ``"r"``."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise RLBaseError(f"a file path is a str, a pathlib.Path or an open binary file, got "
+                          f"{type(path).__name__} {path!r}")
+    path = os.path.expanduser(os.fspath(path))
+    if mode == "w":
+        return path if os.path.splitext(path)[1] else f"{path}.{suffix}"
+    if not os.path.exists(path) and os.path.exists(f"{path}.{suffix}"):
+        return f"{path}.{suffix}"
+    return path
+
+
 def _fsync_dir(folder: str) -> None:
     """Persist the rename itself (best effort: not every OS lets a folder be opened)."""
     with contextlib.suppress(OSError):
