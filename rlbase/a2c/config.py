@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlbase.common.config import AlgorithmConfig, param
+from rlbase.common.config import SB3_ON_POLICY_FIXED, AlgorithmConfig, param
 from rlbase.common.schedules import SHAPES
 
 
@@ -14,7 +14,8 @@ from rlbase.common.schedules import SHAPES
 class A2CConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "a2c"
     # SB3's A2C can also use Adam; rlbase's is always RMSProp.
-    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, "use_rms_prop": True}
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_ON_POLICY_FIXED,
+                                           "use_rms_prop": True, "normalize_advantage": False}
 
     nsteps: int = param(5, "env steps per env per update (batch = nsteps * num_envs)",
                         unit="env steps per env", low=1, sb3="n_steps", architecture=True)

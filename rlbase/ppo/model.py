@@ -68,7 +68,7 @@ class Model(OnPolicyModel):
     algorithm = "ppo"
     architecture = ("nsteps", "nminibatches")
     stat_names = STAT_NAMES
-    scalar_names = ("lr", "cliprange")
+    scalar_names = ("lr", "cliprange", "cliprange_vf")
 
     config: PPOConfig
 
@@ -119,7 +119,7 @@ class Model(OnPolicyModel):
         return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))
 
     def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
-                    last_starts, lr, cliprange):
+                    last_starts, lr, cliprange, cliprange_vf):
         policy = self.policy
         num_envs, nsteps = self.num_envs, self.nsteps
         # The behaviour policy: the weights have not changed since the rollout was collected.
@@ -160,7 +160,7 @@ class Model(OnPolicyModel):
                 policy_loss, _, clipfrac = clipped_surrogate(neglogp, mb_oldnlp, mb_adv,
                                                              cliprange)
                 value_loss = value_loss_fn(vpred, mb_oldv, mb_ret,
-                                           cliprange if self.clip_value else None)
+                                           cliprange_vf if self.clip_value else None)
                 loss = policy_loss - entropy * self.ent_coef + value_loss * self.vf_coef
             grads = average_over_workers(tape.gradient(loss, variables), self.comm)
             grads, grad_norm = clip_by_global_norm(grads, self.max_grad_norm)
