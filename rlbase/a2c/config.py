@@ -15,7 +15,7 @@ class A2CConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "a2c"
     # SB3's A2C can also use Adam; rlbase's is always RMSProp.
     sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_ON_POLICY_FIXED,
-                                           "use_rms_prop": True, "normalize_advantage": False}
+                                           "use_rms_prop": True}
 
     nsteps: int = param(5, "env steps per env per update (batch = nsteps * num_envs)",
                         unit="env steps per env", low=1, sb3="n_steps", architecture=True)
@@ -40,6 +40,8 @@ class A2CConfig(AlgorithmConfig):
                          low=0, high=1)
     lam: float = param(1.0, "GAE lambda of the critic's targets (1: n-step returns, A2C's "
                        "classic form)", low=0, high=1, sb3="gae_lambda")
+    normalize_advantage: bool = param(False, "normalize the advantages over each batch to zero "
+                                      "mean and unit std")
     jit_compile: bool | None = param(None, "compile the update with XLA: ~1 ms faster per "
                                      "update, ~1.5 s to compile (None: for runs of at least "
                                      "1500 updates, except convnets on a CPU)")

@@ -35,7 +35,7 @@ def _clips_value(clip_range_vf: Any, given: Mapping[str, Any], num_envs: int) ->
 class PPOConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "ppo"
     sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_ON_POLICY_FIXED,
-                                           "normalize_advantage": True, "target_kl": None}
+                                           "target_kl": None}
     # PPO2 saved a model every save_interval updates: now a checkpoint every as many env steps.
     checkpoint_interval: int = param(
         0, "write a resumable checkpoint every this many env steps (0: never; under MPI rank 0 "
@@ -69,6 +69,8 @@ class PPOConfig(AlgorithmConfig):
     cliprange_vf: float | Callable[[float], float] | None = param(
         None, "the value change's clipping range, or a function of the fraction of training "
         "remaining (None: cliprange)", low=0, low_open=True, sb3="clip_range_vf")
+    normalize_advantage: bool = param(True, "normalize the advantages of each minibatch to zero "
+                                      "mean and unit std")
     jit_compile: bool | None = param(None, "compile the update with XLA (None: for runs of at "
                                      "least 200 updates, except convnets on a CPU)")
     log_interval: int = param(10, "log every this many updates", unit="updates", low=1)

@@ -87,6 +87,7 @@ class Model(OnPolicyModel):
         self.ent_coef, self.vf_coef = config.ent_coef, config.vf_coef
         self.max_grad_norm, self.clip_value = config.max_grad_norm, config.clip_value
         self.gamma, self.lam = config.gamma, config.lam
+        self.normalize_advantage = config.normalize_advantage
         # Minibatches are drawn in units: single samples, or whole env sequences (recurrent).
         self.unit_len = nsteps if policy.recurrent else 1
         self.nunits = nbatch // self.unit_len
@@ -151,7 +152,8 @@ class Model(OnPolicyModel):
                 tf.nest.map_structure(lambda t: flat(tf.gather(t, units)), x) for x in data)
             mb_state = tf.gather(state, units) if policy.recurrent else \
                 tf.zeros([mb_size, 0], tf.float32)
-            mb_adv = (mb_adv - tf.reduce_mean(mb_adv)) / (tf.math.reduce_std(mb_adv) + 1e-8)
+            if self.normalize_advantage:
+                mb_adv = (mb_adv - tf.reduce_mean(mb_adv)) / (tf.math.reduce_std(mb_adv) + 1e-8)
             with tf.GradientTape() as tape:
                 params, vpred, _, _ = policy.forward(mb_obs, mb_state, mb_starts)
                 pd = policy.distribution(params)
