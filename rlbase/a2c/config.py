@@ -6,7 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlbase.common.config import SB3_ON_POLICY_FIXED, AlgorithmConfig, param
+from rlbase.common.config import (
+    SB3_ON_POLICY_FIXED,
+    AlgorithmConfig,
+    OtherName,
+    param,
+    sb3_constant_lr,
+)
 from rlbase.common.schedules import SHAPES
 
 
@@ -23,7 +29,8 @@ class A2CConfig(AlgorithmConfig):
         7e-4, "RMSProp learning rate, or a function of the fraction of training remaining "
         "(1 -> 0)", low=0, low_open=True, sb3="learning_rate")
     lrschedule: str = param("linear", "how a float lr decays over training",
-                            choices=tuple(SHAPES))
+                            choices=tuple(SHAPES),
+                            sb3=OtherName("learning_rate", sb3_constant_lr))
     ent_coef: float = param(0.01, "weight of the entropy bonus", low=0)
     vf_coef: float = param(0.5, "weight of the value loss", low=0)
     max_grad_norm: float | None = param(0.5, "clip the gradient's global norm to this (None: "

@@ -173,6 +173,12 @@ def _coerce(value: Any, hint: Any) -> Any:
     raise _Mismatch
 
 
+def sb3_constant_lr(learning_rate: Any, given: Mapping[str, Any], num_envs: int) -> str:
+    """SB3's ``learning_rate``, a number, is constant: the ``lrschedule`` it sets (a
+    function is a schedule of its own, which ``lrschedule`` does not touch)."""
+    return "constant"
+
+
 #: Stable-Baselines3 options of every on-policy algorithm that rlbase has only one value of
 SB3_ON_POLICY_FIXED: dict[str, Any] = {"use_sde": False, "sde_sample_freq": -1,
                                        "rollout_buffer_class": None,

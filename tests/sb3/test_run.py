@@ -29,7 +29,8 @@ def test_deterministic_pg(model_class, action_noise, tmp_path):
     model.save(str(tmp_path / "m.zip"))
     loaded = model_class.load(str(tmp_path / "m.zip"), env="Pendulum-v1")
     assert type(loaded.model.action_noise) is kind
-    assert loaded.model.config.noise_type == f"{'normal' if kind is NormalActionNoise else 'ou'}_0.1"
+    name = "normal" if kind is NormalActionNoise else "ou"
+    assert loaded.model.config.noise_type == f"{name}_0.1"
 
 
 @pytest.mark.parametrize("model_class, action_noise", [
