@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlbase.api import A2C, DDPG, DQN, PPO, SAC, TD3
+from rlbase.api import A2C, DDPG, DQN, ES, PPO, SAC, TD3
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv
@@ -104,6 +104,12 @@ def test_float64_actions_and_observations(model_class):
     model.learn(32)  # DummyEnv asserts each action is in the space (dtype included)
     action, _ = model.predict(env.reset()[0], deterministic=False)
     assert action.dtype == np.float64 and action.shape == (2,)
+
+
+def test_es_takes_float64_boxes():
+    env = gym.wrappers.TimeLimit(DummyEnv(BOX_FLOAT64, BOX_FLOAT64), max_episode_steps=20)
+    model = ES("MlpPolicy", env, seed=0).learn(100)
+    assert model.predict(env.reset()[0])[0].dtype == np.float64
 
 
 @pytest.mark.slow
