@@ -34,8 +34,7 @@ def _clips_value(clip_range_vf: Any, given: Mapping[str, Any], num_envs: int) ->
 @dataclass(frozen=True)
 class PPOConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "ppo"
-    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_ON_POLICY_FIXED,
-                                           "target_kl": None}
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_ON_POLICY_FIXED}
     # PPO2 saved a model every save_interval updates: now a checkpoint every as many env steps.
     checkpoint_interval: int = param(
         0, "write a resumable checkpoint every this many env steps (0: never; under MPI rank 0 "
@@ -69,6 +68,9 @@ class PPOConfig(AlgorithmConfig):
     cliprange_vf: float | Callable[[float], float] | None = param(
         None, "the value change's clipping range, or a function of the fraction of training "
         "remaining (None: cliprange)", low=0, low_open=True, sb3="clip_range_vf")
+    target_kl: float | None = param(
+        None, "stop an update's epochs before the first minibatch whose KL estimate "
+        "mean((r - 1) - log r) exceeds 1.5 * target_kl (None: never)", low=0, low_open=True)
     normalize_advantage: bool = param(True, "normalize the advantages of each minibatch to zero "
                                       "mean and unit std")
     jit_compile: bool | None = param(None, "compile the update with XLA (None: for runs of at "

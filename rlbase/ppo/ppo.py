@@ -31,6 +31,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           clip_value: bool = C.clip_value,
           cliprange_vf: float | Callable[[float], float] | None = C.cliprange_vf,
           normalize_advantage: bool = C.normalize_advantage,
+          target_kl: float | None = C.target_kl,
           jit_compile: bool | None = C.jit_compile,
           log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
           eval_episodes: int = C.eval_episodes, checkpoint_interval: int = C.checkpoint_interval,
