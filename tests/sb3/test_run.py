@@ -90,6 +90,15 @@ def test_ppo(env_id, clip_range_vf):
     model.learn(total_timesteps=1000)
 
 
+def test_ppo_clip_range_vf_schedule_is_its_own():
+    """A clip_range_vf schedule is evaluated at every update, apart from clip_range."""
+    seen = []
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=16, batch_size=16, n_epochs=1,
+                clip_range_vf=lambda frac: seen.append(frac) or 0.1, seed=0)
+    model.learn(32)
+    assert seen[-2:] == [1.0, 0.5] and model.model.config.clip_value  # (and range checks)
+
+
 @pytest.mark.parametrize("target_kl, steps", [(None, 2 * 4), (1e-12, 1), (1.0, 2 * 4)])
 def test_ppo_target_kl_stops_the_epochs_early(target_kl, steps):
     """The first minibatch moves nothing yet (KL 0), so with a tiny target_kl only its step
