@@ -23,6 +23,7 @@ from rlbase.common.continuous import build_torso, scale_actions, unscale_actions
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.loop import LoopOptions
+from rlbase.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise, SumNoise
 from rlbase.common.serialization import load_file
 from rlbase.common.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
@@ -30,9 +31,6 @@ from rlbase.ddpg.ddpg import learn, train
 from rlbase.ddpg.model import Model
 from rlbase.ddpg.networks import Actor
 from rlbase.ddpg.noise import (
-    NormalActionNoise,
-    OrnsteinUhlenbeckActionNoise,
-    SumNoise,
     parse_noise_type,
 )
 from tests.envs.ramp import Ramp
@@ -71,7 +69,8 @@ def snapshot(variables):
 
 # -- noise --------------------------------------------------------------------------------------
 def test_normal_noise_statistics():
-    noise = NormalActionNoise(np.zeros(2), np.array([0.1, 0.3]), np.random.default_rng(0))
+    noise = NormalActionNoise(np.zeros(2), np.array([0.1, 0.3]), rng=np.random.default_rng(0),
+                              num_envs=1)
     x = np.concatenate([noise() for _ in range(20000)])
     np.testing.assert_allclose(x.mean(axis=0), 0.0, atol=0.01)
     np.testing.assert_allclose(x.std(axis=0), [0.1, 0.3], rtol=0.03)
@@ -79,8 +78,8 @@ def test_normal_noise_statistics():
 
 def test_ou_noise_statistics():
     theta, dt, sigma = 0.15, 1e-2, 0.2
-    noise = OrnsteinUhlenbeckActionNoise(np.zeros(1), np.full(1, sigma),
-                                         np.random.default_rng(0), theta=theta, dt=dt)
+    noise = OrnsteinUhlenbeckActionNoise(np.zeros(1), np.full(1, sigma), theta=theta, dt=dt,
+                                         rng=np.random.default_rng(0), num_envs=1)
     x = np.array([noise()[0, 0] for _ in range(200000)])[10000:]  # past the transient
     a = 1.0 - theta * dt
     # AR(1) x' = a x + sigma sqrt(dt) e: stationary std sigma sqrt(dt / (1 - a^2)), lag-1 corr a
@@ -99,8 +98,9 @@ def _ou_innovations(x: np.ndarray, theta: float, dt: float, sigma: float) -> np.
 
 def test_ou_noise_has_one_process_per_env_following_the_recursion_exactly():
     theta, dt, sigma = 0.15, 1e-2, 0.3
-    noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), np.full(3, sigma),
-                                         np.random.default_rng(5), theta, dt, num_envs=2)
+    noise = OrnsteinUhlenbeckActionNoise(np.zeros(3), np.full(3, sigma), theta, dt,
+                                         dtype=np.float64, rng=np.random.default_rng(5),
+                                         num_envs=2)
     x = np.stack([noise().copy() for _ in range(50)])  # [T, env, action]
     eps = np.random.default_rng(5).standard_normal((50, 2, 3))  # the draws, in order
     np.testing.assert_allclose(_ou_innovations(x, theta, dt, sigma), eps, rtol=1e-9,

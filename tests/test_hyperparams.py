@@ -73,7 +73,7 @@ def test_env_id_rows_go_over_sb3_defaults_by_parameter():
 
 @pytest.mark.parametrize("row,fragment", [
     ({"n_stepz": 3}, "unknown key 'n_stepz'"),
-    ({"use_sde": True}, "unknown key 'use_sde'"),
+    ({"use_sde": True}, "use_sde must be False"),
     ({"frame_stack": 2}, "frame_stack=2"),
     ({"env_wrapper": "minigrid.wrappers.FlatObsWrapper"}, "FlatObsWrapper"),
     ({"normalize": "{'norm_obz': True}"}, "norm_obz"),
@@ -139,7 +139,7 @@ def test_a_zoo_users_own_file_works_unchanged(tmp_path):
     (["--hyperparams", "n_stepz:64"], "unknown key 'n_stepz'"),
     (["--n-eval-envs", "4"], "--n-eval-envs=4"),
     (["--env", "Taxi-v3"], "no row for Taxi-v3"),
-    (["--hyperparams", "use_sde:True"], "unknown key 'use_sde'"),
+    (["--hyperparams", "use_sde:True"], "use_sde must be False"),
 ])
 def test_bad_zoo_input_is_one_line_and_exit_2(tmp_path, args, fragment):
     env = [] if "--env" in args else ["--env", "CartPole-v1"]

@@ -20,11 +20,13 @@ def test_ppo_with_sb3_names_builds_what_rlbase_names_build():
     model.learn(64)  # and it trains
 
 
-def test_torch_activation_classes_are_read_by_name():
+def test_torch_activation_classes_are_refused_with_the_keras_name_to_write():
     class ReLU:  # stands for torch.nn.ReLU
         pass
 
-    _, kwargs = translate_policy_kwargs("ppo", {"activation_fn": ReLU})
+    with pytest.raises(RLBaseError, match="write activation_fn='relu'"):
+        translate_policy_kwargs("ppo", {"activation_fn": ReLU})
+    _, kwargs = translate_policy_kwargs("ppo", {"activation_fn": "relu"})
     assert kwargs == {"activation": "relu"}
 
 

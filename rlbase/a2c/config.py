@@ -6,7 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlbase.common.config import AlgorithmConfig, param
+from rlbase.common.config import (
+    SB3_ON_POLICY_FIXED,
+    AlgorithmConfig,
+    OtherName,
+    param,
+    sb3_constant_lr,
+)
 from rlbase.common.schedules import SHAPES
 
 
@@ -14,7 +20,8 @@ from rlbase.common.schedules import SHAPES
 class A2CConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "a2c"
     # SB3's A2C can also use Adam; rlbase's is always RMSProp.
-    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, "use_rms_prop": True}
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_ON_POLICY_FIXED,
+                                           "use_rms_prop": True}
 
     nsteps: int = param(5, "env steps per env per update (batch = nsteps * num_envs)",
                         unit="env steps per env", low=1, sb3="n_steps", architecture=True)
@@ -22,7 +29,8 @@ class A2CConfig(AlgorithmConfig):
         7e-4, "RMSProp learning rate, or a function of the fraction of training remaining "
         "(1 -> 0)", low=0, low_open=True, sb3="learning_rate")
     lrschedule: str = param("linear", "how a float lr decays over training",
-                            choices=tuple(SHAPES))
+                            choices=tuple(SHAPES),
+                            sb3=OtherName("learning_rate", sb3_constant_lr))
     ent_coef: float = param(0.01, "weight of the entropy bonus", low=0)
     vf_coef: float = param(0.5, "weight of the value loss", low=0)
     max_grad_norm: float | None = param(0.5, "clip the gradient's global norm to this (None: "
@@ -39,6 +47,8 @@ class A2CConfig(AlgorithmConfig):
                          low=0, high=1)
     lam: float = param(1.0, "GAE lambda of the critic's targets (1: n-step returns, A2C's "
                        "classic form)", low=0, high=1, sb3="gae_lambda")
+    normalize_advantage: bool = param(False, "normalize the advantages over each batch to zero "
+                                      "mean and unit std")
     jit_compile: bool | None = param(None, "compile the update with XLA: ~1 ms faster per "
                                      "update, ~1.5 s to compile (None: for runs of at least "
                                      "1500 updates, except convnets on a CPU)")

@@ -30,11 +30,16 @@ XLA_MIN_UPDATES = 1500
 
 
 def a2c_losses(neglogp: tf.Tensor, entropy: tf.Tensor, values: tf.Tensor, returns: tf.Tensor,
-               ent_coef: float, vf_coef: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor,
-                                                         tf.Tensor]:
+               ent_coef: float, vf_coef: float, normalize_advantage: bool = False
+               ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
     """A2C's loss ``L = mean(A * -log pi(a|s)) + vf_coef * mean((V - R)^2) - ent_coef * H``
-    with the advantage ``A = R - V`` held constant; returns (total, policy, value, entropy)."""
+    with the advantage ``A = R - V`` held constant (with ``normalize_advantage``:
+    ``(A - mean A) / (std A + 1e-8)`` over the batch); returns (total, policy, value,
+    entropy)."""
     advantages = tf.stop_gradient(returns - values)
+    if normalize_advantage:
+        advantages = (advantages - tf.reduce_mean(advantages)) / (
+            tf.math.reduce_std(advantages) + 1e-8)
     policy_loss = tf.reduce_mean(advantages * neglogp)
     value_loss = tf.reduce_mean(tf.square(values - returns))
     entropy = tf.reduce_mean(entropy)
@@ -66,6 +71,7 @@ class Model(OnPolicyModel):
         self.ent_coef, self.vf_coef = config.ent_coef, config.vf_coef
         self.gamma, self.lam = config.gamma, config.lam
         self.max_grad_norm = config.max_grad_norm
+        self.normalize_advantage = config.normalize_advantage
         tf1 = config.tf1_rmsprop
         optimizer = RMSprop(7e-4, config.rms_alpha, config.rms_epsilon,
                             initial_accumulator=1.0 if tf1 else 0.0, epsilon_inside_sqrt=tf1)
@@ -81,7 +87,8 @@ class Model(OnPolicyModel):
             returns = self._returns(rewards, dones, tf.stop_gradient(values), last_values)
             pd = policy.distribution(params)
             loss, policy_loss, value_loss, entropy = a2c_losses(
-                pd.neglogp(actions), pd.entropy(), values, returns, self.ent_coef, self.vf_coef)
+                pd.neglogp(actions), pd.entropy(), values, returns, self.ent_coef, self.vf_coef,
+                self.normalize_advantage)
         variables = policy.trainable_variables
         grads, grad_norm = clip_by_global_norm(tape.gradient(loss, variables), self.max_grad_norm)
         self.optimizer.learning_rate.assign(lr)

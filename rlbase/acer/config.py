@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
 
-from rlbase.common.config import AlgorithmConfig, OtherName, param
+from rlbase.common.config import AlgorithmConfig, OtherName, param, sb3_constant_lr
 from rlbase.common.errors import RLBaseError
 from rlbase.common.schedules import SHAPES
 
@@ -30,7 +30,8 @@ class ACERConfig(AlgorithmConfig):
         7e-4, "RMSProp learning rate, or a function of the fraction of training remaining "
         "(1 -> 0)", low=0, low_open=True, sb3="learning_rate")
     lrschedule: str = param("linear", "how a float lr decays over training",
-                            choices=tuple(SHAPES))
+                            choices=tuple(SHAPES),
+                            sb3=OtherName("learning_rate", sb3_constant_lr))
     q_coef: float = param(0.5, "weight of the Q loss in the total loss", low=0)
     ent_coef: float = param(0.01, "weight of the entropy bonus", low=0)
     max_grad_norm: float | None = param(10.0, "clip the gradient's global norm to this (None: "

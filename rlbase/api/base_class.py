@@ -105,8 +105,8 @@ class BaseRLModel:
         num_envs = self.env.num_envs if self.env is not None else 1
         config = self.entry.config
         # (DQN: SB3's net_arch is the whole Q-network, so it also sets hiddens=())
-        from_kwargs, policy_kwargs = translate_policy_kwargs(self.algorithm,
-                                                             dict(policy_kwargs or {}))
+        from_kwargs, policy_kwargs = translate_policy_kwargs(
+            self.algorithm, dict(policy_kwargs or {}), self.network)
         hyperparameters = {**from_kwargs, **hyperparameters}
         allowed = self._hyperparameter_names()
         for name in hyperparameters:  # what learn() or the class itself sets is not one

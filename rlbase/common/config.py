@@ -173,6 +173,22 @@ def _coerce(value: Any, hint: Any) -> Any:
     raise _Mismatch
 
 
+def sb3_constant_lr(learning_rate: Any, given: Mapping[str, Any], num_envs: int) -> str:
+    """SB3's ``learning_rate``, a number, is constant: the ``lrschedule`` it sets (a
+    function is a schedule of its own, which ``lrschedule`` does not touch)."""
+    return "constant"
+
+
+#: Stable-Baselines3 options of every on-policy algorithm that rlbase has only one value of
+SB3_ON_POLICY_FIXED: dict[str, Any] = {"use_sde": False, "sde_sample_freq": -1,
+                                       "rollout_buffer_class": None,
+                                       "rollout_buffer_kwargs": None}
+#: ... and of every off-policy one (replay buffer classes wait for HER; one-step returns)
+SB3_OFF_POLICY_FIXED: dict[str, Any] = {"replay_buffer_class": None,
+                                        "replay_buffer_kwargs": None, "n_steps": 1,
+                                        "optimize_memory_usage": False}
+
+
 @dataclass(frozen=True)
 class AlgorithmConfig:
     """The parameters every algorithm shares; an algorithm's config adds its own."""
@@ -180,7 +196,8 @@ class AlgorithmConfig:
     #: the algorithm's name (rlbase.<algorithm>)
     algorithm: ClassVar[str] = ""
     #: Stable-Baselines3 names accepted only with the one value rlbase always uses
-    sb3_fixed: ClassVar[dict[str, Any]] = {"device": ("auto", "cpu", "cuda", "gpu")}
+    sb3_fixed: ClassVar[dict[str, Any]] = {"device": ("auto", "cpu", "cuda", "gpu"),
+                                           "stats_window_size": 100}
 
     seed: int | None = param(None, "seeds python, numpy, TensorFlow and the envs (None: "
                              "unseeded)")

@@ -44,20 +44,14 @@ def check_continuous_action_space(space: gym.Space, algorithm: str) -> gym.space
     return space
 
 
-def check_box_observation_space(space: gym.Space, algorithm: str) -> gym.spaces.Box:
-    """``space`` if it is a Box, else a clear error."""
-    if not isinstance(space, gym.spaces.Box):
-        raise RLBaseError(f"{algorithm} needs a Box observation space, got {space}")
-    return space
-
-
 def check_observation_space(space: gym.Space, algorithm: str) -> gym.Space:
-    """``space`` if it is a Box, or a Dict/Tuple space of Box, Discrete, MultiDiscrete and
-    MultiBinary entries (nested as deep as they like), else a clear error."""
-    if nested.is_nested(space):
+    """``space`` if it is a Box, Discrete, MultiDiscrete or MultiBinary space, or a Dict/Tuple
+    space of those (nested as deep as they like), else a clear error."""
+    try:
         check_leaf_spaces(space)
-        return space
-    return check_box_observation_space(space, algorithm)
+    except RLBaseError as exc:
+        raise RLBaseError(f"{algorithm}: {exc}") from None
+    return space
 
 
 def dummy_observations(space: gym.Space, batch: int = 1) -> Any:
@@ -94,14 +88,16 @@ class ObservationFeatures(keras.layers.Layer):
     """An observation -> the flat float features an actor's or a critic's torso takes.
 
     A Box observation is flattened (it arrives as float32, already normalized by the
-    algorithm); a Dict/Tuple one goes through an :class:`ObservationEncoder` (weights only for
-    image entries: the Nature convnet). Holds no weights for a Box, so the actors and critics
-    of files saved before Dict support still load.
+    algorithm); a discrete one (Discrete, MultiDiscrete, MultiBinary: stored and passed as
+    float32) is one-hot encoded, then flattened; a Dict/Tuple one goes through an
+    :class:`ObservationEncoder` (weights only for image entries: the Nature convnet). Holds no
+    weights for a Box, so the actors and critics of files saved before Dict support still load.
     """
 
     def __init__(self, space: gym.Space, **kwargs: Any):
         super().__init__(**kwargs)
-        self.encoder = ObservationEncoder(space) if nested.is_nested(space) else None
+        self.encoder = None if isinstance(space, gym.spaces.Box) else ObservationEncoder(space)
+        self.nested = nested.is_nested(space)
         self.flatten = layers.Flatten()
 
     def build(self, input_shape: Any) -> None:
@@ -109,7 +105,10 @@ class ObservationFeatures(keras.layers.Layer):
         self.built = True
 
     def call(self, obs: Any) -> tf.Tensor:
-        return self.flatten(obs) if self.encoder is None else self.encoder(obs)
+        if self.encoder is None:
+            return self.flatten(obs)
+        x = self.encoder(obs)
+        return x if self.nested else self.flatten(x)
 
 
 def check_torso(network: Any, torso: keras.layers.Layer, space: gym.Space) -> None:

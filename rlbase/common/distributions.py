@@ -160,7 +160,8 @@ class DiagGaussian(Distribution):
         return self.mean + self.std * tf.random.stateless_normal(tf.shape(self.mean), seed)
 
     def neglogp(self, x: tf.Tensor) -> tf.Tensor:
-        z = (x - self.mean) / self.std
+        # Actions of a float64 Box arrive as float64; the network computes in float32.
+        z = (tf.cast(x, self.mean.dtype) - self.mean) / self.std
         size = tf.cast(tf.shape(x)[-1], tf.float32)
         return (0.5 * tf.reduce_sum(tf.square(z), axis=-1) + 0.5 * LOG_2PI * size
                 + tf.reduce_sum(self.logstd, axis=-1))

@@ -115,13 +115,9 @@ def apply_overrides(row: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-class _TorchName:
-    """A stand-in for a dotted name such as ``nn.ReLU`` in a policy_kwargs string."""
-
-
 def _literal(node: ast.AST, where: str) -> Any:
-    """A policy_kwargs expression: literals, ``dict(...)`` and dotted names (``nn.ReLU`` ->
-    a class of that name, which ``activation_name`` reads)."""
+    """A policy_kwargs expression: literals, ``dict(...)`` and dotted names (the zoo's
+    ``nn.ReLU`` -> the Keras activation name ``'relu'``)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
             and node.func.id == "dict" and not node.args:
         return {kw.arg: _literal(kw.value, where) for kw in node.keywords if kw.arg}
@@ -131,7 +127,7 @@ def _literal(node: ast.AST, where: str) -> Any:
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(v, where) for v in node.elts]
     if isinstance(node, ast.Attribute):
-        return type(node.attr, (_TorchName,), {})
+        return node.attr.lower()
     try:
         return ast.literal_eval(node)
     except ValueError:

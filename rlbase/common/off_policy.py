@@ -117,7 +117,8 @@ def random_streams(seed: int | None, n: int, rank: int = 0) -> list[np.random.Ge
 def continuous_replay_buffer(observation_space: gym.Space, size: int, num_actions: int
                              ) -> ReplayBuffer:
     """The replay buffer of a continuous-control agent (DDPG/TD3, SAC): [-1, 1] float32
-    actions; Box observations stored as float32, Dict/Tuple ones leaf by leaf in their own
+    actions; Box, Discrete, MultiDiscrete and MultiBinary observations stored as float32
+    (exact for the integers such spaces hold), Dict/Tuple ones leaf by leaf in their own
     dtypes (images stay uint8)."""
     float32 = np.dtype(np.float32)
     return make_replay_buffer(int(size), observation_space, float32, ac_shape=(num_actions,),

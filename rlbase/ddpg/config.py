@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rlbase.common.config import AlgorithmConfig, OtherName, param
+from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
 from rlbase.common.off_policy import SB3_TRAIN_FREQ
-from rlbase.ddpg.noise import parse_noise_type
+from rlbase.ddpg.noise import noise_type_of, parse_noise_type
 
 
 def _rollout_steps(steps: Any, given: Mapping[str, Any], num_envs: int) -> int:
@@ -22,6 +22,7 @@ def _rollout_steps(steps: Any, given: Mapping[str, Any], num_envs: int) -> int:
 @dataclass(frozen=True)
 class DDPGConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "ddpg"
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED}
 
     buffer_size: int = param(int(1e6), "transitions the replay buffer keeps",
                              unit="transitions", low=1)
@@ -53,7 +54,7 @@ class DDPGConfig(AlgorithmConfig):
     critic_l2_reg: float = param(1e-2, "L2 penalty on the critics' hidden kernels", low=0)
     noise_type: str = param("adaptive-param_0.2", "'none', 'adaptive-param_S', 'normal_S', "
                             "'ou_S' or a comma-separated mix; every env has its own "
-                            "action-noise process")
+                            "action-noise process", sb3=OtherName("action_noise", noise_type_of))
     param_noise_adaption_interval: int = param(
         50, "adapt the parameter-noise scale every this many env steps", unit="env steps",
         low=1)

@@ -46,9 +46,10 @@ class ObservationStats:
         self.space = space
         self.nested = nested.is_nested(space)
         leaves = nested.leaf_spaces(space)
-        # The leaves normalized: a Box observation whole, else each non-image Box entry.
+        # The leaves normalized: a Box observation whole, else each non-image Box entry
+        # (discrete observations, one-hot encoded by the networks, are never normalized).
         self.leaves = [i for i, leaf in enumerate(leaves) if normalizable(leaf)] \
-            if self.nested else [0]
+            if self.nested else [0] if isinstance(space, gym.spaces.Box) else []
         names = nested.leaf_names(space)
         self.names = [names[i] for i in self.leaves]
         self.shapes = [tuple(leaves[i].shape or ()) for i in self.leaves]
@@ -84,7 +85,7 @@ class ObservationStats:
         else:
             means = [np.zeros(shape, np.float32) for shape in self.shapes]
             stds = [np.ones(shape, np.float32) for shape in self.shapes]
-        if not self.nested:
+        if not self.nested and self.leaves:
             self.mean, self.std = means[0], stds[0]
         elif self.leaves:
             self.mean = np.concatenate([m.ravel() for m in means])
@@ -95,7 +96,7 @@ class ObservationStats:
         if not self.rms:
             return
         if not self.nested:
-            self.rms[0].update(obs)
+            self.rms[0].update(obs)  # (a Box: a discrete space has no statistics)
         else:
             leaves = nested.flatten(self.space, obs)
             for rms, i in zip(self.rms, self.leaves):
@@ -126,6 +127,8 @@ class ObservationStats:
 
     def normalize(self, obs: Any, mean: tf.Tensor, std: tf.Tensor) -> Any:
         """In-graph: the normalized entries of a batch of observations; the rest unchanged."""
+        if not self.leaves:
+            return obs
         if not self.nested:
             return normalize_obs(obs, mean, std, self.enabled)
         leaves = tf.nest.flatten(obs)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlbase.common.config import AlgorithmConfig, OtherName, param
+from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
 from rlbase.common.off_policy import SB3_TRAIN_FREQ, sb3_train_freq
 
 
@@ -27,8 +27,8 @@ def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
 class DQNConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "dqn"
     # SB3's tau=1.0 is the hard target copy rlbase makes.
-    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, "tau": 1.0,
-                                           "optimize_memory_usage": False}
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED,
+                                           "tau": 1.0}
 
     lr: float | Callable[[float], float] = param(
         5e-4, "Adam learning rate, or a function of the fraction of training remaining (1 -> 0)",

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlbase.common.config import AlgorithmConfig, OtherName, param
+from rlbase.common.config import SB3_ON_POLICY_FIXED, AlgorithmConfig, OtherName, param
 from rlbase.common.errors import RLBaseError
 
 
@@ -26,11 +26,15 @@ def _checkpoint_steps(updates: Any, given: Mapping[str, Any], num_envs: int) -> 
     return int(updates) * int(given.get("nsteps", PPOConfig.nsteps)) * num_envs
 
 
+def _clips_value(clip_range_vf: Any, given: Mapping[str, Any], num_envs: int) -> bool:
+    """SB3's clip_range_vf=None turns value clipping off."""
+    return clip_range_vf is not None
+
+
 @dataclass(frozen=True)
 class PPOConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "ppo"
-    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed,
-                                           "normalize_advantage": True}
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_ON_POLICY_FIXED}
     # PPO2 saved a model every save_interval updates: now a checkpoint every as many env steps.
     checkpoint_interval: int = param(
         0, "write a resumable checkpoint every this many env steps (0: never; under MPI rank 0 "
@@ -58,7 +62,17 @@ class PPOConfig(AlgorithmConfig):
     cliprange: float | Callable[[float], float] = param(
         0.2, "the surrogate's clipping range (also clips the value change), or a function of "
         "the fraction of training remaining", low=0, low_open=True, sb3="clip_range")
-    clip_value: bool = param(True, "clip the value function's change to cliprange as PPO2 did")
+    clip_value: bool = param(True, "clip the value function's change (to cliprange_vf, or "
+                             "cliprange when that is None) as PPO2 did",
+                             sb3=OtherName("clip_range_vf", _clips_value))
+    cliprange_vf: float | Callable[[float], float] | None = param(
+        None, "the value change's clipping range, or a function of the fraction of training "
+        "remaining (None: cliprange)", low=0, low_open=True, sb3="clip_range_vf")
+    target_kl: float | None = param(
+        None, "stop an update's epochs before the first minibatch whose KL estimate "
+        "mean((r - 1) - log r) exceeds 1.5 * target_kl (None: never)", low=0, low_open=True)
+    normalize_advantage: bool = param(True, "normalize the advantages of each minibatch to zero "
+                                      "mean and unit std")
     jit_compile: bool | None = param(None, "compile the update with XLA (None: for runs of at "
                                      "least 200 updates, except convnets on a CPU)")
     log_interval: int = param(10, "log every this many updates", unit="updates", low=1)

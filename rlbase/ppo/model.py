@@ -45,6 +45,15 @@ def clipped_surrogate(neglogp: tf.Tensor, old_neglogp: tf.Tensor, advantages: tf
     return loss, ratio, clipfrac
 
 
+def approx_kl_stop(neglogp: tf.Tensor, old_neglogp: tf.Tensor, target_kl: float) -> tf.Tensor:
+    """Whether a minibatch's KL estimate ``mean((r - 1) - log r)`` (r = pi/pi_old, low
+    variance and non-negative) exceeds ``1.5 * target_kl``: the update then stops before
+    applying that minibatch's step (SB3's ``target_kl``)."""
+    log_ratio = old_neglogp - neglogp
+    kl = tf.reduce_mean(tf.exp(log_ratio) - 1.0 - log_ratio)
+    return kl > 1.5 * target_kl
+
+
 def value_loss_fn(vpred: tf.Tensor, old_values: tf.Tensor, returns: tf.Tensor,
                   cliprange: tf.Tensor | None) -> tf.Tensor:
     """``0.5 * mean((V - R)^2)``; with a cliprange, the worse of that and the error of the
@@ -68,7 +77,7 @@ class Model(OnPolicyModel):
     algorithm = "ppo"
     architecture = ("nsteps", "nminibatches")
     stat_names = STAT_NAMES
-    scalar_names = ("lr", "cliprange")
+    scalar_names = ("lr", "cliprange", "cliprange_vf")
 
     config: PPOConfig
 
@@ -87,6 +96,8 @@ class Model(OnPolicyModel):
         self.ent_coef, self.vf_coef = config.ent_coef, config.vf_coef
         self.max_grad_norm, self.clip_value = config.max_grad_norm, config.clip_value
         self.gamma, self.lam = config.gamma, config.lam
+        self.normalize_advantage = config.normalize_advantage
+        self.target_kl = config.target_kl
         # Minibatches are drawn in units: single samples, or whole env sequences (recurrent).
         self.unit_len = nsteps if policy.recurrent else 1
         self.nunits = nbatch // self.unit_len
@@ -119,7 +130,7 @@ class Model(OnPolicyModel):
         return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))
 
     def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
-                    last_starts, lr, cliprange):
+                    last_starts, lr, cliprange, cliprange_vf):
         policy = self.policy
         num_envs, nsteps = self.num_envs, self.nsteps
         # The behaviour policy: the weights have not changed since the rollout was collected.
@@ -145,13 +156,19 @@ class Model(OnPolicyModel):
         def flat(x: tf.Tensor) -> tf.Tensor:
             return tf.reshape(x, tf.concat([[mb_size], tf.shape(x)[2:]], 0))
 
-        def minibatch_step(i: tf.Tensor, totals: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        def apply(grads: list[tf.Tensor]) -> tf.Tensor:
+            self.optimizer.apply_gradients(zip(grads, variables))
+            return tf.constant(0.0)
+
+        def minibatch_step(i: tf.Tensor, totals: tf.Tensor, applied: tf.Tensor,
+                           stop: tf.Tensor) -> tuple[tf.Tensor, ...]:
             units = plan[i]
             mb_obs, mb_act, mb_starts, mb_oldnlp, mb_oldv, mb_ret, mb_adv = (
                 tf.nest.map_structure(lambda t: flat(tf.gather(t, units)), x) for x in data)
             mb_state = tf.gather(state, units) if policy.recurrent else \
                 tf.zeros([mb_size, 0], tf.float32)
-            mb_adv = (mb_adv - tf.reduce_mean(mb_adv)) / (tf.math.reduce_std(mb_adv) + 1e-8)
+            if self.normalize_advantage:
+                mb_adv = (mb_adv - tf.reduce_mean(mb_adv)) / (tf.math.reduce_std(mb_adv) + 1e-8)
             with tf.GradientTape() as tape:
                 params, vpred, _, _ = policy.forward(mb_obs, mb_state, mb_starts)
                 pd = policy.distribution(params)
@@ -160,19 +177,30 @@ class Model(OnPolicyModel):
                 policy_loss, _, clipfrac = clipped_surrogate(neglogp, mb_oldnlp, mb_adv,
                                                              cliprange)
                 value_loss = value_loss_fn(vpred, mb_oldv, mb_ret,
-                                           cliprange if self.clip_value else None)
+                                           cliprange_vf if self.clip_value else None)
                 loss = policy_loss - entropy * self.ent_coef + value_loss * self.vf_coef
             grads = average_over_workers(tape.gradient(loss, variables), self.comm)
             grads, grad_norm = clip_by_global_norm(grads, self.max_grad_norm)
-            self.optimizer.apply_gradients(zip(grads, variables))
+            if self.target_kl is None:
+                apply(grads)
+            else:  # every MPI worker decides on the same (averaged) estimate
+                stop = approx_kl_stop(neglogp, mb_oldnlp, self.target_kl)
+                if self.comm is not None:
+                    stop = average_over_workers([tf.cast(stop, tf.float32)], self.comm)[0] > 0
+                tf.cond(stop, lambda: tf.constant(0.0), lambda: apply(grads))
             approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - mb_oldnlp))
             step_stats = tf.stack([policy_loss, value_loss, -entropy, approxkl, clipfrac,
                                    grad_norm])
-            return i + 1, totals + step_stats
+            done = tf.cast(tf.logical_not(stop), tf.float32)
+            return i + 1, totals + done * step_stats, applied + done, stop
 
-        _, totals = tf.while_loop(lambda i, _: i < nupdates, minibatch_step,
-                                  (tf.constant(0), tf.zeros([6])))
-        stats = tf.concat([totals / nupdates, [explained_variance(values, returns)]], axis=0)
+        # Stops early (SB3's target_kl) when a minibatch's KL estimate is too large.
+        _, totals, applied, _ = tf.while_loop(
+            lambda i, _t, _a, stop: tf.logical_and(i < nupdates, tf.logical_not(stop)),
+            minibatch_step, (tf.constant(0), tf.zeros([6]), tf.constant(0.0),
+                             tf.constant(False)))
+        stats = tf.concat([totals / tf.maximum(applied, 1.0),
+                           [explained_variance(values, returns)]], axis=0)
         return (stats, *self.after_update(last_obs, last_state, last_starts))
 
 

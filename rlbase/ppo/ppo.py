@@ -28,7 +28,11 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           vf_coef: float = C.vf_coef, max_grad_norm: float | None = C.max_grad_norm,
           gamma: float = C.gamma, lam: float = C.lam,
           cliprange: float | Callable[[float], float] = C.cliprange,
-          clip_value: bool = C.clip_value, jit_compile: bool | None = C.jit_compile,
+          clip_value: bool = C.clip_value,
+          cliprange_vf: float | Callable[[float], float] | None = C.cliprange_vf,
+          normalize_advantage: bool = C.normalize_advantage,
+          target_kl: float | None = C.target_kl,
+          jit_compile: bool | None = C.jit_compile,
           log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
           eval_episodes: int = C.eval_episodes, checkpoint_interval: int = C.checkpoint_interval,
           eval_env: VecEnv | Any | None = None,
@@ -68,6 +72,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     up to that many in all). Under MPI every rank runs it; rank 0 writes checkpoints."""
     config = model.config
     lr_fn, clip_fn = get_schedule_fn(config.lr), get_schedule_fn(config.cliprange)
+    vf_clip_fn = clip_fn if config.cliprange_vf is None else get_schedule_fn(config.cliprange_vf)
     # Under MPI every rank resumes from the checkpoint rank 0 wrote (same weights and count),
     # and the ranks stop together (a callback or a signal on one rank stops all).
     loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
@@ -78,14 +83,17 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     nbatch = model.num_envs * model.nsteps
     for _ in range(loop.iterations_left(nbatch)):
         frac = loop.progress_remaining
-        current_lr, current_clip = lr_fn(frac), clip_fn(frac)
+        current_lr, current_clip, current_vf_clip = lr_fn(frac), clip_fn(frac), vf_clip_fn(frac)
         rollout = runner.run()
-        stats, runner.pending = model.train(rollout, current_lr, current_clip)
+        stats, runner.pending = model.train(rollout, current_lr, current_clip,
+                                            current_vf_clip)
         if comm is not None:
             stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
             if (loop.iterations + 1) % options.log_interval == 0:
                 check_synced(model.policy.trainable_variables, comm)
-        if loop.end_iteration(nbatch, {**stats, "learning_rate": current_lr,
-                                       "clip_range": current_clip}):
+        logged = {**stats, "learning_rate": current_lr, "clip_range": current_clip}
+        if config.cliprange_vf is not None:
+            logged["clip_range_vf"] = current_vf_clip
+        if loop.end_iteration(nbatch, logged):
             break
     return model

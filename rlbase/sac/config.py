@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from rlbase.common.config import AlgorithmConfig, OtherName, param
+from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
 from rlbase.common.errors import RLBaseError
 from rlbase.common.off_policy import SB3_TRAIN_FREQ
 
@@ -41,8 +41,8 @@ def target_entropy_value(value: float | str, num_actions: int) -> float:
 class SACConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "sac"
     sb3_fixed: ClassVar[dict[str, Any]] = {
-        **AlgorithmConfig.sb3_fixed, "use_sde": False, "use_sde_at_warmup": False,
-        "action_noise": None, "optimize_memory_usage": False}
+        **AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED, "use_sde": False,
+        "sde_sample_freq": -1, "use_sde_at_warmup": False, "action_noise": None}
 
     lr: float | Callable[[float], float] = param(
         3e-4, "Adam learning rate of the actor, the critics and the entropy coefficient, or a "
