@@ -296,13 +296,19 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
     from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
     from rlbase.common.misc_util import import_tensorflow_quietly
+    from rlbase.common.serialization import load_file
 
     parser = common_arg_parser()
     pre = argparse.ArgumentParser(add_help=False)  # the algorithm first: its flags follow
-    pre.add_argument("--alg", default=parser.get_default("alg"))
+    pre.add_argument("--alg", default=None)
     pre.add_argument("--algo", default=None)
+    pre.add_argument("--load_path", default=None)
     known = pre.parse_known_args(argv)[0]
-    alg_name = known.algo or known.alg
+    # A saved model's file names its algorithm: --alg may be left out when loading one.
+    saved = load_file(os.path.expanduser(known.load_path))[0] if known.load_path else {}
+    alg_name = model_file_algorithm(known.algo or known.alg, known.load_path, saved) \
+        or parser.get_default("alg")
+    parser.set_defaults(alg=alg_name)
     config = registry.config_class(registry.resolve(alg_name)[0]) \
         if alg_name in registry.available_algorithms() or alg_name in registry.ALIASES else None
     if config is not None:
@@ -336,7 +342,6 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     from rlbase.common import logger
     from rlbase.common.cmd_util import check_env_id, env_type_of, import_gym_packages
     from rlbase.common.mpi_util import abort_on_error, any_rank, mpi_rank
-    from rlbase.common.serialization import load_file
     from rlbase.common.signals import StopExit, stop_requested
 
     import_gym_packages(args.gym_packages)
@@ -363,8 +368,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     ckpt = checkpoint_args(args)
     alg_kwargs.update(ckpt)
     if args.load_path:
-        # A bad file fails before any training; a model saved with env kwargs keeps them.
-        saved = load_file(os.path.expanduser(args.load_path))[0]
+        # A model saved with env kwargs keeps them.
+        if saved.get("vec_normalize") and not args.normalize:
+            raise RLBaseError(f"{args.load_path} was trained behind VecNormalize: pass "
+                              "--normalize (the file's statistics are loaded into it)")
         if args.env_kwargs is None:
             # (files before the typed configs kept them among the hyperparameters)
             env_kwargs = dict(saved.get("env_kwargs") or
@@ -415,6 +422,26 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
         print(f"Saved model to {kept}", flush=True)
     return model, args, env_kwargs, rank
+
+
+def model_file_algorithm(given: str | None, path: str | None, saved: dict[str, Any]
+                         ) -> str | None:
+    """The algorithm to load ``path`` with: ``given`` (--alg/--algo, which must agree with the
+    file, an alias such as td3 included) or, when not given, the one the file records."""
+    from rlbase import registry
+
+    if not path:
+        return given
+    recorded = saved.get("algorithm")
+    if not isinstance(recorded, str):
+        raise RLBaseError(f"model file {path} records no algorithm")
+    if given is None:
+        return recorded
+    if given in registry.ALIASES or given in registry.available_algorithms():
+        if registry.resolve(given)[0] != recorded:
+            raise RLBaseError(f"--alg={given} but {path} holds a '{recorded}' model: use "
+                              f"--alg={recorded} or leave --alg out")
+    return given
 
 
 def zoo_flags(args: Any) -> None:

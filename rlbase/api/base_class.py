@@ -25,7 +25,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
-from rlbase.common.serialization import load_file
+from rlbase.common.serialization import NORMALIZE_HINT, load_file
 from rlbase.common.vec_env import VecEnv
 
 # Stable Baselines policy names -> rlbase network names.
@@ -287,9 +287,11 @@ class BaseRLModel:
         if self.observation_space is not None and (
                 venv.observation_space != self.observation_space
                 or venv.action_space != self.action_space):
+            trained_normalized = self.model is not None and self.model.normalization is not None
             raise RLBaseError(f"set_env: the env's spaces ({venv.observation_space}, "
                               f"{venv.action_space}) differ from the model's "
-                              f"({self.observation_space}, {self.action_space})")
+                              f"({self.observation_space}, {self.action_space})"
+                              f"{NORMALIZE_HINT if trained_normalized else ''}")
         self.env = venv
         if self.model is None:
             self.observation_space, self.action_space = venv.observation_space, venv.action_space
