@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from typing import Any, Callable
 
@@ -385,7 +386,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     # A resumed run appends to its logs (the loop drops the rows past its checkpoint).
     logger.configure(args.log_path, formats, append=bool(args.resume))
     if args.log_path and rank == 0:
-        write_run_metadata(args.log_path, alg, args.env, args.seed, num_env)
+        write_run_metadata(args.log_path, args.alg, args.env, args.seed, num_env)
         if zoo:
             from rlbase.common.hyperparams import write_config
 
@@ -399,13 +400,15 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         alg_kwargs["callback"] = ProgressBar(total)
     shown = {k: v for k, v in alg_kwargs.items() if k not in ("eval_env", "callback")}
     verb = "Playing" if total == 0 else "Training"
-    print(f"{verb} {alg} on {args.env} ({env_type}) for {total} steps with {num_env} env(s), "
-          f"network {network}, arguments {shown}", flush=True)
+    if rank == 0:  # under mpiexec, one banner for the job
+        print(f"{verb} {alg} on {args.env} ({env_type}) for {total} steps with {num_env} "
+              f"env(s), network {network}, arguments {shown}", flush=True)
     # Ctrl-C or SIGTERM stops at the learn loop's next safe point (rlbase.common.signals); the
     # model (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
     if any_rank(stop_requested()):
         env.close()
-        print("Stopped before training: nothing to save", flush=True)
+        if rank == 0:
+            print("Stopped before training: nothing to save", flush=True)
         raise StopExit
     try:
         model = entry.learn(env=env, network=network, seed=args.seed, total_timesteps=total,
@@ -516,7 +519,8 @@ def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> 
 
 def write_run_metadata(log_path: str, alg: str, env_id: str, seed: int | None,
                        num_env: int) -> None:
-    """metadata.json in the log folder: what plots name their panels and curves by."""
+    """metadata.json in the log folder: what plots name their panels and curves by (``alg``
+    as the user named it: td3, not the ddpg it runs on)."""
     import json
 
     import rlbase
@@ -570,6 +574,8 @@ def run_cli(main_fn: Callable[[], Any]) -> None:
     # for code in __main__; here the user's "line" is the command line).
     warnings.filterwarnings("default", message=r".*' is deprecated, use '",
                             category=DeprecationWarning)
+    shown = warnings.showwarning
+    warnings.showwarning = _show_cli_warning(shown)
     try:
         main_fn()
         # Done and saved: a signal while the interpreter shuts down must not turn rc 0 into a
@@ -585,6 +591,25 @@ def run_cli(main_fn: Callable[[], Any]) -> None:
         if exc.code:
             abort_job(exc.code if isinstance(exc.code, int) else 1)
         raise
+    finally:
+        warnings.showwarning = shown
+
+
+_DEPRECATED = re.compile(r"'(\w+)' is deprecated, use '(\w+)'")
+
+
+def _show_cli_warning(fallback: Callable[..., None]) -> Callable[..., None]:
+    """A deprecated spelling's warning as one line in the CLI's words (its flags), since no
+    line of the user's code is involved; any other warning as Python shows it."""
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        text = str(message)
+        if issubclass(category, DeprecationWarning) and _DEPRECATED.search(text):
+            text = _DEPRECATED.sub(r"--\1 is deprecated, use --\2", text)
+            print(f"rlbase: warning: {text}", file=sys.stderr, flush=True)
+        else:
+            fallback(message, category, filename, lineno, file, line)
+    return show
 
 
 def cli() -> None:

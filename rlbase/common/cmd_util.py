@@ -107,9 +107,11 @@ def _version_problem(env_id: str, name: str) -> str | None:
         return None
     newest = f"{prefix}{base}-v{usable[-1]}"
     listed = ", ".join(f"{prefix}{base}-v{v}" for v in usable)
-    why = "was removed from gymnasium (it needed mujoco-py)" if removed else \
-        "is not registered"
-    return f"env id '{env_id}' {why}; use '{newest}' (registered versions: {listed})"
+    if removed:
+        return (f"env id '{env_id}' was removed from gymnasium (it needed mujoco-py); use "
+                f"'{newest}' (registered versions: {listed})")
+    return (f"unknown env id '{env_id}': version v{version} is not registered; use "
+            f"'{newest}' (registered versions: {listed})")
 
 
 # Env types whose physics engine is an optional package: (module, what, rlbase extra).
