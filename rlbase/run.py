@@ -398,11 +398,9 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
                                                             args.progress)
     if show_progress and "callback" not in alg_kwargs and total > 0:
         alg_kwargs["callback"] = ProgressBar(total)
-    shown = {k: v for k, v in alg_kwargs.items() if k not in ("eval_env", "callback")}
-    verb = "Playing" if total == 0 else "Training"
     if rank == 0:  # under mpiexec, one banner for the job
-        print(f"{verb} {alg} on {args.env} ({env_type}) for {total} steps with {num_env} "
-              f"env(s), network {network}, arguments {shown}", flush=True)
+        print(start_banner(args.alg, entry, {**alg_kwargs, "seed": args.seed}, total,
+                           num_env, network, args.env, env_type), flush=True)
     # Ctrl-C or SIGTERM stops at the learn loop's next safe point (rlbase.common.signals); the
     # model (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
     if any_rank(stop_requested()):
@@ -425,6 +423,26 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
         print(f"Saved model to {kept}", flush=True)
     return model, args, env_kwargs, rank
+
+
+def start_banner(name: str, entry: Any, alg_kwargs: dict[str, Any], total: int, num_env: int,
+                 network: Any, env_id: str, env_type: str) -> str:
+    """The run's first line: the algorithm as the user named it (and what it runs on, for an
+    alias such as td3) and the settings learn() will resolve, under their own names and
+    units, every one of them (a deprecated spelling shows as its field)."""
+    from rlbase import registry
+
+    alg = name if registry.resolve(name)[0] == name else f"{name} ({entry.name})"
+    given, rest = entry.config.split({k: v for k, v in alg_kwargs.items()
+                                      if k not in ("eval_env", "callback")})
+    # warn=False: learn() warns about deprecated spellings, once.
+    config = entry.config.build(given, num_env, warn=False).to_dict()
+    network_kwargs = {k: v for k, v in rest.items()
+                      if k not in CLI_OWNED and k not in entry.learn_parameters()}
+    extra = f", network arguments {network_kwargs}" if network_kwargs else ""
+    verb = "Playing" if total == 0 else "Training"
+    return (f"{verb} {alg} on {env_id} ({env_type}) for {total} steps with {num_env} env(s), "
+            f"network {getattr(network, '__name__', network)}{extra}, config {config}")
 
 
 def model_file_algorithm(given: str | None, path: str | None, saved: dict[str, Any]

@@ -93,6 +93,8 @@ def test_a_deprecated_cli_flag_is_one_warning_line():
     warned = [line for line in proc.stderr.splitlines() if "deprecated" in line]
     assert warned == ["rlbase: warning: a2c: --alpha is deprecated, use --rms_alpha"], \
         proc.stderr
+    # the start line shows the resolved config, under the field's name
+    assert "'rms_alpha': 0.99" in proc.stdout and "'alpha'" not in proc.stdout
 
 
 # ---- 3 and 7. loading a saved file at the CLI --------------------------------------------------
@@ -197,6 +199,7 @@ def test_save_plots_names_td3_and_draws_raw_smoothed_and_evaluation(tmp_path):
                       "--learning_starts=100", "--eval_freq=200", "--eval_episodes=1",
                       f"--log_path={log}", "--save_plots")
     assert proc.returncode == 0, proc.stderr
+    assert "Training td3 (ddpg) on Pendulum-v1" in proc.stdout
     assert (log / "learning_curves.png").stat().st_size > 1000
     (result,) = pu.load_results(log)
     fig = pu.learning_curve_figure(result, str(result.metadata["algorithm"]))
@@ -207,7 +210,7 @@ def test_save_plots_names_td3_and_draws_raw_smoothed_and_evaluation(tmp_path):
     assert raw.get_alpha() < 0.5 and smoothed.get_alpha() is None
     np.testing.assert_allclose(raw.get_ydata(), result.monitor["r"])
     progress = pd.read_csv(log / "progress.csv")
-    assert len(evaluation.get_ydata()) == progress["eval/mean_reward"].notna().sum() == 3
+    assert len(evaluation.get_ydata()) == progress["eval/mean_reward"].notna().sum() >= 1
 
 
 # ---- 6. video names ----------------------------------------------------------------------------
