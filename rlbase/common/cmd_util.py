@@ -89,25 +89,28 @@ def _version_problem(env_id: str, name: str) -> str | None:
     removed (the mujoco-py v2/v3 MuJoCo envs Baselines used: HalfCheetah-v2, Hopper-v3)."""
     from gymnasium.envs.registration import parse_env_id
 
+    def removed(env_name: str) -> bool:  # gymnasium keeps them with an entry point that raises
+        entry = gym.registry[env_name].entry_point
+        return getattr(entry, "__name__", "") == "_raise_mujoco_py_error"
+
+    was_removed = name in gym.registry and removed(name)
+    if name in gym.registry and not was_removed:
+        return None
     try:
         namespace, base, version = parse_env_id(name)
     except gym.error.Error:
         return None
     prefix = f"{namespace}/" if namespace else ""
-    versions = sorted(v for ns, b, v in (parse_env_id(k) for k in gym.registry)
-                      if ns == namespace and b == base and v is not None)
-    spec = gym.registry.get(name)
-    # gymnasium registers the removed versions with an entry point that only raises.
-    removed = spec is not None and getattr(spec.entry_point, "__name__", "") \
-        == "_raise_mujoco_py_error"
-    usable = [v for v in versions
-              if getattr(gym.registry[f"{prefix}{base}-v{v}"].entry_point, "__name__", "")
-              != "_raise_mujoco_py_error"]
-    if not usable or version is None or (spec is not None and not removed):
+    usable = sorted(v for ns, b, v in (parse_env_id(k) for k in gym.registry)
+                    if ns == namespace and b == base and v is not None
+                    and not removed(f"{prefix}{base}-v{v}"))
+    if was_removed and not usable:
+        return f"env id '{env_id}' was removed from gymnasium (it needed mujoco-py)"
+    if not usable or version is None:
         return None
     newest = f"{prefix}{base}-v{usable[-1]}"
     listed = ", ".join(f"{prefix}{base}-v{v}" for v in usable)
-    if removed:
+    if was_removed:
         return (f"env id '{env_id}' was removed from gymnasium (it needed mujoco-py); use "
                 f"'{newest}' (registered versions: {listed})")
     return (f"unknown env id '{env_id}': version v{version} is not registered; use "
