@@ -48,8 +48,9 @@ def main(argv: list[str] | None = None) -> None:
         root = tempfile.mkdtemp()
         train_runs(root, int(args.num_timesteps), args.seeds)
     results = load_results(root)
-    save_plot(results, args.out, average_group=True, resample=256, xlabel="timesteps",
-              ylabel="episode return")
+    # split_fn=None: every run in one panel (the default is a panel per folder name).
+    save_plot(results, args.out, split_fn=None, average_group=True, resample=256,
+              xlabel="timesteps", ylabel="episode return")
     print(f"plotted {len(results)} runs from {root} to {args.out}")
 
 

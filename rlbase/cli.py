@@ -36,20 +36,23 @@ def _plot(argv: list[str]) -> None:
     if len(args.log_dirs) == 1:
         print(save_plots(args.log_dirs[0], args.out, title=args.title))
         return
-    from rlbase.common.plot_util import load_results, save_plot
+    from rlbase.common.plot_util import algorithm_group_fn, env_split_fn, load_results, save_plot
 
     results = [r for d in args.log_dirs for r in load_results(d)]
     if not results:
         raise RLBaseError(f"no monitor.csv or progress.csv under {', '.join(args.log_dirs)}")
     out = args.out or "learning_curves.png"
-    print(save_plot(results, out, title=args.title))
+    # Runs compared: a panel per env, a colour per algorithm, seeds averaged.
+    print(save_plot(results, out, title=args.title, split_fn=env_split_fn,
+                    group_fn=algorithm_group_fn, average_group=True))
 
 
 def _play(argv: list[str]) -> None:
     from rlbase.run import main as train_main
 
     if not any(a.startswith("--load_path") for a in argv):
-        raise RLBaseError("rlbase play needs --load_path=MODEL.zip (and --alg, --env)")
+        raise RLBaseError("rlbase play needs --load_path=MODEL.zip (and --env; the algorithm "
+                          "is the file's)")
     train_main(["--num_timesteps=0", "--play", *argv])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from typing import Any, Callable
 
@@ -296,13 +297,19 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
     from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
     from rlbase.common.misc_util import import_tensorflow_quietly
+    from rlbase.common.serialization import load_file
 
     parser = common_arg_parser()
     pre = argparse.ArgumentParser(add_help=False)  # the algorithm first: its flags follow
-    pre.add_argument("--alg", default=parser.get_default("alg"))
+    pre.add_argument("--alg", default=None)
     pre.add_argument("--algo", default=None)
+    pre.add_argument("--load_path", default=None)
     known = pre.parse_known_args(argv)[0]
-    alg_name = known.algo or known.alg
+    # A saved model's file names its algorithm: --alg may be left out when loading one.
+    saved = load_file(os.path.expanduser(known.load_path))[0] if known.load_path else {}
+    alg_name = model_file_algorithm(known.algo or known.alg, known.load_path, saved) \
+        or parser.get_default("alg")
+    parser.set_defaults(alg=alg_name)
     config = registry.config_class(registry.resolve(alg_name)[0]) \
         if alg_name in registry.available_algorithms() or alg_name in registry.ALIASES else None
     if config is not None:
@@ -336,7 +343,6 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     from rlbase.common import logger
     from rlbase.common.cmd_util import check_env_id, env_type_of, import_gym_packages
     from rlbase.common.mpi_util import abort_on_error, any_rank, mpi_rank
-    from rlbase.common.serialization import load_file
     from rlbase.common.signals import StopExit, stop_requested
 
     import_gym_packages(args.gym_packages)
@@ -363,8 +369,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     ckpt = checkpoint_args(args)
     alg_kwargs.update(ckpt)
     if args.load_path:
-        # A bad file fails before any training; a model saved with env kwargs keeps them.
-        saved = load_file(os.path.expanduser(args.load_path))[0]
+        # A model saved with env kwargs keeps them.
+        if saved.get("vec_normalize") and not args.normalize:
+            raise RLBaseError(f"{args.load_path} was trained behind VecNormalize: pass "
+                              "--normalize (the file's statistics are loaded into it)")
         if args.env_kwargs is None:
             # (files before the typed configs kept them among the hyperparameters)
             env_kwargs = dict(saved.get("env_kwargs") or
@@ -378,7 +386,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     # A resumed run appends to its logs (the loop drops the rows past its checkpoint).
     logger.configure(args.log_path, formats, append=bool(args.resume))
     if args.log_path and rank == 0:
-        write_run_metadata(args.log_path, alg, args.env, args.seed, num_env)
+        write_run_metadata(args.log_path, args.alg, args.env, args.seed, num_env)
         if zoo:
             from rlbase.common.hyperparams import write_config
 
@@ -390,15 +398,15 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
                                                             args.progress)
     if show_progress and "callback" not in alg_kwargs and total > 0:
         alg_kwargs["callback"] = ProgressBar(total)
-    shown = {k: v for k, v in alg_kwargs.items() if k not in ("eval_env", "callback")}
-    verb = "Playing" if total == 0 else "Training"
-    print(f"{verb} {alg} on {args.env} ({env_type}) for {total} steps with {num_env} env(s), "
-          f"network {network}, arguments {shown}", flush=True)
+    if rank == 0:  # under mpiexec, one banner for the job
+        print(start_banner(args.alg, entry, {**alg_kwargs, "seed": args.seed}, total,
+                           num_env, network, args.env, env_type), flush=True)
     # Ctrl-C or SIGTERM stops at the learn loop's next safe point (rlbase.common.signals); the
     # model (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
     if any_rank(stop_requested()):
         env.close()
-        print("Stopped before training: nothing to save", flush=True)
+        if rank == 0:
+            print("Stopped before training: nothing to save", flush=True)
         raise StopExit
     try:
         model = entry.learn(env=env, network=network, seed=args.seed, total_timesteps=total,
@@ -415,6 +423,46 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
         print(f"Saved model to {kept}", flush=True)
     return model, args, env_kwargs, rank
+
+
+def start_banner(name: str, entry: Any, alg_kwargs: dict[str, Any], total: int, num_env: int,
+                 network: Any, env_id: str, env_type: str) -> str:
+    """The run's first line: the algorithm as the user named it (and what it runs on, for an
+    alias such as td3) and the settings learn() will resolve, under their own names and
+    units, every one of them (a deprecated spelling shows as its field)."""
+    from rlbase import registry
+
+    alg = name if registry.resolve(name)[0] == name else f"{name} ({entry.name})"
+    given, rest = entry.config.split({k: v for k, v in alg_kwargs.items()
+                                      if k not in ("eval_env", "callback")})
+    # warn=False: learn() warns about deprecated spellings, once.
+    config = entry.config.build(given, num_env, warn=False).to_dict()
+    network_kwargs = {k: v for k, v in rest.items()
+                      if k not in CLI_OWNED and k not in entry.learn_parameters()}
+    extra = f", network arguments {network_kwargs}" if network_kwargs else ""
+    verb = "Playing" if total == 0 else "Training"
+    return (f"{verb} {alg} on {env_id} ({env_type}) for {total} steps with {num_env} env(s), "
+            f"network {getattr(network, '__name__', network)}{extra}, config {config}")
+
+
+def model_file_algorithm(given: str | None, path: str | None, saved: dict[str, Any]
+                         ) -> str | None:
+    """The algorithm to load ``path`` with: ``given`` (--alg/--algo, which must agree with the
+    file, an alias such as td3 included) or, when not given, the one the file records."""
+    from rlbase import registry
+
+    if not path:
+        return given
+    recorded = saved.get("algorithm")
+    if not isinstance(recorded, str):
+        raise RLBaseError(f"model file {path} records no algorithm")
+    if given is None:
+        return recorded
+    if given in registry.ALIASES or given in registry.available_algorithms():
+        if registry.resolve(given)[0] != recorded:
+            raise RLBaseError(f"--alg={given} but {path} holds a '{recorded}' model: use "
+                              f"--alg={recorded} or leave --alg out")
+    return given
 
 
 def zoo_flags(args: Any) -> None:
@@ -489,7 +537,8 @@ def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> 
 
 def write_run_metadata(log_path: str, alg: str, env_id: str, seed: int | None,
                        num_env: int) -> None:
-    """metadata.json in the log folder: what plots name their panels and curves by."""
+    """metadata.json in the log folder: what plots name their panels and curves by (``alg``
+    as the user named it: td3, not the ddpg it runs on)."""
     import json
 
     import rlbase
@@ -545,6 +594,8 @@ def run_cli(main_fn: Callable[[], Any]) -> None:
     # for code in __main__; here the user's "line" is the command line).
     warnings.filterwarnings("default", message=r".*' is deprecated, use '",
                             category=DeprecationWarning)
+    shown = warnings.showwarning
+    warnings.showwarning = _show_cli_warning(shown)
     try:
         main_fn()
         # Done and saved: a signal while the interpreter shuts down must not turn rc 0 into a
@@ -560,6 +611,25 @@ def run_cli(main_fn: Callable[[], Any]) -> None:
         if exc.code:
             abort_job(exc.code if isinstance(exc.code, int) else 1)
         raise
+    finally:
+        warnings.showwarning = shown
+
+
+_DEPRECATED = re.compile(r"'(\w+)' is deprecated, use '(\w+)'")
+
+
+def _show_cli_warning(fallback: Callable[..., None]) -> Callable[..., None]:
+    """A deprecated spelling's warning as one line in the CLI's words (its flags), since no
+    line of the user's code is involved; any other warning as Python shows it."""
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        text = str(message)
+        if issubclass(category, DeprecationWarning) and _DEPRECATED.search(text):
+            text = _DEPRECATED.sub(r"--\1 is deprecated, use --\2", text)
+            print(f"rlbase: warning: {text}", file=sys.stderr, flush=True)
+        else:
+            fallback(message, category, filename, lineno, file, line)
+    return show
 
 
 def cli() -> None:

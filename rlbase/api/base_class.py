@@ -30,7 +30,7 @@ from rlbase.common.evaluation import evaluate_policy
 from rlbase.common.logger import Logger, configure_logger
 from rlbase.common.loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
-from rlbase.common.serialization import library_versions, load_file
+from rlbase.common.serialization import NORMALIZE_HINT, library_versions, load_file
 from rlbase.common.vec_env import VecEnv
 from rlbase.common.vec_env.base import find_wrapper
 from rlbase.common.vec_env.vec_normalize import VecNormalize
@@ -371,9 +371,11 @@ class BaseRLModel:
         if self.observation_space is not None and (
                 venv.observation_space != self.observation_space
                 or venv.action_space != self.action_space):
+            trained_normalized = self.model is not None and self.model.normalization is not None
             raise RLBaseError(f"set_env: the env's spaces ({venv.observation_space}, "
                               f"{venv.action_space}) differ from the model's "
-                              f"({self.observation_space}, {self.action_space})")
+                              f"({self.observation_space}, {self.action_space})"
+                              f"{NORMALIZE_HINT if trained_normalized else ''}")
         self.env = venv
         if self.model is None:
             self.observation_space, self.action_space = venv.observation_space, venv.action_space

@@ -198,8 +198,8 @@ def write_plots(out_dir: str, rows: list[dict[str, Any]]) -> list[str]:
         path = os.path.join(out_dir, f"curves_{env.replace('/', '-')}.png")
         with warnings.catch_warnings():  # grid points no run reaches are NaN: left blank
             warnings.simplefilter("ignore", RuntimeWarning)
-            save_plot(results, path, group_fn=_row_name, average_group=True, resample=256,
-                      xlabel="timesteps", ylabel="episode return (training)")
+            save_plot(results, path, split_fn=None, group_fn=_row_name, average_group=True,
+                      resample=256, xlabel="timesteps", ylabel="episode return (training)")
         written.append(path)
     return written
 

@@ -68,6 +68,9 @@ def check_env_id(env_id: str) -> None:
         gym.register(name, entry_point=spec.entry_point, kwargs=dict(spec.kwargs),
                      max_episode_steps=spec.max_episode_steps,
                      reward_threshold=spec.reward_threshold)
+    version_problem = _version_problem(env_id, name)
+    if version_problem:
+        raise RLBaseError(version_problem)
     if name not in gym.registry:
         close = difflib.get_close_matches(name, list(gym.registry), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else \
@@ -78,6 +81,40 @@ def check_env_id(env_id: str) -> None:
     if engine is not None and importlib.util.find_spec(engine[0]) is None:
         raise RLBaseError(f"'{env_id}' needs {engine[1]}, which is not installed: "
                           f"pip install 'rlbase[{engine[2]}]'")
+
+
+def _version_problem(env_id: str, name: str) -> str | None:
+    """The one-line error for an id whose version gymnasium cannot make: one it does not
+    register while it registers others of the same name, or one it keeps only to say it was
+    removed (the mujoco-py v2/v3 MuJoCo envs Baselines used: HalfCheetah-v2, Hopper-v3)."""
+    from gymnasium.envs.registration import parse_env_id
+
+    def removed(env_name: str) -> bool:  # gymnasium keeps them with an entry point that raises
+        entry = gym.registry[env_name].entry_point
+        return getattr(entry, "__name__", "") == "_raise_mujoco_py_error"
+
+    was_removed = name in gym.registry and removed(name)
+    if name in gym.registry and not was_removed:
+        return None
+    try:
+        namespace, base, version = parse_env_id(name)
+    except gym.error.Error:
+        return None
+    prefix = f"{namespace}/" if namespace else ""
+    usable = sorted(v for ns, b, v in (parse_env_id(k) for k in gym.registry)
+                    if ns == namespace and b == base and v is not None
+                    and not removed(f"{prefix}{base}-v{v}"))
+    if was_removed and not usable:
+        return f"env id '{env_id}' was removed from gymnasium (it needed mujoco-py)"
+    if not usable or version is None:
+        return None
+    newest = f"{prefix}{base}-v{usable[-1]}"
+    listed = ", ".join(f"{prefix}{base}-v{v}" for v in usable)
+    if was_removed:
+        return (f"env id '{env_id}' was removed from gymnasium (it needed mujoco-py); use "
+                f"'{newest}' (registered versions: {listed})")
+    return (f"unknown env id '{env_id}': version v{version} is not registered; use "
+            f"'{newest}' (registered versions: {listed})")
 
 
 # Env types whose physics engine is an optional package: (module, what, rlbase extra).

@@ -76,7 +76,8 @@ def caller_stacklevel() -> int:
     """The ``stacklevel`` of the first frame outside rlbase's package (the user's line)."""
     frame = sys._getframe(1)
     level = 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_RLBASE_DIR):
+    inside = _RLBASE_DIR + os.sep
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
         frame = frame.f_back  # type: ignore[assignment]
         level += 1
     return level

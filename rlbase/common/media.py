@@ -12,17 +12,35 @@ from rlbase.common.errors import RLBaseError
 def save_plots(log_dir: str, path: str | None = None, title: str | None = None,
                **kwargs: Any) -> str:
     """Plot the learning curves of every run under ``log_dir`` (monitor or progress files) to
-    a PNG (default ``<log_dir>/learning_curves.png``); kwargs go to plot_util.plot_results."""
-    from rlbase.common.plot_util import load_results, save_plot
+    a PNG (default ``<log_dir>/learning_curves.png``). One run: its episode returns (faint),
+    their smoothed curve and its evaluations, named by the algorithm its metadata.json
+    records. Several: plot_util.plot_results with a panel per env and a colour per algorithm
+    (kwargs go to it)."""
+    from rlbase.common.plot_util import (
+        algorithm_group_fn,
+        default_split_fn,
+        env_split_fn,
+        learning_curve_figure,
+        load_results,
+        save_plot,
+    )
 
     if not os.path.isdir(log_dir):
         raise RLBaseError(f"save_plots: log folder {log_dir} does not exist")
     results = load_results(log_dir)
     if not results:
         raise RLBaseError(f"save_plots: no monitor.csv or progress.csv under {log_dir}")
+    out = os.fspath(path or os.path.join(log_dir, "learning_curves.png"))
+    if len(results) == 1 and not kwargs:
+        (result,) = results
+        label = str(result.metadata.get("algorithm") or default_split_fn(result))
+        learning_curve_figure(result, label, title).savefig(out, dpi=100)
+        return out
     if title is not None:
         kwargs["title"] = title
-    return save_plot(results, path or os.path.join(log_dir, "learning_curves.png"), **kwargs)
+    kwargs.setdefault("split_fn", env_split_fn)
+    kwargs.setdefault("group_fn", algorithm_group_fn)
+    return save_plot(results, out, **kwargs)
 
 
 def save_videos(model: Any, env_id: str, n_episodes: int = 1, video_folder: str = "videos",

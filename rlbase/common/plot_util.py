@@ -325,94 +325,110 @@ def progress_xy_fn(
     return xy_fn
 
 
-def _run_name(result: Result) -> str:
-    """The folder name without a trailing seed number (``ppo-3`` and ``ppo_4`` are ``ppo``)."""
-    name = os.path.basename(os.path.normpath(result.dirname))
-    return re.sub(r"[-_]?(seed)?[-_]?\d+$", "", name) or name
-
-
 def default_split_fn(result: Result) -> str:
-    """One panel per env when the runs say which (the CLI's metadata.json), else one panel per
-    run name, Baselines' default (the folder name without its seed number)."""
-    env = result.metadata.get("env_id")
-    return str(env) if env else _run_name(result)
+    """Baselines' default panel (and group) key: the folder name after the last ``/`` or
+    ``-``, without a trailing ``-<digits>`` seed suffix (``logs/cartpole-3`` is ``cartpole``,
+    ``logs/ppo`` is ``ppo``)."""
+    match = re.search(r"[^/-]+(?=(-\d+)?\Z)", os.path.normpath(result.dirname))
+    return match.group(0) if match else ""
 
 
 def default_group_fn(result: Result) -> str:
-    """One colour per algorithm when the runs say which (metadata.json), else per run name."""
+    """Baselines' default group key: the same as :func:`default_split_fn`."""
+    return default_split_fn(result)
+
+
+def env_split_fn(result: Result) -> str:
+    """A panel per env when the run says which (the CLI's metadata.json or the monitor
+    header), else :func:`default_split_fn`."""
+    env = result.metadata.get("env_id")
+    return str(env) if env else default_split_fn(result)
+
+
+def algorithm_group_fn(result: Result) -> str:
+    """A colour per algorithm when the run says which (the CLI's metadata.json), else
+    :func:`default_split_fn`."""
     alg = result.metadata.get("algorithm")
-    return str(alg) if alg else _run_name(result)
+    return str(alg) if alg else default_split_fn(result)
 
 
-def _grid_shape(n: int, tiling: str) -> tuple[int, int]:
-    if tiling == "vertical":
+TILINGS = ("vertical", "horizontal", "symmetric")
+
+
+def _grid_shape(n: int, tiling: str | None) -> tuple[int, int]:
+    if tiling in ("vertical", None):
         return n, 1
     if tiling == "horizontal":
         return 1, n
-    if tiling == "symmetric":
-        cols = int(np.ceil(np.sqrt(n)))
-        return int(np.ceil(n / cols)), cols
-    raise RLBaseError(f"tiling {tiling!r} is not allowed; valid: vertical, horizontal, symmetric")
+    if tiling == "symmetric":  # columns: the largest divisor of n up to its square root
+        cols = max(i for i in range(1, int(np.sqrt(n)) + 1) if n % i == 0)
+        return n // cols, cols
+    raise RLBaseError(f"tiling {tiling!r} is not allowed; valid: {', '.join(TILINGS)}")
 
 
-def _average_curves(
-    curves: list[tuple[np.ndarray, np.ndarray]], resample: int, smooth_step: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Put a group's runs on one x grid; return the grid and the runs' y stacked by run."""
-    lows = [x[0] for x, _ in curves]
-    highs = [x[-1] for x, _ in curves]
-    same_x = all(len(x) == len(curves[0][0]) and np.array_equal(x, curves[0][0])
-                 for x, _ in curves)
-    if same_x and not resample:
-        return curves[0][0], np.stack([y for _, y in curves])
-    # Only the x range every run covers is averaged: beyond it the mean would mix fewer runs.
-    low, high = max(lows), min(highs)
-    if high <= low:
-        low, high = min(lows), max(highs)
-    n = resample or 512
-    grid = np.linspace(low, high, n)
-    if resample:
-        ys = [symmetric_ema(x, y, low, high, n, decay_steps=smooth_step)[1] for x, y in curves]
-    else:
-        ys = [np.interp(grid, x, y) for x, y in curves]
+def _average_curves(curves: list[tuple[np.ndarray, np.ndarray]], resample: int,
+                    smooth_step: float) -> tuple[np.ndarray, np.ndarray]:
+    """A group's runs on one x grid: the grid and the runs' y stacked by run. Resampled (EMA)
+    over the x range every run covers; without resampling the runs must share their x."""
+    if not resample:
+        shortest = min(len(x) for x, _ in curves)
+        if not all(np.array_equal(x[:shortest], curves[0][0][:shortest]) for x, _ in curves):
+            raise RLBaseError("averaging runs sampled at different x needs resample=<number "
+                              "of points>")
+        return curves[0][0][:shortest], np.stack([y[:shortest] for _, y in curves])
+    low = max(x[0] for x, _ in curves)
+    high = min(x[-1] for x, _ in curves)
+    grid = np.linspace(low, high, resample)
+    ys = [symmetric_ema(x, y, low, high, resample, decay_steps=smooth_step)[1]
+          for x, y in curves]
     return grid, np.stack(ys)
+
+
+DEFAULT_SAMPLES = 512  # the resampling grid when averaging without a resample given
 
 
 def plot_results(
     allresults: Sequence[Result],
+    *,
     xy_fn: Callable[[Result], tuple[Any, Any]] = default_xy_fn,
-    split_fn: Callable[[Result], str] | None = default_split_fn,
-    group_fn: Callable[[Result], str] | None = default_group_fn,
-    average_group: bool | None = None,
+    split_fn: Callable[[Result], Any] | None = default_split_fn,
+    group_fn: Callable[[Result], Any] | None = default_split_fn,
+    average_group: bool = False,
     shaded_std: bool = True,
     shaded_err: bool = True,
     figsize: tuple[float, float] | None = None,
     legend_outside: bool = False,
     resample: int = 0,
     smooth_step: float = 1.0,
-    tiling: str = "vertical",
+    tiling: str | None = "vertical",
     xlabel: str | None = None,
     ylabel: str | None = None,
     use_pyplot: bool = True,
     title: str | None = None,
 ):
-    """Plot learning curves: one panel per split, one colour per group.
+    """Plot learning curves: one panel per split key, one colour per group key. The
+    arguments and their defaults are Baselines' ``plot_results``.
 
     :param allresults: results from :func:`load_results`.
-    :param xy_fn: ``result -> (x, y)``; default timesteps vs smoothed episode return.
-    :param split_fn: ``result -> panel name``; ``None`` puts everything in one panel.
-    :param group_fn: ``result -> group name`` (one colour and legend entry per group).
-    :param average_group: draw each group's mean over its runs (seeds) with shaded spread
-        instead of each run; None: when some group has more than one run.
+    :param xy_fn: ``result -> (x, y)``; default timesteps vs smoothed episode return (x None:
+        the point indices).
+    :param split_fn: ``result -> panel key``; default the folder name without its ``-<seed>``
+        suffix (:func:`default_split_fn`); ``None`` puts everything in one panel;
+        :func:`env_split_fn` makes a panel per env.
+    :param group_fn: ``result -> group key`` (one colour and legend entry per group); default
+        the same as ``split_fn``'s; ``None``: one group; :func:`algorithm_group_fn`: a colour
+        per algorithm.
+    :param average_group: draw each group's mean over its runs (seeds) with shaded bands
+        instead of each run (resampled: ``resample`` or 512 points).
     :param shaded_std: with averaging, shade mean +- standard deviation.
     :param shaded_err: with averaging, shade mean +- standard error (darker).
-    :param figsize: the figure size in inches; default 6 x 4 per panel.
+    :param figsize: the figure size in inches; default 6 x 6 per panel.
     :param legend_outside: put the legend right of the panels.
     :param resample: if > 0, resample each curve to this many points with an EMA.
     :param smooth_step: the EMA's averaging length in grid intervals when resampling.
-    :param tiling: ``vertical``, ``horizontal`` or ``symmetric`` panel layout.
-    :param xlabel: the x axis label (default: env steps, with the default xy_fn).
-    :param ylabel: the y axis label (default: episode return, with the default xy_fn).
+    :param tiling: ``vertical`` (or None), ``horizontal`` or ``symmetric`` panel layout.
+    :param xlabel: the bottom row's x axis label.
+    :param ylabel: the left column's y axis label.
     :param use_pyplot: make the figure through pyplot (shows in notebooks and ``plt.show``);
         ``False`` builds a bare figure that never touches a display.
     :param title: the figure's title.
@@ -420,22 +436,21 @@ def plot_results(
     """
     if not allresults:
         raise RLBaseError("plot_results got no results; check the folder given to load_results")
-    split_fn = split_fn or default_split_fn
-    group_fn = group_fn or (lambda _: "")
-    panels: dict[str, list[Result]] = defaultdict(list)
+    if isinstance(resample, bool) or not isinstance(resample, int) or resample < 0:
+        raise RLBaseError(f"resample must be 0 (no resampling) or a number of points, got "
+                          f"{resample!r}")
+    split = split_fn or (lambda _: "")
+    group_of = group_fn or (lambda _: "")
+    panels: dict[Any, list[Result]] = defaultdict(list)
     for result in allresults:
-        panels[split_fn(result)].append(result)
-    groups = sorted({group_fn(r) for r in allresults})
+        panels[split(result)].append(result)
+    groups = sorted({group_of(r) for r in allresults}, key=str)
     color_of = {g: COLORS[i % len(COLORS)] for i, g in enumerate(groups)}
-    if average_group is None:
-        average_group = any(len([r for r in rs if group_fn(r) == g]) > 1
-                            for rs in panels.values() for g in groups)
-    if xy_fn is default_xy_fn:
-        xlabel = xlabel or "env steps"
-        ylabel = ylabel or "episode return (smoothed)"
+    if average_group:
+        resample = resample or DEFAULT_SAMPLES
 
     nrows, ncols = _grid_shape(len(panels), tiling)
-    figsize = figsize or (6 * ncols, 4 * nrows)
+    figsize = figsize or (6 * ncols, 6 * nrows)
     if use_pyplot:
         import matplotlib.pyplot as plt
 
@@ -446,30 +461,32 @@ def plot_results(
         fig = Figure(figsize=figsize)
         axarr = fig.subplots(nrows, ncols, squeeze=False)
 
-    for k, split in enumerate(sorted(panels)):
+    for k, key in enumerate(sorted(panels, key=str)):
         ax = axarr[k // ncols][k % ncols]
-        by_group: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-        for result in panels[split]:
-            x, y = (np.asarray(v, dtype=float) for v in xy_fn(result))
+        by_group: dict[Any, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        for result in panels[key]:
+            x, y = xy_fn(result)
+            y = np.asarray(y, dtype=float)
+            x = np.arange(len(y), dtype=float) if x is None else np.asarray(x, dtype=float)
             if len(x):
-                by_group[group_fn(result)].append((x, y))
-        for group in sorted(by_group):
+                by_group[group_of(result)].append((x, y))
+        for group in sorted(by_group, key=str):
             runs = len(by_group[group])
-            label = f"{group} ({runs} run{'s' if runs > 1 else ''})" if group else ""
+            label = (f"{group} ({runs})" if average_group else str(group)) \
+                if group != "" else ""
             _draw_group(ax, by_group[group], color_of[group], label, average_group,
                         shaded_std, shaded_err, resample, smooth_step)
-        if split:
-            ax.set_title(split)
-        if any(g for g in by_group):
+        ax.set_title(str(key))
+        if any(g != "" for g in by_group):
             if legend_outside:
-                ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+                ax.legend(loc="upper left", bbox_to_anchor=(1, 1))
             else:
-                ax.legend(loc="best")
+                ax.legend()
     for ax in axarr[-1]:
-        if xlabel:
+        if xlabel is not None:
             ax.set_xlabel(xlabel)
     for row in axarr:
-        if ylabel:
+        if ylabel is not None:
             row[0].set_ylabel(ylabel)
     if title:
         fig.suptitle(title)
@@ -482,19 +499,52 @@ def _draw_group(ax, curves, color, label, average, shaded_std, shaded_err, resam
     label = label or None
     if not average:
         for i, (x, y) in enumerate(curves):
-            xs, ys = symmetric_ema(x, y, n=resample, decay_steps=step)[:2] if resample else (x, y)
-            ax.plot(xs, ys, color=color, label=label if i == 0 else None)
+            if resample:
+                x, y = symmetric_ema(x, y, x[0], x[-1], resample, decay_steps=step)[:2]
+            ax.plot(x, y, color=color, label=label if i == 0 else None)
         return
     xs, ys = _average_curves(curves, resample, step)
     mean = np.nanmean(ys, axis=0)
     std = np.nanstd(ys, axis=0)
     ax.plot(xs, mean, color=color, label=label)
-    if len(curves) > 1:
-        if shaded_std:
-            ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.2, linewidth=0)
-        if shaded_err:
-            err = std / np.sqrt(len(curves))
-            ax.fill_between(xs, mean - err, mean + err, color=color, alpha=0.4, linewidth=0)
+    if shaded_err:
+        err = std / np.sqrt(len(curves))
+        ax.fill_between(xs, mean - err, mean + err, color=color, alpha=0.4, linewidth=0)
+    if shaded_std:
+        ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.2, linewidth=0)
+
+
+def learning_curve_figure(result: Result, label: str, title: str | None = None):
+    """One run's learning curve (the CLI's --save_plots): each episode's return drawn faintly,
+    their smoothed curve over it, and the periodic evaluation's mean return
+    (``eval/mean_reward`` in the progress table) when evaluation ran. Returns the figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 5))
+    ax = fig.subplots()
+    color = COLORS[0]
+    if result.monitor is not None and len(result.monitor):
+        x = np.cumsum(result.monitor["l"].to_numpy())
+        raw = result.monitor["r"].to_numpy(dtype=float)
+        ax.plot(x, raw, color=color, alpha=0.25, linewidth=0.8, label=f"{label} (episodes)")
+        ax.plot(x, smooth(raw, radius=10), color=color, label=f"{label} (smoothed)")
+    table = result.progress
+    if table is not None and "eval/mean_reward" in table.columns:
+        x_key = "time/total_timesteps"
+        rows = table[[x_key, "eval/mean_reward"]].dropna() if x_key in table.columns else None
+        if rows is not None and len(rows):
+            ax.plot(rows[x_key].to_numpy(float), rows["eval/mean_reward"].to_numpy(float),
+                    color=COLORS[1], marker="o", label=f"{label} (evaluation)")
+    if not ax.lines:
+        raise RLBaseError(f"{result.dirname}: no episodes in its monitor files and no "
+                          "eval/mean_reward in its progress table to plot")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("episode return")
+    ax.legend()
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
 
 
 def save_plot(results_or_dir: PathLike | Sequence[Result], path: PathLike, **kwargs: Any) -> str:

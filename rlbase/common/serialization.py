@@ -368,7 +368,16 @@ def check_spaces(metadata: Mapping[str, Any], observation_space: gym.Space | Non
         saved = space_from_json(metadata[key])
         if saved != space:
             raise RLBaseError(f"model was saved for {key.replace('_', ' ')} {saved}, "
-                              f"the env has {space}")
+                              f"the env has {space}{normalize_hint(metadata)}")
+
+
+def normalize_hint(metadata: Mapping[str, Any]) -> str:
+    """What an error about a model trained behind VecNormalize adds: how to load it."""
+    return NORMALIZE_HINT if metadata.get("vec_normalize") else ""
+
+
+NORMALIZE_HINT = ("; it was trained behind VecNormalize: wrap the env in VecNormalize (the "
+                  "model's saved statistics are loaded into it), or pass --normalize at the CLI")
 
 
 def numbered_arrays(arrays: Mapping[str, np.ndarray], prefix: str,

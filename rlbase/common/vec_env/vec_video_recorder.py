@@ -27,7 +27,9 @@ class VecVideoRecorder(VecEnvWrapper):
     :param directory: folder for the videos (created).
     :param record_video_trigger: step count -> whether to start a clip now.
     :param video_length: frames per clip.
-    :param name_prefix: file names are ``<prefix>-step-<start>-to-step-<end>.mp4``.
+    :param name_prefix: file names are ``<prefix>-step-<start>-to-step-<end>.mp4``, ``end``
+        being ``start`` plus the frames the clip holds (a clip ended early is named for what
+        it holds; while recording it is ``<prefix>-step-<start>-recording.mp4``).
     """
 
     def __init__(self, venv: VecEnv, directory: str,
@@ -43,6 +45,7 @@ class VecVideoRecorder(VecEnvWrapper):
         self.video_length = int(video_length)
         self.name_prefix = name_prefix
         self.step_id = 0
+        self.clip_start = 0
         self.recorded_frames = 0
         self.recording = False
         self.video_path: str | None = None
@@ -65,8 +68,8 @@ class VecVideoRecorder(VecEnvWrapper):
         return result
 
     def _start(self) -> None:
-        end = self.step_id + self.video_length
-        name = f"{self.name_prefix}-step-{self.step_id}-to-step-{end}.mp4"
+        self.clip_start = self.step_id
+        name = f"{self.name_prefix}-step-{self.step_id}-recording.mp4"
         self.video_path = os.path.join(self.directory, name)
         self.recording = True
         self.recorded_frames = 0
@@ -101,7 +104,12 @@ class VecVideoRecorder(VecEnvWrapper):
             self._writer.close()
             self._writer = None
             assert self.video_path is not None
-            self.video_paths.append(self.video_path)
+            end = self.clip_start + self.recorded_frames
+            final = os.path.join(self.directory,
+                                 f"{self.name_prefix}-step-{self.clip_start}-to-step-{end}.mp4")
+            os.replace(self.video_path, final)
+            self.video_path = final
+            self.video_paths.append(final)
         self.recording = False
         self.recorded_frames = 0
 
