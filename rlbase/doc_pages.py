@@ -98,6 +98,8 @@ def sb3_names_table() -> str:
             if row["sb3"]:
                 by_name.setdefault(row["sb3"], []).append(f"`{row['name']}`")
         for name, fields in by_name.items():
+            if fields == [f"`{name}`"]:  # the same name in both: listed in the text above
+                continue
             rows.append(f"| {alg} | `{name}` | {' and '.join(fields)} |")
         for name, allowed in config.sb3_fixed.items():
             values = allowed if isinstance(allowed, tuple) else (allowed,)

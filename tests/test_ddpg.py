@@ -541,13 +541,23 @@ def test_baselines_spellings_are_deprecated_aliases():
                       render_eval=False, layer_sizes=(8,), batch_size=4, jit_compile=False)
     warned = " ".join(str(w.message) for w in caught)
     for old in ("nb_epochs", "nb_epoch_cycles", "nb_rollout_steps", "nb_train_steps",
-                "clip_norm", "nb_eval_steps", "render_eval"):
+                "clip_norm"):
         assert f"'{old}' is deprecated" in warned
     # Baselines: nb_epochs * nb_epoch_cycles cycles of nb_rollout_steps steps per env.
     assert model.num_timesteps == 1 * 2 * 5
     hp = model.hyperparameters
     assert (hp["train_freq"], hp["gradient_steps"], hp["max_grad_norm"]) == (5, 3, 1.0)
     assert model.gradient_steps == 3 and model.grad_steps == 3  # trained once, at step 5
+
+
+def test_baselines_evaluation_spellings_are_refused_where_they_would_act():
+    # Without an eval_env Baselines' nb_eval_steps did nothing either; with one it would
+    # have played that many steps, which rlbase does not do: refused, not ignored.
+    with pytest.raises(RLBaseError, match="nb_eval_steps=10 is not supported.*eval_episodes"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, eval_env="Pendulum-v1",
+              nb_eval_steps=10)
+    with pytest.raises(RLBaseError, match="render_eval=True is not supported"):
+        learn("mlp", "Pendulum-v1", total_timesteps=10, render_eval=True)
 
 
 def test_baselines_rollout_steps_count_steps_per_env():

@@ -73,9 +73,10 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
         the whole run, including the steps done before the checkpoint).
     **network_kwargs: passed to the network builder ('mlp': layer_sizes, num_layers,
         num_hidden, activation (relu here), layer_norm). Baselines' nb_epochs,
-        nb_epoch_cycles, nb_rollout_steps, nb_train_steps, clip_norm, nb_eval_steps and
-        render_eval are accepted with a DeprecationWarning.
+        nb_epoch_cycles, nb_rollout_steps, nb_train_steps and clip_norm are accepted with a
+        DeprecationWarning; nb_eval_steps and render_eval only where they change nothing.
     """
+    _baselines_evaluation(network_kwargs, eval_env)
     epoch_steps = _baselines_run_length(network_kwargs, total_timesteps)
     model, env, options = start_learning(CONFIG, build_model, locals())
     if epoch_steps is not None:
@@ -83,15 +84,22 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
     return train(model, env, int(1e6) if total_timesteps is None else total_timesteps, options)
 
 
+def _baselines_evaluation(network_kwargs: dict[str, Any], eval_env: Any) -> None:
+    """Pop Baselines' evaluation spellings where they change nothing (no eval_env, no
+    rendering); refuse them where Baselines would have acted on them."""
+    steps = network_kwargs.pop("nb_eval_steps", None)
+    if steps is not None and eval_env is not None:
+        raise RLBaseError(f"ddpg: nb_eval_steps={steps!r} is not supported: evaluation plays "
+                          f"whole episodes; write eval_episodes=N and eval_freq=M")
+    if network_kwargs.pop("render_eval", False):
+        raise RLBaseError("ddpg: render_eval=True is not supported: record the evaluation "
+                          "env with VecVideoRecorder instead")
+
+
 def _baselines_run_length(network_kwargs: dict[str, Any], total_timesteps: int | None
                           ) -> int | None:
     """Pop Baselines' run-length spellings; with nb_epochs, the vectorized steps they ask for
-    (nb_epochs * nb_epoch_cycles * nb_rollout_steps). Evaluation spellings are dropped."""
-    for old, new in (("nb_eval_steps", "eval_episodes"), ("render_eval", "eval_env")):
-        if old in network_kwargs:
-            network_kwargs.pop(old)
-            warn_deprecated(ALGORITHM, old, new, "ignored: evaluation plays whole episodes "
-                            "on eval_env every eval_freq steps")
+    (nb_epochs * nb_epoch_cycles * nb_rollout_steps)."""
     cycles = network_kwargs.pop("nb_epoch_cycles", None)
     epochs = network_kwargs.pop("nb_epochs", None)
     if cycles is not None:
