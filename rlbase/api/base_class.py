@@ -170,9 +170,11 @@ class BaseRLModel:
         """The logger learn() writes to: the one given to :meth:`set_logger`, else the one the
         last learn() call made (stdout when verbose, TensorBoard with ``tensorboard_log``)."""
         if self._logger is None:
-            raise AttributeError(f"{type(self).__name__} has no logger before learn() or "
-                                 "set_logger()")
+            raise AttributeError(self._no_logger())
         return self._logger
+
+    def _no_logger(self) -> str:
+        return f"{type(self).__name__} has no logger before learn() or set_logger()"
 
     def set_logger(self, logger: Logger) -> None:
         """Make every later learn() write to ``logger`` (a :class:`~rlbase.common.logger.Logger`,
@@ -618,19 +620,27 @@ class BaseRLModel:
             raise AttributeError(name)
         if name == "replay_buffer":  # the property found none: say why
             self._replay_model(name)
+        if name == "logger":
+            raise AttributeError(self._no_logger())
         config = self.entry.config
         if config.field_names().count(name) == 0 and not config.fields_of(name):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         values = self._settings()
         if name in values:
             return values[name]
-        fields = config.fields_of(name)
-        rule = config.other_names()[name][1]
-        same = {values[f] for f in fields if _hashable(values[f])}
-        if rule.convert is None and len(fields) == 1:
-            return values[fields[0]]
-        if rule.convert is None and len(same) == 1 and len(fields) > 1:
-            return same.pop()
+        targets = config.rules_of(name)
+        fields = [f for f, _ in targets]
+        # The SB3 value whose conversion gives every field's current value: one field holding
+        # it as it is, the others what it converts to (A2C's learning_rate=x is lr=x with
+        # lrschedule='constant'; DDPG's is both learning rates, equal).
+        plain = {values[f] for f, rule in targets if rule.convert is None
+                 and _hashable(values[f])}
+        if len(plain) == 1:
+            candidate = next(iter(plain))
+            converted = [rule.value(candidate, {}, self.n_envs) == values[f]
+                         for f, rule in targets if rule.convert is not None]
+            if all(converted):
+                return candidate
         held = ", ".join(f"{f}={values[f]!r}" for f in fields)
         raise AttributeError(f"{type(self).__name__} holds SB3's {name} in rlbase's unit as "
                              f"{held} (see rlbase/docs/sb3_names.md)")

@@ -294,6 +294,11 @@ class AlgorithmConfig:
         return [s for s in cls._spellings() if s[1].name == spelling]
 
     @classmethod
+    def rules_of(cls, spelling: str) -> list[tuple[str, OtherName]]:
+        """The fields another spelling sets, each with the rule that converts it."""
+        return [(name, rule) for name, rule, _ in cls._targets(spelling)]
+
+    @classmethod
     def fields_of(cls, spelling: str) -> list[str]:
         """The fields another spelling sets (none for a field's own name)."""
         return [name for name, _, _ in cls._targets(spelling)]
