@@ -147,7 +147,7 @@ class DummyVecEnv(GymVecEnv):
         self._sync = SyncVectorEnv([_with_notes(fn) for fn in env_fns],
                                    autoreset_mode=AutoresetMode.SAME_STEP)
         envs = self.envs
-        if len({id(env) for env in envs}) < len(envs):
+        if len({id(env.unwrapped) for env in envs}) < len(envs):
             self._sync.close()
             raise RLBaseError("the env functions given to DummyVecEnv return the same env "
                               "object more than once; each must make a new env (lambda: "
