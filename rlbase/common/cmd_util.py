@@ -193,6 +193,9 @@ def make_env(env_id: str, seed: int | None = None, reward_scale: float = 1.0,
 VEC_ENV_KINDS = ("auto", "dummy", "subproc", "ale")
 
 
+VecEnvClass = type[DummyVecEnv] | type[SubprocVecEnv]
+
+
 class _LoggerDir:
     """make_vec_env's default monitor folder: the logger's (``logger.configure(dir)``), or
     no file when no folder was configured."""
@@ -263,7 +266,7 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
 
 
 def vectorize(make_one: Callable[[int], gym.Env], n_envs: int,
-              vec_env_cls: type[GymVecEnv] = DummyVecEnv,
+              vec_env_cls: VecEnvClass = DummyVecEnv,
               vec_env_kwargs: dict[str, Any] | None = None,
               first_seed: int | None = None) -> GymVecEnv:
     """``vec_env_cls`` over ``make_one(0) ... make_one(n_envs - 1)`` (each called where the

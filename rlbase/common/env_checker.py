@@ -141,10 +141,10 @@ def _is_goal_env(env: gym.Env) -> bool:
 
 def _check_returned_values(env: gym.Env, observation_space: spaces.Space,
                            action_space: spaces.Space) -> None:
-    result = env.reset()
-    assert isinstance(result, tuple) and len(result) == 2, \
-        f"reset() must return a tuple (obs, info), got {_describe(result)}"
-    obs, info = result
+    reset_result = env.reset()
+    assert isinstance(reset_result, tuple) and len(reset_result) == 2, \
+        f"reset() must return a tuple (obs, info), got {_describe(reset_result)}"
+    obs, info = reset_result
     assert isinstance(info, dict), f"reset() must return a dict as info, got {_describe(info)}"
     _check_observation(obs, observation_space, "reset")
     result = env.step(action_space.sample())

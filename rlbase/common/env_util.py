@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
-from rlbase.common.cmd_util import check_env_id, vectorize
+from rlbase.common.cmd_util import VecEnvClass, check_env_id, vectorize
 from rlbase.common.monitor import Monitor
-from rlbase.common.vec_env import DummyVecEnv, GymVecEnv, VecEnv
+from rlbase.common.vec_env import DummyVecEnv, VecEnv
 
 __all__ = ["is_wrapped", "make_vec_env", "unwrap_wrapper"]
 
@@ -39,7 +39,7 @@ def make_vec_env(
     monitor_dir: str | os.PathLike[str] | None = None,
     wrapper_class: Callable[..., gym.Env] | None = None,
     env_kwargs: dict[str, Any] | None = None,
-    vec_env_cls: type[GymVecEnv] | None = None,
+    vec_env_cls: VecEnvClass | None = None,
     vec_env_kwargs: dict[str, Any] | None = None,
     monitor_kwargs: dict[str, Any] | None = None,
     wrapper_kwargs: dict[str, Any] | None = None,

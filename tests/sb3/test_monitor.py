@@ -206,7 +206,8 @@ class NoArgumentReset(gym.Env):
 
     def step(self, action):
         self.steps += 1
-        return np.full(1, self.np_random.uniform(-1, 1), np.float32), 1.0, self.steps == 2, False, {}
+        obs = np.full(1, self.np_random.uniform(-1, 1), np.float32)
+        return obs, 1.0, self.steps == 2, False, {}
 
 
 def test_monitor_and_dummy_vec_env_take_a_reset_without_arguments():

@@ -6,7 +6,7 @@ import multiprocessing
 import signal
 import sys
 import time
-from typing import Any, Callable, Sequence, SupportsFloat
+from typing import Any, Callable, Sequence, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -158,7 +158,7 @@ class DummyVecEnv(GymVecEnv):
     @property
     def envs(self) -> list[gym.Env]:
         """The envs the env functions made (each runs under a transparent ResetNotes)."""
-        return [env.env for env in self._sync.envs]
+        return [cast(ResetNotes, env).env for env in self._sync.envs]
 
     def reset(self) -> np.ndarray:
         self._episode_steps[:] = 0
