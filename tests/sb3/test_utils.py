@@ -166,3 +166,19 @@ def test_baselines_make_vec_env_monitors_into_the_logger_dir(tmp_path):
     # No logger folder configured: no file.
     with logger.using(logger.DEFAULT):
         assert baselines_make_vec_env("CartPole-v1", num_env=1).filename is None
+
+
+@pytest.mark.parametrize("vec_env_cls", [DummyVecEnv, SubprocVecEnv])
+def test_get_set_attr_and_env_method_with_indices(vec_env_cls):
+    env = make_vec_env("CartPole-v1", n_envs=3, seed=0, vec_env_cls=vec_env_cls)
+    env.set_attr("allow_early_resets", False, indices=[0, 2])
+    assert env.get_attr("allow_early_resets") == [False, True, False]
+    assert env.get_attr("allow_early_resets", indices=1) == [True]
+    env.reset()
+    assert env.env_method("get_total_steps", indices=[2]) == [0]
+    env.step(np.array([0, 0, 0]))
+    assert env.env_method("get_total_steps") == [1, 1, 1]
+    assert env.env_is_wrapped(gym.wrappers.TimeLimit, indices=[0]) == [True]
+    with pytest.raises(ValueError, match="env index 3 out of range for 3 envs"):
+        env.get_attr("allow_early_resets", indices=[3])
+    env.close()
