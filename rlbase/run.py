@@ -151,7 +151,7 @@ def play_returns(model: Any, env_id: str, episodes: int, seed: int | None,
     from rlbase.common.evaluation import run_episodes
 
     env = make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 12345,
-                       env_kwargs=env_kwargs or None)
+                       env_kwargs=env_kwargs or None, monitor_dir=None)
     env = model.normalized_like_training(env)
     try:
         returns, lengths = run_episodes(model, env, episodes, deterministic=True)
@@ -224,7 +224,7 @@ def evaluation_env(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | N
     from rlbase.common.cmd_util import make_vec_env
 
     return make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 1000,
-                        env_kwargs=env_kwargs or None)
+                        env_kwargs=env_kwargs or None, monitor_dir=None)
 
 
 def fallback_save_path(args: Any, ckpt: dict[str, Any], name: str) -> str:

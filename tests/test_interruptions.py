@@ -213,10 +213,10 @@ def test_full_disk_for_logs_monitor_and_checkpoints_warns_once_and_saves_the_mod
     """progress.csv, log.txt, monitor.csv and every checkpoint fail with ENOSPC: training
     goes on to the end with one warning per output, and the model at a healthy --save_path
     is written."""
-    from rlbase.common.vec_env import vec_monitor
+    from rlbase.common import monitor  # writes VecMonitor's file
 
     monkeypatch.setattr(logger, "open", full_disk_open(), raising=False)
-    monkeypatch.setattr(vec_monitor, "open", full_disk_open(), raising=False)
+    monkeypatch.setattr(monitor, "open", full_disk_open(), raising=False)
     real_atomic = serialization.atomic_write
 
     @contextlib.contextmanager
@@ -241,8 +241,9 @@ def test_full_disk_for_logs_monitor_and_checkpoints_warns_once_and_saves_the_mod
 
 def test_monitor_write_failure_keeps_the_statistics(tmp_path, capsys):
     env = VecMonitor(DummyVecEnv([lambda: gym.make("CartPole-v1")]), str(tmp_path))
-    env._file = FullDisk(env._file)
-    env._writer = csv.writer(env._file)
+    assert env.monitor_file is not None
+    env.monitor_file._file = FullDisk(env.monitor_file._file)
+    env.monitor_file._writer = csv.writer(env.monitor_file._file)
     env.reset()
     for _ in range(300):
         env.step(np.zeros(1, dtype=np.int64))

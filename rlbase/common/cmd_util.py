@@ -7,23 +7,24 @@ import difflib
 import importlib
 import importlib.util
 import os
+from functools import partial
 from typing import Any, Callable
 
 import gymnasium as gym
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import env_seed
+from rlbase.common.monitor import Monitor
 from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.vec_env import (
     DummyVecEnv,
+    GymVecEnv,
     SubprocVecEnv,
     VecEnv,
     VecEnvWrapper,
 )
 from rlbase.common.vec_env.vec_monitor import VecMonitor
 from rlbase.common.vec_env.vec_reward_scale import VecRewardScale
-
-# Wrappers whose rewards are not the env's own: a VecMonitor must sit below them.
 
 # Ids gymnasium retired for a successor that is the same env at default arguments; papers,
 # tutorials and Baselines-era scripts still use them. Taxi-v4 (gymnasium 1.3) only fixed the
@@ -192,18 +193,35 @@ def make_env(env_id: str, seed: int | None = None, reward_scale: float = 1.0,
 VEC_ENV_KINDS = ("auto", "dummy", "subproc", "ale")
 
 
+VecEnvClass = type[DummyVecEnv] | type[SubprocVecEnv]
+
+
+class _LoggerDir:
+    """make_vec_env's default monitor folder: the logger's (``logger.configure(dir)``), or
+    no file when no folder was configured."""
+
+    def __repr__(self) -> str:
+        return "logger.get_dir()"
+
+
+LOGGER_DIR = _LoggerDir()
+
+
 def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
                  seed: int | None = None, reward_scale: float = 1.0,
                  env_kwargs: dict[str, Any] | None = None, wrapper_kwargs: dict | None = None,
-                 monitor_dir: str | None = None, force_dummy: bool = False,
+                 monitor_dir: str | os.PathLike[str] | None | _LoggerDir = LOGGER_DIR,
+                 force_dummy: bool = False,
                  wrapper: Callable[[gym.Env], gym.Env] | None = None,
                  vec_env: str = "auto", monitor_append: bool = False) -> VecEnv:
-    """``num_env`` copies of ``env_id`` as a VecEnv with episode monitoring.
+    """``num_env`` copies of ``env_id`` as a VecEnv with episode monitoring (Baselines'
+    signature; :func:`rlbase.common.env_util.make_vec_env` is Stable-Baselines3's).
 
     env_type: 'atari' applies the DeepMind preprocessing (see rlbase.common.atari_wrappers);
         None detects it from the registry.
     seed: env i on MPI rank r is seeded with seed + 10000 * r + i.
-    monitor_dir: where VecMonitor writes monitor.csv (None: no file, statistics only).
+    monitor_dir: where VecMonitor writes ``<rank>.monitor.csv``; by default the folder given
+        to ``logger.configure`` (none configured: no file); None: no file, statistics only.
     force_dummy: step all envs in this process even when num_env > 1 (same as 'dummy').
     vec_env: how the envs are stepped: 'dummy' (in this process), 'subproc' (a process per
         env), 'ale' (Atari only: ale-py's emulators in C++ threads, the fastest), or 'auto'
@@ -219,21 +237,27 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
                           f"{', '.join(VEC_ENV_KINDS)}")
     if vec_env == "ale" and env_type != "atari":
         raise RLBaseError(f"vec_env 'ale' is for Atari envs only; '{env_id}' is {env_type}")
+    if isinstance(monitor_dir, _LoggerDir):
+        from rlbase.common import logger
+
+        monitor_dir = logger.get_dir()
     vec_env = "dummy" if force_dummy else vec_env
     rank = mpi_rank()
+    venv: VecEnv
     if env_type == "atari":
         from rlbase.common.atari_wrappers import make_atari_vec_env
 
         venv = make_atari_vec_env(env_id, num_env, seed, wrapper_kwargs or {},
                                   env_kwargs or {}, vec_env=vec_env)
+        venv.seed(env_seed(seed, 0, rank))
     else:
-        fns = [_env_fn(env_id, env_seed(seed, i, rank), env_kwargs, wrapper)
-               for i in range(num_env)]
         # Cheap envs step faster in-process than across pipes.
         subproc = num_env > 1 and (vec_env == "subproc" or vec_env == "auto" and env_type
                                    not in ("classic_control", "toy_text"))
-        venv = SubprocVecEnv(fns) if subproc else DummyVecEnv(fns)
-    venv.seed(env_seed(seed, 0, rank))
+        venv = vectorize(lambda i: make_env(env_id, env_seed(seed, i, rank), env_kwargs=env_kwargs,
+                                            wrapper=wrapper),
+                         num_env, SubprocVecEnv if subproc else DummyVecEnv,
+                         first_seed=env_seed(seed, 0, rank))
     # Atari episodes end at every lost life; only whole games (reported by the env) count.
     monitor = VecMonitor(venv, filename=_monitor_file(monitor_dir),
                          games_only=env_type == "atari", append=monitor_append)
@@ -241,12 +265,36 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
     return monitor if reward_scale == 1.0 else VecRewardScale(monitor, reward_scale)
 
 
-def _monitor_file(monitor_dir: str | None) -> str | None:
+def vectorize(make_one: Callable[[int], gym.Env], n_envs: int,
+              vec_env_cls: VecEnvClass = DummyVecEnv,
+              vec_env_kwargs: dict[str, Any] | None = None,
+              first_seed: int | None = None) -> GymVecEnv:
+    """``vec_env_cls`` over ``make_one(0) ... make_one(n_envs - 1)`` (each called where the
+    env runs), seeded at its first reset with ``first_seed + i`` for env ``i``: what both
+    make_vec_env front doors build on."""
+    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+        raise RLBaseError(f"n_envs must be a positive integer, got {n_envs!r}")
+    venv = vec_env_cls([partial(make_one, i) for i in range(n_envs)],
+                       **(vec_env_kwargs or {}))
+    venv.seed(first_seed)
+    return venv
+
+
+def _monitor_file(monitor_dir: str | os.PathLike[str] | None) -> str | None:
     """``<monitor_dir>/<rank>.monitor.csv`` (None: no file)."""
     if monitor_dir is None:
         return None
     os.makedirs(monitor_dir, exist_ok=True)
     return os.path.join(monitor_dir, f"{mpi_rank()}.monitor.csv")
+
+
+def _vec_monitor(venv: VecEnv, monitor_dir: str | os.PathLike[str] | None) -> VecMonitor:
+    """A VecMonitor over ``venv``; it writes ``monitor_dir``'s file unless every env already
+    writes its own through a :class:`~rlbase.common.monitor.Monitor` (make_vec_env of
+    rlbase.common.env_util): one file per episode stream, never two writers of one file."""
+    own_files = isinstance(venv, GymVecEnv) and all(venv.env_is_wrapped(Monitor)) and \
+        all(name is not None for name in venv.get_attr("monitor_filename"))
+    return VecMonitor(venv, filename=None if own_files else _monitor_file(monitor_dir))
 
 
 def wrapper_chain(venv: VecEnv) -> list[VecEnv]:
@@ -276,7 +324,7 @@ def ensure_monitor(venv: VecEnv, monitor_dir: str | None = None) -> VecEnv:
                               f"{name}'s rewards, not the env's: wrap the monitor inside, "
                               f"{name}(VecMonitor(venv)), or pass the env without a monitor")
         return venv
-    monitor = VecMonitor(chain[-1], filename=_monitor_file(monitor_dir))
+    monitor = _vec_monitor(chain[-1], monitor_dir)
     if len(chain) == 1:
         return monitor
     lowest = chain[-2]
@@ -285,13 +333,8 @@ def ensure_monitor(venv: VecEnv, monitor_dir: str | None = None) -> VecEnv:
     return venv
 
 
-def _env_fn(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | None,
-            wrapper: Callable | None) -> Callable[[], gym.Env]:
-    return lambda: make_env(env_id, seed, env_kwargs=env_kwargs, wrapper=wrapper)
-
-
 def as_vec_env(env: VecEnv | gym.Env | str, seed: int | None = None,
-               monitor_dir: str | None = None) -> VecEnv:
+               monitor_dir: str | os.PathLike[str] | None = None) -> VecEnv:
     """learn() takes a VecEnv, a gymnasium env or an env id: make it a VecEnv, seeded (at its
     next reset) when ``seed`` is given. A VecEnv keeps its wrappers; an env id or env is
     monitored (to ``monitor_dir`` when given)."""
@@ -304,7 +347,7 @@ def as_vec_env(env: VecEnv | gym.Env | str, seed: int | None = None,
     if isinstance(env, gym.Env):
         venv = DummyVecEnv([lambda: env])
         venv.seed(env_seed(seed, 0, mpi_rank()))
-        return VecMonitor(venv, filename=_monitor_file(monitor_dir))
+        return _vec_monitor(venv, monitor_dir)
     raise RLBaseError(f"env must be a VecEnv, a gymnasium.Env or an env id, got "
                       f"{type(env).__name__}")
 

@@ -62,7 +62,7 @@ def save_videos(model: Any, env_id: str, n_episodes: int = 1, video_folder: str 
         raise RLBaseError(f"n_episodes must be a positive integer, got {n_episodes!r}")
     venv = make_vec_env(env_id, num_env=1, seed=seed,
                         env_kwargs={**(env_kwargs or {}), "render_mode": "rgb_array"},
-                        force_dummy=True)
+                        force_dummy=True, monitor_dir=None)
     # One clip per episode: a clip starts at each reset and is long enough to hold it.
     recorder = VecVideoRecorder(venv, video_folder, lambda step: True, video_length=max_frames)
     env = model.normalized_like_training(recorder)

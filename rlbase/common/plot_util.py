@@ -47,7 +47,7 @@ class Result:
 # --- loading ----------------------------------------------------------------------------------
 
 
-def _read_monitor_file(path: str) -> tuple[dict[str, Any], pd.DataFrame]:
+def read_monitor_file(path: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """One monitor file: its ``#{json}`` header and its episode table."""
     with open(path) as f:
         first = f.readline()
@@ -74,7 +74,7 @@ def load_monitor(dirname: PathLike) -> tuple[dict[str, Any], pd.DataFrame] | Non
         return None
     headers, tables = [], []
     for path in paths:
-        header, table = _read_monitor_file(path)
+        header, table = read_monitor_file(path)
         table["t"] = table["t"] + float(header.get("t_start", 0.0))
         headers.append(header)
         tables.append(table)

@@ -193,13 +193,13 @@ def base_settings(settings: TuneSettings) -> Base:
 def make_envs(settings: TuneSettings, base: Base, seed: int | None) -> tuple[Any, Any]:
     from rlbase.common.cmd_util import make_vec_env
 
-    env = make_vec_env(settings.env_id, base.env_type, base.num_envs, seed)
+    env = make_vec_env(settings.env_id, base.env_type, base.num_envs, seed, monitor_dir=None)
     if base.normalize:
         from rlbase.common.vec_env import VecNormalize
 
         env = VecNormalize(env)
     eval_env = make_vec_env(settings.env_id, base.env_type, 1,
-                            None if seed is None else seed + 1000)
+                            None if seed is None else seed + 1000, monitor_dir=None)
     return env, eval_env
 
 

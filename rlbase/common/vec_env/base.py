@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Sequence
 import gymnasium as gym
 import numpy as np
 
+Indices = int | Sequence[int] | None  # None: every env
 VecStepResult = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
 
 
@@ -51,8 +52,24 @@ class VecEnv(ABC):
         """Return an RGB frame of the first env (envs made with ``render_mode='rgb_array'``)."""
         return None
 
-    def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
-        """Call a method of every underlying env and return the results."""
+    def env_method(self, name: str, *args: Any, indices: Indices = None,
+                   **kwargs: Any) -> list[Any]:
+        """Call a method of the underlying envs (all, or those of ``indices``) and return
+        the results."""
+        raise NotImplementedError
+
+    def get_attr(self, name: str, indices: Indices = None) -> list[Any]:
+        """An attribute of the underlying envs (all, or those of ``indices``), looked up
+        through their gymnasium wrappers."""
+        raise NotImplementedError
+
+    def set_attr(self, name: str, value: Any, indices: Indices = None) -> None:
+        """Set an attribute of the underlying envs (all, or those of ``indices``)."""
+        raise NotImplementedError
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Indices = None) -> list[bool]:
+        """Whether each underlying env (all, or those of ``indices``) is wrapped in
+        ``wrapper_class``, a gymnasium wrapper."""
         raise NotImplementedError
 
     @property
@@ -105,8 +122,18 @@ class VecEnvWrapper(VecEnv):
     def render(self) -> np.ndarray | None:
         return self.venv.render()
 
-    def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
-        return self.venv.env_method(name, *args, **kwargs)
+    def env_method(self, name: str, *args: Any, indices: Indices = None,
+                   **kwargs: Any) -> list[Any]:
+        return self.venv.env_method(name, *args, indices=indices, **kwargs)
+
+    def get_attr(self, name: str, indices: Indices = None) -> list[Any]:
+        return self.venv.get_attr(name, indices)
+
+    def set_attr(self, name: str, value: Any, indices: Indices = None) -> None:
+        self.venv.set_attr(name, value, indices)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Indices = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class, indices)
 
     @property
     def render_fps(self) -> float | None:

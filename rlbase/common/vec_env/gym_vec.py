@@ -6,7 +6,7 @@ import multiprocessing
 import signal
 import sys
 import time
-from typing import Any, Callable, Sequence, SupportsFloat
+from typing import Any, Callable, Sequence, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -15,7 +15,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from rlbase.common.checks import observation_shape_error
 from rlbase.common.errors import RLBaseError
 from rlbase.common.signals import ignore_stop_signals
-from rlbase.common.vec_env.base import VecEnv, VecStepResult
+from rlbase.common.vec_env.base import Indices, VecEnv, VecStepResult
 from rlbase.common.vec_env.reset_rng import ResetNotes
 
 
@@ -95,10 +95,38 @@ class GymVecEnv(VecEnv):
         self.vector_env.set_attr("replay_reset", list(notes))
         self._seeds = None
 
-    def env_method(self, name: str, *args: Any, **kwargs: Any) -> list[Any]:
-        venv = self.vector_env
-        assert isinstance(venv, (SyncVectorEnv, AsyncVectorEnv))
-        return list(venv.call(name, *args, **kwargs))
+    def env_method(self, name: str, *args: Any, indices: Indices = None,
+                   **kwargs: Any) -> list[Any]:
+        return self._pick(self.vector_env.call(name, *args, **kwargs), indices)
+
+    def get_attr(self, name: str, indices: Indices = None) -> list[Any]:
+        return self._pick(self.vector_env.get_attr(name), indices)
+
+    def set_attr(self, name: str, value: Any, indices: Indices = None) -> None:
+        if indices is None:
+            self.vector_env.set_attr(name, [value] * self.num_envs)
+            return
+        values = list(self.vector_env.get_attr(name))  # the others keep theirs
+        for i in self._indices(indices):
+            values[i] = value
+        self.vector_env.set_attr(name, values)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Indices = None) -> list[bool]:
+        # Each env's ResetNotes answers (in its worker process for a SubprocVecEnv).
+        return self._pick(self.vector_env.call("rlbase_is_wrapped", wrapper_class), indices)
+
+    def _indices(self, indices: Indices) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        chosen = [int(indices)] if isinstance(indices, (int, np.integer)) else \
+            [int(i) for i in indices]
+        bad = [i for i in chosen if not -self.num_envs <= i < self.num_envs]
+        if bad:
+            raise RLBaseError(f"env index {bad[0]} out of range for {self.num_envs} envs")
+        return chosen
+
+    def _pick(self, values: Sequence[Any], indices: Indices) -> list[Any]:
+        return [values[i] for i in self._indices(indices)]
 
 
 def _split_info_one(info: dict[str, Any], i: int) -> dict[str, Any]:
@@ -118,12 +146,19 @@ class DummyVecEnv(GymVecEnv):
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]):
         self._sync = SyncVectorEnv([_with_notes(fn) for fn in env_fns],
                                    autoreset_mode=AutoresetMode.SAME_STEP)
+        envs = self.envs
+        if len({id(env.unwrapped) for env in envs}) < len(envs):
+            self._sync.close()
+            raise RLBaseError("the env functions given to DummyVecEnv return the same env "
+                              "object more than once; each must make a new env (lambda: "
+                              "gym.make(...), not lambda: env)")
         super().__init__(self._sync)
         self._episode_steps = np.zeros(self.num_envs, np.int64)
 
     @property
     def envs(self) -> list[gym.Env]:
-        return list(self._sync.envs)
+        """The envs the env functions made (each runs under a transparent ResetNotes)."""
+        return [cast(ResetNotes, env).env for env in self._sync.envs]
 
     def reset(self) -> np.ndarray:
         self._episode_steps[:] = 0
@@ -170,6 +205,8 @@ class SubprocVecEnv(GymVecEnv):
 
     timeout: seconds to wait for the workers' answer to a step or reset (None: forever); a
         worker stuck longer is reported as hung.
+    start_method: the multiprocessing start method ('fork', 'spawn', 'forkserver'; None:
+        the platform's default); ``context`` is the same setting under gymnasium's name.
     in_series: Baselines' envs per process. Accepted so Baselines code runs; gymnasium's
         AsyncVectorEnv runs one process per env, so it only has to divide the number of envs
         (for fewer processes, use fewer envs or DummyVecEnv).
@@ -178,7 +215,12 @@ class SubprocVecEnv(GymVecEnv):
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], context: str | None = None,
-                 timeout: float | None = None, in_series: int = 1):
+                 timeout: float | None = None, in_series: int = 1,
+                 start_method: str | None = None):
+        if context is not None and start_method is not None and context != start_method:
+            raise RLBaseError(f"SubprocVecEnv got context={context!r} and start_method="
+                              f"{start_method!r}: they are one setting, give one")
+        context = context or start_method
         if isinstance(in_series, bool) or not isinstance(in_series, int) or in_series < 1 \
                 or len(env_fns) % in_series:
             raise RLBaseError(f"in_series={in_series!r} must be a positive integer dividing the "

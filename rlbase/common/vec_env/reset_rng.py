@@ -10,6 +10,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from rlbase.common.reset_args import reset_arguments, reset_with
+
 
 class ResetNotes(gym.Wrapper):
     """Notes, at each reset, how to repeat it: the seed it was given, or the env's random state
@@ -17,10 +19,12 @@ class ResetNotes(gym.Wrapper):
 
     ``last_reset``: that note (JSON-able; None where the random state is not).
     ``replay_reset``: a note to repeat at the next reset that is given no seed (a resume).
+    The wrapped env's ``reset`` is called with only the arguments it declares.
     """
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
+        self._reset_arguments = reset_arguments(env)
         self.last_reset: dict[str, Any] | None = None
         self.replay_reset: dict[str, Any] | None = None
 
@@ -40,7 +44,18 @@ class ResetNotes(gym.Wrapper):
                 self.unwrapped.np_random.bit_generator.state = copy.deepcopy(replay["state"])
         self.last_reset = {"seed": int(seed)} if seed is not None else \
             _jsonable({"state": copy.deepcopy(self.unwrapped.np_random.bit_generator.state)})
-        return self.env.reset(seed=seed, options=options)
+        return reset_with(self.env, self._reset_arguments, seed, options)
+
+    def rlbase_is_wrapped(self, wrapper_class: type) -> bool:
+        """Whether the env this wraps is, or is wrapped in, ``wrapper_class`` (what
+        ``VecEnv.env_is_wrapped`` asks each env, in its worker process too)."""
+        env: gym.Env = self.env
+        while True:
+            if isinstance(env, wrapper_class):
+                return True
+            if not isinstance(env, gym.Wrapper):
+                return False
+            env = env.env
 
 
 def _jsonable(note: dict[str, Any]) -> dict[str, Any] | None:

@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import json
-import os
 import time
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
-from rlbase.common.logger import cut_file, warn_once
+from rlbase.common.monitor import MonitorFile, monitor_path
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
 
-MONITOR_EXT = "monitor.csv"
-
-
-def monitor_path(filename: str) -> str:
-    """``dir/`` -> ``dir/monitor.csv``; ``x.monitor.csv`` kept; ``x`` -> ``x.monitor.csv``."""
-    if filename.endswith(MONITOR_EXT):
-        return filename
-    if os.path.isdir(filename) or filename.endswith(os.sep):
-        return os.path.join(filename, MONITOR_EXT)
-    return f"{filename}.{MONITOR_EXT}"
+__all__ = ["VecMonitor", "monitor_path"]
 
 
 class VecMonitor(VecEnvWrapper):
@@ -68,39 +55,21 @@ class VecMonitor(VecEnvWrapper):
         self.episode_times: list[float] = []
         self._returns = np.zeros(self.num_envs, dtype=np.float64)
         self._lengths = np.zeros(self.num_envs, dtype=np.int64)
-        self._file: TextIO | None = None
-        self._writer: Any = None
-        self.file_rows = 0  # episode rows in the file (checkpoints keep it: resume cuts to it)
+        self.monitor_file: MonitorFile | None = None
         if filename is not None:
-            self._open(monitor_path(os.fspath(filename)), append)
-
-    def _open(self, path: str, append: bool) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        if append and os.path.exists(path) and os.path.getsize(path):
-            with open(path, newline="") as f:
-                first = f.readline()
-            try:
-                self.t_start = float(json.loads(first[1:])["t_start"])
-            except (ValueError, KeyError, TypeError):
-                pass  # not a monitor header: rows still append, timed from now
-            with open(path, "rb") as f:
-                self.file_rows = max(0, sum(1 for _ in f) - 2)  # the header lines
-            self._file = open(path, "a", newline="")  # noqa: SIM115 - open until close()
-            self._writer = csv.writer(self._file)
-            return
-        self._file = open(path, "w", newline="")  # noqa: SIM115 - open until close()
-        header = {"t_start": self.t_start, "env_id": _env_id(self.venv)}
-        self._writer = csv.writer(self._file)
-        try:
-            self._file.write("#" + json.dumps(header) + "\n")
-            self._writer.writerow(("r", "l", "t", *self.info_keywords))
-            self._file.flush()
-        except OSError as exc:
-            self._stop_file(exc)
+            self.monitor_file = MonitorFile(filename, _env_id(venv), self.info_keywords,
+                                            append=append)
+            self.t_start = self.monitor_file.t_start
 
     @property
     def filename(self) -> str | None:
-        return None if self._file is None else self._file.name
+        return None if self.monitor_file is None or not self.monitor_file.open \
+            else self.monitor_file.path
+
+    @property
+    def file_rows(self) -> int:
+        """Episode rows in the file (checkpoints keep it: a resume cuts the file to it)."""
+        return 0 if self.monitor_file is None else self.monitor_file.rows
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
@@ -144,35 +113,18 @@ class VecMonitor(VecEnvWrapper):
             # Trim in batches (amortized O(1)); the lists stay plain lists for callers.
             for records in (self.episode_returns, self.episode_lengths, self.episode_times):
                 del records[:-self.max_episodes]
-        if self._writer is not None and self._file is not None:
-            try:
-                self._writer.writerow((round(ret, 6), length, elapsed, *extras))
-                self._file.flush()
-                self.file_rows += 1
-            except OSError as exc:
-                self._stop_file(exc)
-
-    def _stop_file(self, exc: OSError) -> None:
-        assert self._file is not None
-        name = self._file.name
-        with contextlib.suppress(OSError):
-            self._file.close()
-        self._file, self._writer = None, None
-        warn_once(f"monitor:{name}", f"could not write {name} ({exc}); training goes on "
-                  "without the monitor file")
+        if self.monitor_file is not None:
+            self.monitor_file.write_row(ret, length, elapsed, extras)
 
     def truncate_episodes(self, count: int) -> None:
         """Keep the file's first ``count`` episode rows (a resumed run: the ``file_rows`` its
         checkpoint saved), dropping those the interrupted run wrote past it."""
-        if self._file is not None:
-            self._file.flush()
-            cut_file(self._file.name, 2 + count)  # the JSON header line, the column names
-            self.file_rows = min(self.file_rows, count)
+        if self.monitor_file is not None:
+            self.monitor_file.truncate(count)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file, self._writer = None, None
+        if self.monitor_file is not None:
+            self.monitor_file.close()
         super().close()
 
 
