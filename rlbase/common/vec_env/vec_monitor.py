@@ -99,6 +99,11 @@ class VecMonitor(VecEnvWrapper):
             self._stop_file(exc)
 
     @property
+    def running_returns(self) -> np.ndarray:
+        """Each env's return so far in its current episode (0 right after one ends)."""
+        return self._returns
+
+    @property
     def filename(self) -> str | None:
         return None if self._file is None else self._file.name
 
