@@ -49,9 +49,9 @@ def _first_two_names(fn: Any) -> tuple[str | None, str | None]:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # a builtin without a signature: rlbase's form
         return None, None
-    names = [p.name.strip("_") for p in params
-             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:2]
-    names += [None] * (2 - len(names))  # type: ignore[list-item]
+    names: list[str | None] = [p.name.strip("_") for p in params
+                                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names += [None, None]
     return names[0], names[1]
 
 
