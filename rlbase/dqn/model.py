@@ -172,6 +172,11 @@ class Model(SavesExplorationRate, TFModel):
         """Baselines' ``act(obs[None])``: actions for a batch of observations, epsilon-greedy
         with the model's exploration rate (``stochastic=False``: greedy); ``update_eps >= 0``
         sets that rate first, for this and later calls."""
+        shape = self.observation_space.shape
+        if shape is not None and not nested.is_nested(self.observation_space) and \
+                np.ndim(obs) == len(shape):
+            raise RLBaseError(f"act takes a batch of observations, got one observation of "
+                              f"shape {np.shape(obs)}: write act(obs[None])")
         if update_eps >= 0:
             self.epsilon = float(update_eps)
         return self.step(obs, deterministic=not stochastic)[0]

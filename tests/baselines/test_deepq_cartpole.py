@@ -138,6 +138,8 @@ def test_train_then_enjoy_pair(tmp_path):
     assert np.array_equal(greedy, act.q_values(obs).argmax(axis=1))
     assert 8 <= play(played, env, seed=0) <= 200
     assert act(obs, update_eps=1.0).shape == (20,) and act.epsilon == 1.0
+    with pytest.raises(RLBaseError, match=r"write act\(obs\[None\]\)"):
+        act(obs[0])
     with pytest.raises(RLBaseError, match="load_act loads DQN models"):
         path_a2c = str(tmp_path / "a2c.zip")
         a2c_learn("mlp", "CartPole-v1", total_timesteps=10).save(path_a2c)
