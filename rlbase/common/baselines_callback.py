@@ -81,15 +81,16 @@ def _signature(fn: Any) -> str:
 
 
 class BaselinesCallback:
-    """Calls a Baselines deepq callback as ``fn(lcl, glb)`` from rlbase's loop, and stops
-    training when it returns a true value.
+    """Calls a Baselines deepq callback as ``fn(lcl, glb)`` from rlbase's loop, where Baselines
+    called it: before every env step, at ``t = 0, 1, ..., total_timesteps - 1``; training stops
+    when it returns a true value (after ``t`` steps). The algorithm calls :meth:`start` before
+    its first step, the loop calls the object after every step.
 
     ``lcl`` holds the loop's ``info`` plus Baselines' names: ``t`` (env steps of this learn()
     call so far; with ``resume``, of the whole run), ``total_timesteps`` (this call's),
     ``episode_rewards`` (the finished episodes' returns, then the running episode's, as
     Baselines kept the list), ``num_episodes`` (its length), ``done`` (whether the last step
-    ended an episode) and ``act`` (the model, callable as Baselines' act). Baselines also
-    called it once before the first step (``t == 0``); here the first call follows it.
+    ended an episode) and ``act`` (the model, callable as Baselines' act).
 
     fn: the Baselines callback.
     env: the training VecEnv (one env, with a VecMonitor: the returns are the monitor's).
@@ -112,7 +113,14 @@ class BaselinesCallback:
         self.episode_rewards: list[float] = [0.0]
         self._episodes = 0
 
+    def start(self, model: Any, info: dict[str, Any]) -> bool:
+        """The call before the first step (``t == 0``); True: stop before training."""
+        self._episodes = info["episodes"]  # a resumed run's earlier episodes are not listed
+        return not self(model, info)
+
     def __call__(self, model: Any, info: dict[str, Any]) -> bool:
+        if info["num_timesteps"] >= info["total_timesteps"]:
+            return True  # the last step: Baselines' loop ended without a call
         rewards = self.episode_rewards
         ended = info["episodes"] - self._episodes
         self._episodes = info["episodes"]

@@ -75,8 +75,9 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 100
         it also scores best_model_interval's models.
     callback: called after every vector env step as ``callback(model, info)``; returning
         False stops. Baselines' ``callback(lcl, glb)`` (parameters named so, or wrapped in
-        :func:`baselines_callback`) gets Baselines' locals (``t``, ``episode_rewards``, ...,
-        see rlbase.common.baselines_callback) and stops training by returning True.
+        :func:`baselines_callback`) is called before every env step with Baselines' locals
+        (``t``, ``episode_rewards``, ..., see rlbase.common.baselines_callback) and stops
+        training by returning True.
     load_path: continue from this saved model (its network and architecture are used).
     checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint holds
         the model, replay buffer, counters, generators and the best model so far.
@@ -116,6 +117,12 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     try:
         loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
                             loss_names=LOSSES, seed=seed)
+        callback = options.callback
+        if isinstance(callback, BaselinesCallback):  # Baselines called it before each step
+            loop.stopped = callback.start(model, {
+                "iteration": 0, "num_timesteps": model.num_timesteps,
+                "total_timesteps": loop.target, "ep_infos": loop.episodes.recent,
+                "episodes": loop.episodes.count})
         if rule is not None and rule.keeper.env is not None and loop.evaluator is not None:
             rule.share(loop.evaluator)  # one evaluation serves both at the same step
         _run(model, env, loop, rule)

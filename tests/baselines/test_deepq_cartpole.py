@@ -2,8 +2,8 @@
 its callback protocol: ``callback(lcl, glb)`` called with Baselines' locals, True stops.
 
 Deliberate differences (see rlbase/docs/migration.md): CartPole-v0 is CartPole-v1 with a
-200-step limit; ``learn`` takes the network first (passed by keyword here); the first callback
-call comes after the first step (Baselines also called it before, at ``t == 0``).
+200-step limit; ``learn`` takes the network first (passed by keyword here). The callback is
+called where Baselines called it, before every step (``t = 0 .. total_timesteps - 1``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ def test_true_stops_training_at_that_step():
 
     act = deepq.learn(env=cartpole(), total_timesteps=1000, callback=callback, **SMALL)
     assert act.num_timesteps == 50
-    assert calls == list(range(1, 51))
+    assert calls == list(range(51))  # before every step, as Baselines: t = 0, 1, ...
+    assert deepq.learn(env=cartpole(), total_timesteps=1000, callback=lambda lcl, glb: True,
+                       **SMALL).num_timesteps == 0
 
 
 def test_locals_hold_baselines_episode_rewards():
@@ -70,9 +72,11 @@ def test_locals_hold_baselines_episode_rewards():
         assert sum(rewards) == t and num_episodes == len(rewards)
         ends += done
         assert rewards[:-1] == finished[:ends]
-        assert (rewards[-1] == 0.0) == done
+        assert (rewards[-1] == 0.0) == (done or t == 0)
         assert total == 300 and model is act and glb is vars(deepq)
-    assert ends == len(finished) and [s[0] for s in seen] == list(range(1, 301))
+    # Called before each of the 300 steps; the episodes that ended on the last are not seen.
+    assert [s[0] for s in seen] == list(range(300))
+    assert ends == len(finished) - (sum(finished) == 300)
 
 
 def test_t_counts_this_call_after_load_path(tmp_path):
@@ -81,7 +85,7 @@ def test_t_counts_this_call_after_load_path(tmp_path):
     ts = []
     act = deepq.learn(env=cartpole(), total_timesteps=40, load_path=path,
                       callback=lambda lcl, glb: ts.append(lcl["t"]), **SMALL)
-    assert act.num_timesteps == 70 and ts == list(range(1, 41))
+    assert act.num_timesteps == 70 and ts == list(range(40))
 
 
 def test_rlbase_callback_keeps_its_meaning():
