@@ -33,6 +33,16 @@ def test_train_a2c_cartpole(monkeypatch, capsys) -> None:
     assert "evaluation return" in capsys.readouterr().out
 
 
+def test_train_and_enjoy_cartpole(monkeypatch, capsys, tmp_path) -> None:
+    path = str(tmp_path / "cartpole_model.pkl")
+    run_example("train_cartpole.py", "--num_timesteps=300", f"--save_path={path}",
+                monkeypatch=monkeypatch)
+    assert f"Saving model to {path}" in capsys.readouterr().out
+    run_example("enjoy_cartpole.py", f"--load_path={path}", "--episodes=2", "--no_render",
+                monkeypatch=monkeypatch)
+    assert capsys.readouterr().out.count("Episode reward") == 2
+
+
 def test_custom_network(monkeypatch, capsys) -> None:
     from rlbase.common.models import registered_networks
 

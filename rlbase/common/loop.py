@@ -25,6 +25,7 @@ import numpy as np
 
 from rlbase.common import logger
 from rlbase.common.base_model import BaseModel
+from rlbase.common.baselines_callback import is_baselines_form
 from rlbase.common.checkpoint import Checkpointer
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import NonFiniteError, RLBaseError
@@ -85,6 +86,10 @@ class LoopOptions:
             raise RLBaseError(f"eval_freq={self.eval_freq} needs an eval_env to evaluate on")
         if self.callback is not None and not callable(self.callback):
             raise RLBaseError(f"callback must be callable, got {self.callback!r}")
+        if is_baselines_form(self.callback):  # dqn's learn() wraps it before the loop
+            raise RLBaseError("callback(lcl, glb) is Baselines' deepq callback (True stops), "
+                              "which only dqn's learn() takes: write callback(model, info), "
+                              "which returns False to stop")
 
 
 def _is_int(value: Any) -> bool:

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
+from rlbase import registry
+from rlbase.common.baselines_callback import (
+    BaselinesCallback,
+    is_baselines_form,
+)
+from rlbase.common.baselines_callback import baselines_callback as baselines_callback
+from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
 from rlbase.common.off_policy import (
@@ -66,7 +74,10 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 100
     eval_env: an env (or env id, seeded with seed + 1000) to evaluate the greedy policy on;
         it also scores best_model_interval's models.
     callback: called after every vector env step as ``callback(model, info)``; returning
-        False stops.
+        False stops. Baselines' ``callback(lcl, glb)`` (parameters named so, or wrapped in
+        :func:`baselines_callback`) is called before every env step with Baselines' locals
+        (``t``, ``episode_rewards``, ..., see rlbase.common.baselines_callback) and stops
+        training by returning True.
     load_path: continue from this saved model (its network and architecture are used).
     checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint holds
         the model, replay buffer, counters, generators and the best model so far.
@@ -78,9 +89,23 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 100
     return train(model, env, total_timesteps, options)
 
 
+def load_act(path: str) -> Model:
+    """Baselines' ``deepq.load_act``: the DQN model saved at ``path``, callable as
+    ``act(obs[None])`` for a batch of actions."""
+    model = registry.load(path)
+    if not isinstance(model, Model):
+        raise RLBaseError(f"load_act loads DQN models; {path} holds a '{model.algorithm}' "
+                          f"model: load it with rlbase.registry.load(path)")
+    return model
+
+
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run DQN's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all); with a best-model interval the best model is handed back."""
+    if is_baselines_form(options.callback):
+        assert options.callback is not None
+        options = dataclasses.replace(options, callback=BaselinesCallback(
+            options.callback, env, total_timesteps, globals()))
     config = model.config
     seed = config.seed
     rule = None
@@ -92,6 +117,12 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     try:
         loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
                             loss_names=LOSSES, seed=seed)
+        callback = options.callback
+        if isinstance(callback, BaselinesCallback):  # Baselines called it before each step
+            loop.stopped = callback.start(model, {
+                "iteration": 0, "num_timesteps": model.num_timesteps,
+                "total_timesteps": loop.target, "ep_infos": loop.episodes.recent,
+                "episodes": loop.episodes.count})
         if rule is not None and rule.keeper.env is not None and loop.evaluator is not None:
             rule.share(loop.evaluator)  # one evaluation serves both at the same step
         _run(model, env, loop, rule)

@@ -167,6 +167,20 @@ class Model(SavesExplorationRate, TFModel):
                                  0.0 if deterministic else self.epsilon)
         return actions + self.action_start, qmax, state, None
 
+    def __call__(self, obs: Any, stochastic: bool = True, update_eps: float = -1.0
+                 ) -> np.ndarray:
+        """Baselines' ``act(obs[None])``: actions for a batch of observations, epsilon-greedy
+        with the model's exploration rate (``stochastic=False``: greedy); ``update_eps >= 0``
+        sets that rate first, for this and later calls."""
+        shape = self.observation_space.shape
+        if shape is not None and not nested.is_nested(self.observation_space) and \
+                np.ndim(obs) == len(shape):
+            raise RLBaseError(f"act takes a batch of observations, got one observation of "
+                              f"shape {np.shape(obs)}: write act(obs[None])")
+        if update_eps >= 0:
+            self.epsilon = float(update_eps)
+        return self.step(obs, deterministic=not stochastic)[0]
+
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:
         """The epsilon-greedy distribution ``step`` samples from."""

@@ -62,6 +62,11 @@ class VecMonitor(VecEnvWrapper):
             self.t_start = self.monitor_file.t_start
 
     @property
+    def running_returns(self) -> np.ndarray:
+        """Each env's return so far in its current episode (0 right after one ends)."""
+        return self._returns
+
+    @property
     def filename(self) -> str | None:
         return None if self.monitor_file is None or not self.monitor_file.open \
             else self.monitor_file.path
