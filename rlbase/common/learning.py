@@ -13,6 +13,7 @@ Each algorithm's ``learn()`` is its signature (the config's fields as keyword ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -79,7 +80,7 @@ def start_learning(config_class: type[AlgorithmConfig], build_model: BuildModel[
     saved by any path loads here) and continues from the file's weights and timestep count.
     """
     algorithm = config_class.algorithm
-    if isinstance(arguments["network"], (VecEnv, gym.Env)):
+    if _is_env(arguments["network"]):
         # Baselines' deepq.learn (and rlbase 0.1's dqn and qlearning) took the env first.
         raise RLBaseError(f"{algorithm}.learn takes the network first: learn(network, env, ...)"
                           f", got an env as network (Baselines' deepq order); pass both by "
@@ -109,3 +110,22 @@ def start_learning(config_class: type[AlgorithmConfig], build_model: BuildModel[
         model.load(load_path)
     model.attach_env(env)
     return model, env, LoopOptions.from_arguments({**arguments, **config.to_dict()})
+
+
+def _is_env(value: Any) -> bool:
+    return isinstance(value, (VecEnv, gym.Env))
+
+
+def network_first(learn: Callable[..., Any]) -> Callable[..., Any]:
+    """Refuse Baselines' deepq call ``learn(env, network='mlp', ...)`` in one line (Python
+    would say only that ``network`` got two values)."""
+
+    @functools.wraps(learn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if args and "network" in kwargs and _is_env(args[0]):
+            raise RLBaseError("learn takes the network first: learn(network, env, ...), got an "
+                              "env first and network= (Baselines' deepq order); pass both by "
+                              "keyword: learn(network=..., env=...)")
+        return learn(*args, **kwargs)
+
+    return checked

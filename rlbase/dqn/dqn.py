@@ -12,7 +12,7 @@ from rlbase.common.baselines_callback import (
 )
 from rlbase.common.baselines_callback import baselines_callback as baselines_callback
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import start_learning
+from rlbase.common.learning import network_first, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
 from rlbase.common.off_policy import (
     TrainSchedule,
@@ -32,6 +32,7 @@ LOSSES = ("loss",)
 C = DQNConfig
 
 
+@network_first
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 100000,
           seed: int | None = None, *, lr: float | Callable[[float], float] = C.lr,
           buffer_size: int = C.buffer_size, learning_starts: int = C.learning_starts,

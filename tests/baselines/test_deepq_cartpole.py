@@ -172,3 +172,15 @@ def test_train_cartpole_in_full_then_enjoy(tmp_path):
     env = cartpole()
     played = deepq.learn(network="mlp", env=env, total_timesteps=0, load_path=path)
     assert np.mean([play(played, env, seed=s) for s in range(10)]) > 100
+
+
+def test_baselines_exact_env_first_call_is_one_line():
+    # Baselines' scripts call deepq.learn(env, network='mlp', ...): refused with the fix,
+    # not Python's "got multiple values for argument 'network'".
+    import gymnasium as gym
+
+    from rlbase.common.errors import RLBaseError
+    from rlbase.dqn import dqn as deepq
+
+    with pytest.raises(RLBaseError, match=r"network first.*learn\(network=\.\.\., env=\.\.\.\)"):
+        deepq.learn(gym.make("CartPole-v1"), network="mlp", total_timesteps=10)
