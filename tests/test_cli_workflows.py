@@ -175,9 +175,13 @@ def test_no_log_path_makes_no_temporary_folder(tmp_path):
 
 def test_eval_freq_logs_evaluations_and_keeps_the_best_model(tmp_path):
     run("--alg=ppo", "--env=CartPole-v1", "--num_timesteps=256", "--num_env=2", "--nsteps=32",
-        "--eval_freq=64", "--eval_episodes=2", f"--log_path={tmp_path}")
+        "--eval_freq=64", "--eval_episodes=2", "--log_interval=1000", f"--log_path={tmp_path}")
     progress = pd.read_csv(tmp_path / "progress.csv")
-    assert progress["eval/mean_reward"].notna().any()
+    # Every evaluation has its own row (none overwritten by the next before a dump), and
+    # only evaluation rows carry eval/ values.
+    evaluated = progress.dropna(subset=["eval/mean_reward"])
+    assert evaluated["time/total_timesteps"].tolist() == [64, 128, 192, 256]
+    assert ((evaluated["eval/mean_reward"] > 0) & (evaluated["eval/mean_ep_length"] > 0)).all()
     assert os.path.exists(tmp_path / "best_model.zip")
     meta = json.loads((tmp_path / "metadata.json").read_text())
     assert meta["algorithm"] == "ppo" and meta["env_id"] == "CartPole-v1"

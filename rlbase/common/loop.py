@@ -189,12 +189,13 @@ class TrainingLoop:
                 raise NonFiniteError(f"{model.algorithm}: {name} became {value} at iteration "
                                      f"{self.iterations} ({model.num_timesteps} timesteps)")
         log_due = self._log_due(model.num_timesteps >= self.target)
-        if self.evaluator is not None and (
-                crossings(model.num_timesteps, steps, self.options.eval_freq) or
-                (not self.options.eval_freq and log_due)):
+        evaluated = self.evaluator is not None and (
+            crossings(model.num_timesteps, steps, self.options.eval_freq) or
+            (not self.options.eval_freq and log_due))
+        if evaluated:
             self.evaluate()
-        if log_due:
-            self.log(stats, logs)
+        if log_due or evaluated:  # every evaluation gets its own row, none is overwritten
+            self.log(stats, logs, evaluated)
         stop = False
         callback = self.options.callback
         if callback is not None:
@@ -236,8 +237,10 @@ class TrainingLoop:
         due = self.episodes.count // interval > self._logged_episodes // interval
         return due or (last and self.episodes.count > 0)
 
-    def log(self, stats: Mapping[str, float], logs: Mapping[str, Any] | None = None) -> None:
-        """Write one row of SB3's keys (time/, rollout/, train/) plus ``logs``."""
+    def log(self, stats: Mapping[str, float], logs: Mapping[str, Any] | None = None,
+            evaluated: bool = False) -> None:
+        """Write one row of SB3's keys (time/, rollout/, train/) plus ``logs``, and the
+        evaluation's (eval/) when one ran at this iteration."""
         self._logged_episodes = self.episodes.count
         elapsed = max(time.perf_counter() - self.tstart, 1e-9)
         model = self.model
@@ -252,7 +255,7 @@ class TrainingLoop:
             logger.record_tabular(name if "/" in name else f"train/{name}", value)
         for key, value in (logs or {}).items():
             logger.record_tabular(key, value)
-        if self.evaluator is not None and self.evaluator.last is not None:
+        if evaluated and self.evaluator is not None and self.evaluator.last is not None:
             mean, length = self.evaluator.last
             logger.record_tabular("eval/mean_reward", mean)
             logger.record_tabular("eval/mean_ep_length", length)
