@@ -130,3 +130,18 @@ def test_docs_rows():
     assert rows["decay"]["range"] == "in [0, 1]" and rows["kind"]["range"] == "'a', 'b'"
     assert "| `rate` | float or a function of the progress remaining | `0.1` |" in \
         parameter_table(ToyConfig)
+
+
+@pytest.mark.parametrize("alg", ["dqn", "ddpg", "sac"])
+def test_gradient_steps_minus_one_is_train_freq_in_every_off_policy_algorithm(alg):
+    # One rule (rlbase.common.off_policy.resolve_gradient_steps), SB3's meaning: -1 is one
+    # gradient step per env step collected; 0 collects only.
+    from rlbase.registry import config_class
+
+    config = config_class(alg)
+    assert config.build({"gradient_steps": -1, "train_freq": (4, "step")},
+                        num_envs=2).gradient_steps == 8
+    assert config.build({"gradient_steps": -1, "train_freq": 3}, num_envs=1).gradient_steps == 3
+    assert config.build({"gradient_steps": 0}, num_envs=1).gradient_steps == 0
+    with pytest.raises(RLBaseError, match="gradient_steps"):
+        config.build({"gradient_steps": -2}, num_envs=1)

@@ -189,7 +189,7 @@ class TrainingLoop:
                 raise NonFiniteError(f"{model.algorithm}: {name} became {value} at iteration "
                                      f"{self.iterations} ({model.num_timesteps} timesteps)")
         log_due = self._log_due(model.num_timesteps >= self.target)
-        evaluated = self.evaluator is not None and (
+        evaluated = self.evaluator is not None and bool(
             crossings(model.num_timesteps, steps, self.options.eval_freq) or
             (not self.options.eval_freq and log_due))
         if evaluated:

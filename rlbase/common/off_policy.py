@@ -101,6 +101,16 @@ def sb3_train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
 
 #: the ``sb3=`` rule of an off-policy config's ``train_freq`` field
 SB3_TRAIN_FREQ = OtherName("train_freq", sb3_train_freq, "(n, 'step') -> n * num_envs")
+GRADIENT_STEPS_DOC = ("gradient steps per training phase, run in one compiled call with the "
+                      "next step's acting (0: no training; -1, as in SB3: one per env step "
+                      "collected, so train_freq)")
+
+
+def resolve_gradient_steps(config: Any) -> None:
+    """SB3's ``gradient_steps=-1`` (one gradient step per env step collected): the config's
+    ``train_freq``, in every off-policy algorithm (call from the config's __post_init__)."""
+    if config.gradient_steps == -1:
+        object.__setattr__(config, "gradient_steps", config.train_freq)
 
 
 def random_streams(seed: int | None, n: int, rank: int = 0) -> list[np.random.Generator]:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
-from rlbase.common.off_policy import SB3_TRAIN_FREQ
+from rlbase.common.off_policy import GRADIENT_STEPS_DOC, SB3_TRAIN_FREQ, resolve_gradient_steps
 from rlbase.ddpg.noise import noise_type_of, parse_noise_type
 
 
@@ -40,8 +40,7 @@ class DDPGConfig(AlgorithmConfig):
         deprecated=[OtherName("nb_rollout_steps", _rollout_steps,
                               "in env steps summed over envs: nb_rollout_steps * num_envs")])
     gradient_steps: int = param(
-        1, "gradient steps per training phase, run in one compiled call with the next step's "
-        "acting (0: no training; -1, as in SB3: one per env step collected, so train_freq)",
+        1, GRADIENT_STEPS_DOC,
         unit="gradient steps", low=-1,
         deprecated=["nb_train_steps"])
     actor_lr: float = param(1e-4, "the actor's Adam learning rate", low=0, low_open=True,
@@ -83,8 +82,7 @@ class DDPGConfig(AlgorithmConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.gradient_steps == -1:  # SB3's: one gradient step per env step collected
-            object.__setattr__(self, "gradient_steps", self.train_freq)
+        resolve_gradient_steps(self)
 
     def check(self) -> None:
         parse_noise_type(self.noise_type, 1, np.random.default_rng(0))

@@ -8,14 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
-from rlbase.common.off_policy import SB3_TRAIN_FREQ, sb3_train_freq
-
-
-def _gradient_steps(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
-    """SB3's -1: as many gradient steps as env steps collected between phases (train_freq)."""
-    if value != -1:
-        return value
-    return sb3_train_freq(given.get("train_freq", DQNConfig.train_freq), given, num_envs)
+from rlbase.common.off_policy import GRADIENT_STEPS_DOC, SB3_TRAIN_FREQ, resolve_gradient_steps
 
 
 def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
@@ -47,10 +40,7 @@ class DQNConfig(AlgorithmConfig):
         "phases per vector step); SB3's (n, 'step') is n * num_envs, its plain n is taken as "
         "rlbase's env steps", unit="env steps", low=1,
         sb3=SB3_TRAIN_FREQ)
-    gradient_steps: int = param(
-        1, "gradient steps per training phase (all in one compiled call); SB3's -1 is "
-        "train_freq", unit="gradient steps", low=1,
-        sb3=OtherName("gradient_steps", _gradient_steps, "-1 -> train_freq"))
+    gradient_steps: int = param(1, GRADIENT_STEPS_DOC, unit="gradient steps", low=-1)
     gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
                          low=0, high=1, sb3="gamma")
     target_update_interval: int = param(
@@ -112,6 +102,10 @@ class DQNConfig(AlgorithmConfig):
         100, "log every this many finished episodes (the monitor's: whole games on Atari)",
         unit="episodes", low=1,
         deprecated=[OtherName("print_freq", _log_interval)])
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        resolve_gradient_steps(self)
 
 
 CONFIG = DQNConfig

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
 from rlbase.common.errors import RLBaseError
-from rlbase.common.off_policy import SB3_TRAIN_FREQ
+from rlbase.common.off_policy import GRADIENT_STEPS_DOC, SB3_TRAIN_FREQ, resolve_gradient_steps
 
 
 def parse_ent_coef(value: Any) -> tuple[bool, float]:
@@ -63,8 +63,7 @@ class SACConfig(AlgorithmConfig):
         "phases per vector step); SB3's (n, 'step') is n * num_envs", unit="env steps", low=1,
         sb3=SB3_TRAIN_FREQ)
     gradient_steps: int = param(
-        1, "gradient steps per training phase, run in one compiled call with the next step's "
-        "acting (0: no training; -1, as in SB3: one per env step collected, so train_freq)",
+        1, GRADIENT_STEPS_DOC,
         unit="gradient steps", low=-1)
     ent_coef: str | float = param("auto", "the entropy coefficient alpha: 'auto' (learned, "
                                   "starting at 1.0), 'auto_X' (learned, starting at X) or a "
@@ -82,8 +81,7 @@ class SACConfig(AlgorithmConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.gradient_steps == -1:  # SB3's: one gradient step per env step collected
-            object.__setattr__(self, "gradient_steps", self.train_freq)
+        resolve_gradient_steps(self)
 
     def check(self) -> None:
         parse_ent_coef(self.ent_coef)
