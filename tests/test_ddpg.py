@@ -486,8 +486,8 @@ def test_learns_a_continuous_bandit():
     ((1, "step"), 1, 4, [1]),  # SB3's form: n vector steps = n * num_envs env steps
 ])
 def test_train_freq_counts_env_steps_summed_over_envs(train_freq, gradient_steps, want, counts):
-    """4 envs, 5 vector steps (env steps 0-19), training from the first full minibatch (4
-    transitions, stored by the first vector step): phases before the vector step from t to
+    """4 envs, 5 vector steps (env steps 0-19), training once the first vector step has
+    stored transitions (learning_starts=0): phases before the vector step from t to
     t + 4 are the multiples of train_freq in [t, t + 4), for t = 4, 8, 12, 16. The parameter
     noise adapts every 8 env steps: at the vector steps ending at 8 and 16."""
     env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)] * 4))
@@ -599,7 +599,7 @@ def test_logs_sb3_keys_and_never_a_nan_actor_loss(tmp_path):
         assert key in rows[0], key
     trained = [r for r in rows if r["train/critic_loss"]]
     assert trained and all(np.isfinite(float(r["train/actor_loss"])) for r in trained)
-    assert int(rows[-1]["train/n_updates"]) == 60 - 16  # from a full minibatch on
+    assert int(rows[-1]["train/n_updates"]) == 60 - 10  # from learning_starts on
 
 
 def test_no_retracing_over_several_training_calls():

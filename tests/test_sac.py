@@ -406,7 +406,7 @@ def test_logs_sb3_keys(tmp_path):
                 "train/ent_coef_loss", "train/learning_rate", "train/n_updates",
                 "rollout/ep_rew_mean", "time/total_timesteps", "eval/mean_reward"):
         assert key in rows[0], key
-    assert int(rows[-1]["train/n_updates"]) == 60 - 16  # from a full minibatch on
+    assert int(rows[-1]["train/n_updates"]) == 60 - 10  # from learning_starts on
     assert float(rows[-1]["train/ent_coef"]) < 1.0
 
 
@@ -433,8 +433,8 @@ def test_no_retracing_over_several_training_calls():
     ((1, "step"), 1, 4, [1]),  # SB3's form: n vector steps = n * num_envs env steps
 ])
 def test_train_freq_counts_env_steps_summed_over_envs(train_freq, gradient_steps, want, counts):
-    """4 envs, 5 vector steps (env steps 0-19), training from the first full minibatch (4
-    transitions, stored by the first vector step): phases before the vector step from t to
+    """4 envs, 5 vector steps (env steps 0-19), training once the first vector step has
+    stored transitions (learning_starts=0): phases before the vector step from t to
     t + 4 are the multiples of train_freq in [t, t + 4), for t = 4, 8, 12, 16."""
     env = VecMonitor(DummyVecEnv([lambda: ie.BoxIdentityEnv(1, episode_len=10)] * 4))
     model = registry.build_model("sac", env.observation_space, env.action_space, 4, "mlp",
@@ -538,7 +538,7 @@ def test_resume_continues_exactly(tmp_path):
     assert [s for s, _ in list_checkpoints(str(tmp_path / "cut"))] == [30]
     resumed = run(90, "cut", resume=True)
     assert resumed.num_timesteps == whole.num_timesteps == 90
-    assert resumed.grad_steps == whole.grad_steps == 90 - 16 and whole.replay_buffer.size == 50
+    assert resumed.grad_steps == whole.grad_steps == 90 - 15 and whole.replay_buffer.size == 50
     _assert_same_state(whole, resumed)
 
 

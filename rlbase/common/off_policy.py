@@ -55,7 +55,8 @@ class TrainSchedule:
     gradient_steps: gradient steps per training phase (0: collect only).
     learning_starts: env steps (summed over envs) of uniformly random actions, and no
         training, at the start.
-    batch_size: transitions per gradient step; training waits until the buffer holds that many.
+    batch_size: transitions per gradient step, drawn with replacement: training starts after
+        ``learning_starts`` even while the buffer holds fewer (SB3's and Baselines' rule).
     """
 
     train_freq: int
@@ -82,7 +83,7 @@ class TrainSchedule:
         (``train_freq = n * num_envs``) one every n vector steps; with ``train_freq`` below
         ``num_envs``, several per vector step, so the gradient steps per env step do not
         depend on the number of envs."""
-        if self.gradient_steps == 0 or stored < self.batch_size:
+        if self.gradient_steps == 0 or stored == 0:
             return 0
         f = self.train_freq
         return (num_timesteps + num_envs - 1) // f - (num_timesteps - 1) // f
@@ -327,8 +328,8 @@ def trains_after_step(schedule: TrainSchedule, num_timesteps: int, stored: int) 
     """Whether training may follow the vector step that brought the run's env step count to
     ``num_timesteps``, with ``stored`` transitions in the buffer (Stable-Baselines3's DQN
     order, collect then train): its last env step was past the warm-up
-    (``num_timesteps > learning_starts``) and the buffer holds a minibatch."""
-    return not schedule.warming_up(num_timesteps - 1) and stored >= schedule.batch_size
+    (``num_timesteps > learning_starts``) and the buffer holds something to sample."""
+    return not schedule.warming_up(num_timesteps - 1) and stored > 0
 
 
 def phases_after_step(schedule: TrainSchedule, num_timesteps: int, num_envs: int,

@@ -195,9 +195,7 @@ def test_exclude_include_saved_params(tmp_path, model_class, capsys):
 def test_save_load_entropy_coefficient(tmp_path):
     """SB3's test_save_load_pytorch_var: SAC's learned entropy coefficient (rlbase's
     'state' arrays) survives save and load and keeps being optimized."""
-    # batch_size=64: rlbase samples a minibatch only once the buffer holds one (SB3 samples
-    # 256 with replacement from the first 10 transitions).
-    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, seed=3, batch_size=64,
+    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, seed=3,
                 policy_kwargs=dict(net_arch=[64]))
     model.learn(110)
     save_path = str(tmp_path / "sac_pendulum")
