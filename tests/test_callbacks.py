@@ -68,7 +68,8 @@ def test_eval_keeps_the_best_model(tmp_path):
     evaluation = EvalCallback(env, n_eval_episodes=2, eval_freq=100,
                               best_model_save_path=best_dir)
     model.learn(250, callback=[spoil, evaluation])
-    assert evaluation.evaluations == [(100, 10.0, 0.0), (200, 0.0, 0.0)]
+    assert evaluation.evaluations_timesteps == [100, 200]
+    assert evaluation.evaluations_results == [[10.0, 10.0], [0.0, 0.0]]
     assert evaluation.best_mean_reward == 10.0
     best = QLearning.load(os.path.join(best_dir, "best_model.zip"))
     assert best.num_timesteps == 100

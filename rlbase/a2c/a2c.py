@@ -71,7 +71,9 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     nbatch = model.num_envs * model.nsteps
     for _ in range(loop.iterations_left(nbatch)):
         current_lr = lr_fn(loop.progress_remaining)
-        rollout = runner.run()
+        rollout = runner.run(loop.rollout_hooks)
+        if rollout is None:  # an SB3 callback stopped training mid-rollout
+            break
         stats, runner.pending = model.train(rollout, current_lr)
         if loop.end_iteration(nbatch, {**stats, "learning_rate": current_lr}):
             break

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase import registry
-from rlbase.api.callbacks import to_callback
+from rlbase.api.callbacks import split_callbacks
 from rlbase.api.policy import Policy
 from rlbase.api.policy_kwargs import translate_policy_kwargs
 from rlbase.api.replay import ReplayModel, load_buffer, save_buffer
@@ -193,8 +193,9 @@ class BaseRLModel:
         """Train for ``total_timesteps`` more env steps; a second call continues training in
         memory.
 
-        callback: ``callback(model, info)`` returning False stops training, a
-            :class:`~rlbase.api.callbacks.BaseCallback`, or a list of them.
+        callback: a Stable-Baselines3 callback (:mod:`rlbase.common.callbacks`: hooks at every
+            vector step), a plain ``callback(model, info)`` after every iteration returning
+            False to stop, SB3's ``fn(locals, globals)``, or a list of those.
         log_interval: log every this many updates (A2C 100, PPO 1) or finished episodes
             (DQN, DDPG, TD3, SAC: 4); the others' default is their config's.
         tb_log_name: TensorBoard run name (``<tensorboard_log>/<tb_log_name>_<N>``; default
@@ -216,9 +217,7 @@ class BaseRLModel:
                 self.verbose, self.tensorboard_log,
                 type(self).__name__ if tb_log_name is None else tb_log_name, reset_num_timesteps)
         assert self._logger is not None
-        callbacks = to_callback(callback)
-        if callbacks is not None:
-            callbacks.init_callback(self)
+        hooks, plain = split_callbacks(callback)
         bar = _progress_bar(total_timesteps) if progress_bar else None
         start = model.num_timesteps
 
@@ -226,14 +225,20 @@ class BaseRLModel:
             if bar is not None:
                 bar.n = min(int(inner.num_timesteps) - start, total_timesteps)
                 bar.refresh()
-            return callbacks is None or callbacks(self, info) is not False
+            results = [fn(self, info) for fn in plain]
+            return all(result is not False for result in results)
 
         interval = log_interval if log_interval is not None else LEARN_LOG_INTERVAL.get(
             self.algorithm, self.entry.learn_defaults()["log_interval"])
-        options = LoopOptions(log_interval=int(interval), callback=on_step)
+        options = LoopOptions(log_interval=int(interval), callback=on_step, hooks=hooks)
         try:
             with logger.using(self._logger):
+                if hooks is not None:
+                    hooks.init_callback(self)
+                    hooks.on_training_start(locals(), globals())
                 self.entry.train(model, self.env, int(total_timesteps), options)
+                if hooks is not None:
+                    hooks.on_training_end()
         finally:
             if bar is not None:
                 bar.close()

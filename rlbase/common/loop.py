@@ -26,6 +26,7 @@ import numpy as np
 from rlbase.common import logger
 from rlbase.common.base_model import BaseModel
 from rlbase.common.baselines_callback import is_baselines_form
+from rlbase.common.callbacks import BaseCallback
 from rlbase.common.checkpoint import Checkpointer
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import NonFiniteError, RLBaseError
@@ -57,6 +58,8 @@ class LoopOptions:
     eval_freq: evaluate every this many env steps (0: at every log row, when eval_env is
         given).
     eval_episodes: episodes per evaluation.
+    hooks: an SB3 callback (rlbase.common.callbacks.BaseCallback) whose rollout and step
+        hooks the loop runs; the model classes set it (it is not a learn() argument).
     """
 
     log_interval: int = 100
@@ -67,6 +70,7 @@ class LoopOptions:
     eval_env: Any = None
     eval_freq: int = 0
     eval_episodes: int = 5
+    hooks: BaseCallback | None = None
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> LoopOptions:
@@ -84,6 +88,10 @@ class LoopOptions:
                                   f"got {value!r}")
         if self.eval_freq and self.eval_env is None:
             raise RLBaseError(f"eval_freq={self.eval_freq} needs an eval_env to evaluate on")
+        if isinstance(self.callback, BaseCallback):
+            raise RLBaseError(f"{type(self.callback).__name__} is a Stable-Baselines3 callback, "
+                              f"for the model classes: PPO(...).learn(n, callback=...); "
+                              f"learn() takes callback(model, info)")
         if self.callback is not None and not callable(self.callback):
             raise RLBaseError(f"callback must be callable, got {self.callback!r}")
         if is_baselines_form(self.callback):  # dqn's learn() wraps it before the loop
@@ -148,6 +156,7 @@ class TrainingLoop:
         self._run_start = model.num_timesteps
         self._logged_episodes = self.episodes.count
         self.tstart = time.perf_counter()
+        self._rollout_hooks: RolloutHooks | None = None
         self.stopped = False
 
     # -- where the run is ---------------------------------------------------------------------
@@ -177,9 +186,12 @@ class TrainingLoop:
 
     # -- after each iteration -------------------------------------------------------------------
     def end_iteration(self, steps: int, stats: Mapping[str, float],
-                      logs: Mapping[str, Any] | None = None) -> bool:
+                      logs: Mapping[str, Any] | None = None,
+                      step: Mapping[str, Any] | None = None) -> bool:
         """Account for one iteration of ``steps`` env steps; returns True when training must
-        stop (the callback returned False, or Ctrl-C)."""
+        stop (the callback returned False, or Ctrl-C). ``step``: what the iteration's env step
+        gave (``new_obs``, ``rewards``, ``dones``, ``infos``, ``actions``), for SB3 callbacks'
+        ``locals`` where an iteration is one vector step."""
         model = self.model
         model.num_timesteps += steps
         self.iterations += 1
@@ -197,12 +209,18 @@ class TrainingLoop:
         if log_due or evaluated:  # every evaluation gets its own row, none is overwritten
             self.log(stats, logs, evaluated)
         stop = False
+        hooks = self.options.hooks
+        if hooks is not None and self._rollout_hooks is None:  # one rollout per iteration
+            hooks.on_rollout_start()
+            hooks.update_locals(dict(step or {}))
+            stop = not hooks.on_step()
+            hooks.on_rollout_end()
         callback = self.options.callback
         if callback is not None:
             info = {"iteration": self.iterations, "num_timesteps": model.num_timesteps,
                     "total_timesteps": self.target, "ep_infos": self.episodes.recent,
                     "episodes": self.episodes.count, **stats}
-            stop = callback(model, info) is False
+            stop = callback(model, info) is False or stop
         stop = stop or stop_requested()
         if self.comm is not None:
             stop = any(self.comm.allgather(bool(stop)))
@@ -218,6 +236,14 @@ class TrainingLoop:
             logger.log(f"{model.algorithm}: stopped at {model.num_timesteps} timesteps on request")
         self.stopped = stop
         return stop
+
+    @property
+    def rollout_hooks(self) -> RolloutHooks | None:
+        """SB3 callback hooks for an on-policy runner to run around its rollouts and after
+        every vector step (None without an SB3 callback)."""
+        if self.options.hooks is not None and self._rollout_hooks is None:
+            self._rollout_hooks = RolloutHooks(self.options.hooks, self.model)
+        return self._rollout_hooks
 
     def log_due(self, steps: int) -> bool:
         """Whether the iteration about to end, of ``steps`` env steps, will write a log row
@@ -333,3 +359,29 @@ class TrainingLoop:
         self._replay_env_resets(loop.get("env_resets"))
         if self.evaluator is not None and isinstance(loop.get("evaluator"), dict):
             self.evaluator.set_state(loop["evaluator"], arrays)
+
+
+class RolloutHooks:
+    """SB3's callback hooks around one on-policy rollout: ``on_rollout_start``, then after
+    every vector step the step's ``locals`` and ``on_step`` (with the model's count advanced by
+    the steps done so far, as SB3 counts), then ``on_rollout_end``. A rollout stopped by
+    ``on_step`` keeps the count of the steps it took; a finished one hands the count back to
+    :meth:`TrainingLoop.end_iteration`, which adds the whole batch."""
+
+    def __init__(self, callback: BaseCallback, model: BaseModel):
+        self.callback, self.model = callback, model
+        self.base = model.num_timesteps
+
+    def start(self) -> None:
+        self.base = self.model.num_timesteps
+        self.callback.on_rollout_start()
+
+    def step(self, steps_done: int, step_locals: dict[str, Any]) -> bool:
+        """After a vector step; False: training stops now."""
+        self.model.num_timesteps = self.base + steps_done
+        self.callback.update_locals(step_locals)
+        return self.callback.on_step()
+
+    def end(self) -> None:
+        self.model.num_timesteps = self.base
+        self.callback.on_rollout_end()

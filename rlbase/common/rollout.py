@@ -9,7 +9,7 @@ head (and can run in numpy)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from rlbase.common import nested
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.runners import AbstractEnvRunner
 from rlbase.common.vec_env import VecEnv
+
+if TYPE_CHECKING:
+    from rlbase.common.loop import RolloutHooks
 
 
 @dataclass
@@ -47,7 +50,8 @@ class RolloutRunner(AbstractEnvRunner):
         # observations, so the resumed run takes the actions the uninterrupted one took.
         self.pending: tuple[np.ndarray, ...] | None = model.resumed_step(self.obs)
 
-    def run(self) -> Rollout:
+    def run(self, hooks: RolloutHooks | None = None) -> Rollout | None:
+        """The next rollout; None when an SB3 callback's ``on_step`` stopped training."""
         num_envs, nsteps = self.num_envs, self.nsteps
         obs_space, ac_space = self.env.observation_space, self.env.action_space
         mb_obs = nested.empty(obs_space, (nsteps, num_envs))
@@ -56,6 +60,8 @@ class RolloutRunner(AbstractEnvRunner):
         mb_dones = np.empty((nsteps, num_envs), dtype=np.float32)
         mb_starts = np.empty((nsteps, num_envs), dtype=np.float32)
         start_state = self.states
+        if hooks is not None:
+            hooks.start()
         for t in range(nsteps):
             if self.pending is not None:
                 actions, _, states, _ = self.pending
@@ -65,8 +71,9 @@ class RolloutRunner(AbstractEnvRunner):
             nested.assign(obs_space, mb_obs, t, self.obs)
             mb_actions[t] = actions
             mb_starts[t] = self.episode_starts
-            obs, rewards, terminated, truncated, infos = self.env.step(self.env_actions(actions))
-            rewards = rewards.astype(np.float32)
+            obs, env_rewards, terminated, truncated, infos = \
+                self.env.step(self.env_actions(actions))
+            rewards = env_rewards.astype(np.float32)
             if truncated.any():
                 rewards += self.truncation_bootstrap(truncated & ~terminated, infos, states)
             self.collect_episodes(infos)
@@ -74,6 +81,12 @@ class RolloutRunner(AbstractEnvRunner):
             mb_rewards[t] = rewards
             mb_dones[t] = done
             self.obs, self.states, self.episode_starts = obs, states, done
+            if hooks is not None and not hooks.step((t + 1) * num_envs, {
+                    "new_obs": obs, "rewards": env_rewards, "dones": done, "infos": infos,
+                    "actions": actions, "n_steps": t}):
+                return None
+        if hooks is not None:
+            hooks.end()
         return Rollout(
             obs=nested.pack(obs_space, [_env_major(x) for x in nested.flatten(obs_space, mb_obs)]),
             actions=_env_major(mb_actions),

@@ -161,9 +161,11 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
             if model.param_noise is not None and not warming_up and \
                     stored >= model.batch_size and crossings(t + num_envs, num_envs, adapt_every):
                 model.adapt_param_noise()
-            new_obs, _, done, _ = step_and_store(env, model.replay_buffer, model.raw_replay,
-                                                 loop.episodes, obs, actions,
-                                                 model.to_env(actions), model.gamma)
+            new_obs, rewards, done, infos = step_and_store(
+                env, model.replay_buffer, model.raw_replay, loop.episodes, obs, actions,
+                model.to_env(actions), model.gamma)
+            step = {"new_obs": new_obs, "rewards": rewards, "dones": done, "infos": infos,
+                    "actions": actions}
             if render:
                 env.render()
             model.update_obs_stats(obs)
@@ -175,7 +177,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
                 stats["param_noise_distance"] = model.param_noise_distance
             if comm is not None and (loop.iterations + 1) % SYNC_CHECK_INTERVAL == 0:
                 check_synced(model.synced_variables, comm)
-            if loop.end_iteration(num_envs, stats):
+            if loop.end_iteration(num_envs, stats, step=step):
                 break
     except BaseException:
         if comm is not None:  # the other workers wait in a collective: stop the whole job

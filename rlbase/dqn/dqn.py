@@ -165,8 +165,11 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
             actions, _ = model.act(obs, epsilon)
         # Raw transitions (normalized when sampled), the true last observation of an
         # episode, and gamma = 1's rule for truncations.
-        obs, _, done, _ = step_and_store(env, buffer, model.raw_replay, loop.episodes, obs,
-                                         actions, actions + start, model.gamma)
+        obs, rewards, done, infos = step_and_store(env, buffer, model.raw_replay,
+                                                   loop.episodes, obs, actions, actions + start,
+                                                   model.gamma)
+        step = {"new_obs": obs, "rewards": rewards, "dones": done, "infos": infos,
+                "actions": actions}
         new_episode = bool(done.any())
         t += num_envs
         model.epsilon = exploration.value(t)
@@ -186,5 +189,5 @@ def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | No
         stats["rollout/exploration_rate"] = epsilon
         if noise is not None:
             stats["rollout/param_noise_scale"] = noise.adaptation.scale
-        if loop.end_iteration(num_envs, stats):
+        if loop.end_iteration(num_envs, stats, step=step):
             break

@@ -84,7 +84,9 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     for _ in range(loop.iterations_left(nbatch)):
         frac = loop.progress_remaining
         current_lr, current_clip, current_vf_clip = lr_fn(frac), clip_fn(frac), vf_clip_fn(frac)
-        rollout = runner.run()
+        rollout = runner.run(loop.rollout_hooks)
+        if rollout is None:  # an SB3 callback stopped training mid-rollout
+            break
         stats, runner.pending = model.train(rollout, current_lr, current_clip,
                                             current_vf_clip)
         if comm is not None:

@@ -91,7 +91,10 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
                      target_dones(terminated, truncated, gamma), current_lr, gamma)
         obs = new_obs
         model.epsilon = max(config.exploration_final_eps, model.epsilon * decay ** num_envs)
+        step = {"new_obs": new_obs, "rewards": rewards, "dones": done, "infos": infos,
+                "actions": actions}
         if loop.end_iteration(num_envs, {"learning_rate": current_lr,
-                                         "rollout/exploration_rate": model.epsilon}):
+                                         "rollout/exploration_rate": model.epsilon},
+                              step=step):
             break
     return model

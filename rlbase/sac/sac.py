@@ -87,9 +87,13 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
             stats.update(step_stats, learning_rate=lr)
         else:
             actions = model.act(obs)
-        obs = step_and_store(env, model.replay_buffer, model.raw_replay, loop.episodes, obs,
-                             actions, model.to_env(actions), model.gamma)[0]
+        new_obs, rewards, done, infos = step_and_store(
+            env, model.replay_buffer, model.raw_replay, loop.episodes, obs, actions,
+            model.to_env(actions), model.gamma)
+        step = {"new_obs": new_obs, "rewards": rewards, "dones": done, "infos": infos,
+                "actions": actions}
+        obs = new_obs
         stats["n_updates"] = model.grad_steps
-        if loop.end_iteration(num_envs, stats):
+        if loop.end_iteration(num_envs, stats, step=step):
             break
     return model
