@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal, overload
 
 import gymnasium as gym
 import numpy as np
 
 from rlbase.common.vec_env import VecEnv
 
+StepCallback = Callable[[dict[str, Any], dict[str, Any]], Any]
 
-def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool = True
+
+def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool = True,
+                 render: bool = False, callback: StepCallback | None = None
                  ) -> tuple[list[float], list[int]]:
     """Play ``n_episodes`` full episodes and return their returns and lengths.
 
@@ -19,6 +23,10 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
     (one is put above the base VecEnv if ``env`` has none: see ``ensure_monitor``).
     model: anything with ``step(obs, state, mask, deterministic)`` and ``initial_states(n)``
         (an algorithm's model or a model class).
+    render: call ``env.render()`` after every step.
+    callback: SB3's ``callback(locals, globals)``, after every step for every env, with
+        ``i`` (the env), ``info``, ``done``, ``reward``, ``observations``, ``actions``,
+        ``episode_rewards`` and ``episode_lengths`` (the finished episodes' so far).
     """
     from rlbase.common.cmd_util import ensure_monitor
 
@@ -35,8 +43,16 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
         actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic)
         if isinstance(env.action_space, gym.spaces.Box):
             actions = np.clip(actions, env.action_space.low, env.action_space.high)
-        obs, _, terminated, truncated, infos = env.step(actions)
+        obs, rewards, terminated, truncated, infos = env.step(actions)
         done = terminated | truncated
+        if render:
+            env.render()
+        if callback is not None:
+            for env_index in range(n):
+                callback({"i": env_index, "info": infos[env_index],
+                          "done": bool(done[env_index]), "reward": rewards[env_index],
+                          "observations": obs, "actions": actions,
+                          "episode_rewards": returns, "episode_lengths": lengths}, globals())
         for i in np.flatnonzero(done):
             # The monitor reports whole games: a life lost ends an episode for training but
             # carries no "episode" entry, and is not counted.
@@ -52,15 +68,53 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
     return returns, lengths
 
 
-def evaluate_policy(model: Any, env: VecEnv, n_eval_episodes: int = 10,
-                    deterministic: bool = True) -> tuple[float, float]:
-    """Mean and standard deviation of the return over ``n_eval_episodes`` episodes; the
-    model sees observations normalized as in training (unless ``env`` normalizes itself)."""
+@overload
+def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = ...,
+                    deterministic: bool = ..., render: bool = ...,
+                    callback: StepCallback | None = ..., reward_threshold: float | None = ...,
+                    return_episode_rewards: Literal[False] = ..., warn: bool = ...
+                    ) -> tuple[float, float]: ...
+
+
+@overload
+def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = ...,
+                    deterministic: bool = ..., render: bool = ...,
+                    callback: StepCallback | None = ..., reward_threshold: float | None = ...,
+                    *, return_episode_rewards: Literal[True], warn: bool = ...
+                    ) -> tuple[list[float], list[int]]: ...
+
+
+def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10,
+                    deterministic: bool = True, render: bool = False,
+                    callback: StepCallback | None = None,
+                    reward_threshold: float | None = None,
+                    return_episode_rewards: bool = False, warn: bool = True
+                    ) -> tuple[float, float] | tuple[list[float], list[int]]:
+    """Mean and standard deviation of the return over ``n_eval_episodes`` episodes (SB3's
+    signature); the model sees observations normalized as in training (unless ``env``
+    normalizes itself). Returns are the env's own reward sums, read from a monitor below
+    every wrapper that changes rewards.
+
+    render: render the env after every step.
+    callback: ``callback(locals, globals)`` after every step for every env (see
+        :func:`run_episodes`).
+    reward_threshold: raise AssertionError when the mean return is below it.
+    return_episode_rewards: return ``(episode returns, episode lengths)`` (lists) instead.
+    warn: accepted for SB3's signature; rlbase puts a monitor below every normalization
+        itself, so there is no unmonitored env to warn about.
+    """
     from rlbase.common.cmd_util import as_vec_env
 
     venv = model.normalized_like_training(as_vec_env(env))
-    returns, _ = run_episodes(model, venv, n_eval_episodes, deterministic)
-    return float(np.mean(returns)), float(np.std(returns))
+    returns, lengths = run_episodes(model, venv, n_eval_episodes, deterministic, render,
+                                    callback)
+    mean, std = float(np.mean(returns)), float(np.std(returns))
+    if reward_threshold is not None:
+        assert mean >= reward_threshold, \
+            f"Mean reward below threshold: {mean:.2f} < {reward_threshold:.2f}"
+    if return_episode_rewards:
+        return returns, lengths
+    return mean, std
 
 
 class Evaluator:

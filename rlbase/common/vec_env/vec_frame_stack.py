@@ -65,12 +65,21 @@ class VecFrameStack(VecEnvWrapper):
     vectors alike; every entry must be a Box.
 
     :param venv: the env to wrap (Box observations, or Dict/Tuple spaces of Boxes).
-    :param nstack: how many observations to stack (>= 1).
-    :param channels_order: ``"last"`` (HWC, the default) or ``"first"`` (CHW).
+    :param nstack: how many observations to stack (>= 1); SB3's ``n_stack`` is the same.
+    :param channels_order: ``"last"`` (HWC, the default) or ``"first"`` (CHW); None (SB3's
+        default) detects it: ``"first"`` for a 3-D Box whose first axis is its smallest
+        (CHW images), else ``"last"``.
     """
 
-    def __init__(self, venv: VecEnv, nstack: int, channels_order: str = "last"):
+    def __init__(self, venv: VecEnv, nstack: int | None = None,
+                 channels_order: str | None = "last", *, n_stack: int | None = None):
+        if (nstack is None) == (n_stack is None):
+            raise RLBaseError(f"VecFrameStack takes nstack (or SB3's n_stack), exactly one: "
+                              f"got nstack={nstack!r}, n_stack={n_stack!r}")
+        nstack = nstack if nstack is not None else n_stack
         space = venv.observation_space
+        if channels_order is None:
+            channels_order = _detect_channels_order(space)
         for name, leaf in zip(nested.leaf_names(space), nested.leaf_spaces(space)):
             if not isinstance(leaf, gym.spaces.Box) or not leaf.shape:
                 what = f"entry {name!r} of {space}" if nested.is_nested(space) else str(space)
@@ -123,3 +132,10 @@ class VecFrameStack(VecEnvWrapper):
         for stack, leaf in zip(self._stacks, nested.flatten(self.space, obs)):
             stack.newest(stack.obs)[...] = leaf
         return self._current(), rewards, terminated, truncated, infos
+
+
+def _detect_channels_order(space: gym.Space) -> str:
+    """SB3's rule for ``channels_order=None``: a 3-D Box whose first axis is its smallest is
+    channels first."""
+    shape = getattr(space, "shape", None) or ()
+    return "first" if len(shape) == 3 and int(np.argmin(shape)) == 0 else "last"

@@ -51,6 +51,9 @@ class NormalizationStats:
                              if single or normalizable(leaf) else None
                              for leaf in nested.leaf_spaces(observation_space)]
         self.ret_rms = RunningMeanStd(shape=(), comm=comm) if ret else None
+        # SB3's switches: normalize on output (the statistics are kept and updated either
+        # way); shared, like the statistics, by every wrapper normalizing as training does.
+        self.norm_obs, self.norm_reward = self.ob, self.ret
 
     @property
     def ob_rms(self) -> RunningMeanStd | None:
@@ -77,7 +80,7 @@ class NormalizationStats:
 
     def normalize_obs(self, obs: Any) -> Any:
         """Normalize observations with the current statistics (no update)."""
-        if self.space is None:
+        if self.space is None or not self.norm_obs:
             return obs
         leaves = [leaf if rms is None else self._normalize(leaf, rms)
                   for rms, leaf in zip(self.leaf_rms, nested.flatten(self.space, obs))]
@@ -98,7 +101,7 @@ class NormalizationStats:
 
     def normalize_reward(self, rewards: np.ndarray) -> np.ndarray:
         """Scale rewards with the current return statistics (no update)."""
-        if self.ret_rms is None:
+        if self.ret_rms is None or not self.norm_reward:
             return rewards
         scaled = rewards / np.sqrt(self.ret_rms.var + self.epsilon)
         return np.clip(scaled, -self.cliprew, self.cliprew).astype(np.float32)
@@ -146,7 +149,15 @@ class VecNormalize(VecEnvWrapper):
     truncation, so it must look like every other observation the policy sees; the raw one
     stays in ``infos[i][RAW_FINAL_OBSERVATION]``.
 
-    :param venv: the env to wrap (Box observations; Dict is not supported).
+    Stable-Baselines3's names are accepted too: ``norm_obs`` (``ob``), ``norm_reward``
+    (``ret``), ``clip_obs`` (``clipob``), ``clip_reward`` (``cliprew``), and SB3's attributes
+    act: setting ``norm_reward = False`` (or ``norm_obs``) makes :meth:`step` return raw
+    rewards (observations) while the statistics keep their state; ``training = False``
+    freezes them; ``clip_obs`` / ``clip_reward`` change the clipping (of every wrapper sharing
+    the statistics). ``norm_obs_keys`` is refused: every Box entry that is not an image is
+    normalized.
+
+    :param venv: the env to wrap (Box, Dict or Tuple observations).
     :param ob: normalize observations.
     :param ret: scale rewards.
     :param clipob: clip normalized observations to ``[-clipob, clipob]``.
@@ -161,10 +172,20 @@ class VecNormalize(VecEnvWrapper):
 
     changes_rewards = True
 
-    def __init__(self, venv: VecEnv, ob: bool = True, ret: bool = True, clipob: float = 10.0,
-                 cliprew: float = 10.0, gamma: float = 0.99, epsilon: float = 1e-8,
-                 training: bool = True, comm: Any = None,
-                 stats: NormalizationStats | None = None):
+    def __init__(self, venv: VecEnv, ob: bool | None = None, ret: bool | None = None,
+                 clipob: float | None = None, cliprew: float | None = None, gamma: float = 0.99,
+                 epsilon: float = 1e-8, training: bool = True, comm: Any = None,
+                 stats: NormalizationStats | None = None, *, norm_obs: bool | None = None,
+                 norm_reward: bool | None = None, clip_obs: float | None = None,
+                 clip_reward: float | None = None, norm_obs_keys: Any = None):
+        if norm_obs_keys is not None:
+            raise RLBaseError(f"VecNormalize(norm_obs_keys={norm_obs_keys!r}) is not supported: "
+                              f"every Box entry that is not an image is normalized; leave it "
+                              f"None")
+        ob = bool(_one_of("ob", ob, "norm_obs", norm_obs, True))
+        ret = bool(_one_of("ret", ret, "norm_reward", norm_reward, True))
+        clipob = float(_one_of("clipob", clipob, "clip_obs", clip_obs, 10.0))
+        cliprew = float(_one_of("cliprew", cliprew, "clip_reward", clip_reward, 10.0))
         space = venv.observation_space
         if stats is None:
             if ob and not isinstance(space, gym.spaces.Box) and not nested.is_nested(space):
@@ -186,6 +207,55 @@ class VecNormalize(VecEnvWrapper):
     @property
     def ob_rms(self) -> RunningMeanStd | None:
         return self.stats.ob_rms
+
+    @property
+    def obs_rms(self) -> RunningMeanStd | None:
+        """SB3's name of :attr:`ob_rms`."""
+        return self.stats.ob_rms
+
+    @property
+    def norm_obs(self) -> bool:
+        """Whether :meth:`step` and :meth:`reset` return normalized observations."""
+        return self.stats.norm_obs
+
+    @norm_obs.setter
+    def norm_obs(self, value: bool) -> None:
+        if value and self.stats.space is None:
+            raise RLBaseError("norm_obs=True: this VecNormalize keeps no observation "
+                              "statistics (made with norm_obs=False)")
+        self.stats.norm_obs = bool(value)
+        normalized = self.stats.normalized_space() if value else None
+        self.observation_space = normalized if normalized is not None else \
+            self.venv.observation_space
+
+    @property
+    def norm_reward(self) -> bool:
+        """Whether :meth:`step` returns scaled rewards (the statistics are updated either
+        way while ``training``)."""
+        return self.stats.norm_reward
+
+    @norm_reward.setter
+    def norm_reward(self, value: bool) -> None:
+        if value and self.stats.ret_rms is None:
+            raise RLBaseError("norm_reward=True: this VecNormalize keeps no return statistics "
+                              "(made with norm_reward=False)")
+        self.stats.norm_reward = bool(value)
+
+    @property
+    def clip_obs(self) -> float:
+        return self.stats.clipob
+
+    @clip_obs.setter
+    def clip_obs(self, value: float) -> None:
+        self.stats.clipob = float(value)
+
+    @property
+    def clip_reward(self) -> float:
+        return self.stats.cliprew
+
+    @clip_reward.setter
+    def clip_reward(self, value: float) -> None:
+        self.stats.cliprew = float(value)
 
     @property
     def ret_rms(self) -> RunningMeanStd | None:
@@ -256,6 +326,22 @@ class VecNormalize(VecEnvWrapper):
         """Scale rewards with the current return statistics (no update)."""
         return self.stats.normalize_reward(rewards)
 
+    def unnormalize_obs(self, obs: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`normalize_obs` for a Box space (clipped values stay clipped)."""
+        rms = self.stats.ob_rms
+        if rms is None:
+            raise RLBaseError("unnormalize_obs needs the observation statistics of a Box "
+                              "space (this VecNormalize has none, or a Dict/Tuple space)")
+        return np.asarray(obs) * np.sqrt(rms.var + self.epsilon) + rms.mean
+
+    def unnormalize_reward(self, rewards: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`normalize_reward` (clipped values stay clipped)."""
+        rms = self.stats.ret_rms
+        if rms is None:
+            raise RLBaseError("unnormalize_reward needs return statistics (made with "
+                              "norm_reward=False)")
+        return np.asarray(rewards) * np.sqrt(rms.var + self.epsilon)
+
     def get_original_obs(self) -> np.ndarray | None:
         """The last observations before normalization."""
         return self._raw_obs
@@ -303,6 +389,15 @@ class VecNormalize(VecEnvWrapper):
         wrapper = cls(venv, training=training, **config)
         wrapper.load_state_dict(arrays)
         return wrapper
+
+
+def _one_of(name: str, value: Any, sb3_name: str, sb3_value: Any, default: Any) -> Any:
+    """A setting given under rlbase's (Baselines') name or SB3's, not both."""
+    if value is not None and sb3_value is not None:
+        raise RLBaseError(f"VecNormalize got {name}={value!r} and {sb3_name}={sb3_value!r}: "
+                          f"give one (they are the same setting)")
+    return default if value is None and sb3_value is None else \
+        (value if value is not None else sb3_value)
 
 
 def _same_layout(a: gym.Space, b: gym.Space) -> bool:
