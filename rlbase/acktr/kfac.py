@@ -21,14 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeAlias
 
 import keras
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
 
-FactoredLayer = keras.layers.Dense | keras.layers.Conv2D
+# keras.layers.Dense or keras.layers.Conv2D (keras ships no type information).
+FactoredLayer: TypeAlias = Any
 
 
 def check_layers(layers: Sequence[keras.layers.Layer]) -> list[FactoredLayer]:
