@@ -5,8 +5,10 @@ For a layer with pre-activations ``s = W^T a + b``, the Fisher block of its weig
 ``A = E[a_ a_^T]`` (``a_ = [a, 1]``, the homogeneous input) and ``G = E[g g^T]`` (``g`` the
 per-sample gradient of the log-likelihood w.r.t. ``s``). Layers are treated independently:
 the Fisher is block-diagonal over layers, each block Kronecker-factored. For Conv2D the
-input is every receptive-field patch (Grosse & Martens' KFC): ``A`` is the mean over samples
-and positions, ``G`` is the number of positions times the mean over samples and positions.
+input is every receptive-field patch (Grosse & Martens' KFC): ``A`` and ``G`` are both means
+over samples and output positions. KFC's Fisher has a further factor of the number of
+positions ``T``; it is left out, as Baselines' acktr left it out (its tuned damping and
+kfac_clip assume ``A (x) G`` without it).
 
 The step (ACKTR, Wu et al. 2017): the factors are running averages; every
 ``inverse_interval`` updates they are eigendecomposed, ``A = Qa diag(da) Qa^T`` and
@@ -15,6 +17,10 @@ The step (ACKTR, Wu et al. 2017): the factors are running averages; every
 it is scaled so the step's squared Fisher norm ``lr^2 u^T grad`` is at most ``kfac_clip``
 (variables outside the factored layers, e.g. a Gaussian's log std, take their plain gradient
 in both the step and that norm) and applied by momentum SGD with step ``lr * (1 - momentum)``.
+The first ``cold_iter`` updates are plain momentum SGD at ``lr`` on gradients clipped to
+``max_grad_norm`` while the factors are averaged (equal weights); after that the factors are
+running averages with ``stats_decay`` (Baselines' schedule; its asynchronous queue is not
+built: every decomposition is synchronous).
 """
 
 from __future__ import annotations
@@ -70,9 +76,7 @@ def batch_factors(layer: FactoredLayer, inputs: tf.Tensor, out_grads: tf.Tensor
     a = layer_inputs(layer, inputs)
     g = tf.reshape(out_grads, [-1, out_grads.shape[-1]]) * batch
     rows = tf.cast(tf.shape(a)[0], a.dtype)
-    positions = rows / batch
-    return (tf.matmul(a, a, transpose_a=True) / rows,
-            tf.matmul(g, g, transpose_a=True) / rows * positions)
+    return tf.matmul(a, a, transpose_a=True) / rows, tf.matmul(g, g, transpose_a=True) / rows
 
 
 def weight_matrix(layer: FactoredLayer, grads: Sequence[tf.Tensor]) -> tf.Tensor:
@@ -143,54 +147,71 @@ def recording(layers: Sequence[FactoredLayer], tape: tf.GradientTape) -> Iterato
             del layer.call
 
 
-class KFAC(tf.Module):
-    """The K-FAC optimizer state of ``layers`` (running factors, their eigendecompositions)
-    and of all ``variables`` (momentum)."""
+class KFAC:
+    """The K-FAC optimizer of ``variables``, preconditioning the weights of ``layers`` (each a
+    Dense or Conv2D layer whose kernel and bias are among ``variables``).
+
+    momentum: momentum of both the cold SGD and the K-FAC steps.
+    kfac_clip: bound on the squared Fisher norm of a step (the trust region).
+    damping: added to the Kronecker product's eigenvalues.
+    stats_decay: running-average decay of the factors after the first ``cold_iter`` updates.
+    cold_iter: updates of plain momentum SGD (factors averaged) before K-FAC steps start.
+    inverse_interval: eigendecompose the factors every this many K-FAC updates.
+    max_grad_norm: clip the cold SGD steps' gradient global norm (None: no clipping).
+    """
 
     def __init__(self, layers: Sequence[keras.layers.Layer], variables: Sequence[tf.Variable],
                  *, momentum: float = 0.9, kfac_clip: float = 0.001, damping: float = 0.01,
-                 stats_decay: float = 0.95):
-        super().__init__(name="kfac")
+                 stats_decay: float = 0.95, cold_iter: int = 10, inverse_interval: int = 1,
+                 max_grad_norm: float | None = 0.5):
         self.layers = check_layers(layers)
-        self.variables_ = list(variables)
+        self.trained = list(variables)
         self.momentum, self.kfac_clip = momentum, kfac_clip
         self.damping, self.stats_decay = damping, stats_decay
-        self.factors: list[tuple[tf.Variable, tf.Variable]] = []
-        self.eigen: list[tuple[tf.Variable, ...]] = []
-        for layer in self.layers:
-            dim_a = weight_matrix(layer, self._layer_vars(layer)).shape[0]
-            dim_g = layer.kernel.shape[-1]
-            self.factors.append((tf.Variable(tf.zeros([dim_a, dim_a]), trainable=False),
-                                 tf.Variable(tf.zeros([dim_g, dim_g]), trainable=False)))
-            self.eigen.append((tf.Variable(tf.eye(dim_a), trainable=False),
-                               tf.Variable(tf.ones([dim_a]), trainable=False),
-                               tf.Variable(tf.eye(dim_g), trainable=False),
-                               tf.Variable(tf.ones([dim_g]), trainable=False)))
-        self.velocity = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.variables_]
-        self.stats_updates = tf.Variable(0, dtype=tf.int64, trainable=False)
-        index = {id(v): i for i, v in enumerate(self.variables_)}
+        self.cold_iter, self.inverse_interval = cold_iter, inverse_interval
+        self.max_grad_norm = max_grad_norm
+        index = {id(v): i for i, v in enumerate(self.trained)}
         missing = [v.name for layer in self.layers for v in self._layer_vars(layer)
                    if id(v) not in index]
         if missing:
             raise RLBaseError(f"K-FAC layer variables not among the optimized ones: {missing}")
         self._index = index
+        self.factors: list[tuple[tf.Variable, tf.Variable]] = []
+        self.eigen: list[tuple[tf.Variable, tf.Variable, tf.Variable, tf.Variable]] = []
+        for layer in self.layers:
+            dim_a = int(weight_matrix(layer, self._layer_vars(layer)).shape[0])
+            dim_g = int(layer.kernel.shape[-1])
+            self.factors.append((_state(tf.zeros([dim_a, dim_a])),
+                                 _state(tf.zeros([dim_g, dim_g]))))
+            self.eigen.append((_state(tf.eye(dim_a)), _state(tf.ones([dim_a])),
+                               _state(tf.eye(dim_g)), _state(tf.ones([dim_g]))))
+        self.velocity = [_state(tf.zeros_like(v)) for v in self.trained]
+        self.cold_velocity = [_state(tf.zeros_like(v)) for v in self.trained]
+        self.updates = _state(tf.constant(0, tf.int64))
+
+    @property
+    def variables(self) -> list[tf.Variable]:
+        """The optimizer's state (what a checkpoint saves)."""
+        return [self.updates, *[v for pair in self.factors for v in pair],
+                *[v for four in self.eigen for v in four], *self.velocity,
+                *self.cold_velocity]
 
     @staticmethod
     def _layer_vars(layer: FactoredLayer) -> list[Any]:
         return [layer.kernel, layer.bias] if layer.use_bias else [layer.kernel]
 
     def update_stats(self, recorder: Recorder, probe_grads: dict[int, tf.Tensor]) -> None:
-        """Fold one batch's factors into the running averages (the first batch replaces the
-        zeros)."""
-        decay = tf.where(self.stats_updates > 0, self.stats_decay, 0.0)
+        """Fold one batch's factors into the averages: equal weights over the first
+        ``cold_iter`` updates (the first batch replaces the zeros), then ``stats_decay``."""
+        n = tf.cast(self.updates, tf.float32)
+        decay = tf.where(self.updates < self.cold_iter, n / (n + 1.0), self.stats_decay)
         for layer, (a_var, g_var) in zip(self.layers, self.factors):
             a, g = batch_factors(layer, recorder.inputs[id(layer)], probe_grads[id(layer)])
             a_var.assign(decay * a_var + (1.0 - decay) * a)
             g_var.assign(decay * g_var + (1.0 - decay) * g)
-        self.stats_updates.assign_add(1)
 
     def update_inverse(self) -> None:
-        """Eigendecompose the running factors (eigenvalues clipped at zero)."""
+        """Eigendecompose the averaged factors (eigenvalues clipped at zero)."""
         for (a_var, g_var), (qa, da, qg, dg) in zip(self.factors, self.eigen):
             ea, va = tf.linalg.eigh(a_var)
             eg, vg = tf.linalg.eigh(g_var)
@@ -212,11 +233,48 @@ class KFAC(tf.Module):
         return updates
 
     def apply(self, grads: Sequence[tf.Tensor], lr: tf.Tensor) -> tf.Tensor:
-        """One step: precondition, scale into the trust region, momentum SGD; returns the
-        scale."""
+        """One K-FAC step with the current decomposition: precondition, scale into the trust
+        region, momentum SGD at ``lr * (1 - momentum)``; returns the scale."""
         updates = self.preconditioned(grads)
         scale = clip_scale(updates, grads, lr, self.kfac_clip)
-        for var, vel, u in zip(self.variables_, self.velocity, updates):
+        for var, vel, u in zip(self.trained, self.velocity, updates):
             vel.assign(self.momentum * vel + scale * u)
             var.assign_sub(lr * (1.0 - self.momentum) * vel)
         return scale
+
+    def apply_cold(self, grads: Sequence[tf.Tensor], lr: tf.Tensor) -> tf.Tensor:
+        """One momentum SGD step at ``lr`` on the clipped gradients; returns 1 (no scaling)."""
+        grads = list(grads)
+        if self.max_grad_norm is not None:
+            grads, _ = tf.clip_by_global_norm(grads, self.max_grad_norm)
+        for var, vel, g in zip(self.trained, self.cold_velocity, grads):
+            vel.assign(self.momentum * vel + g)
+            var.assign_sub(lr * vel)
+        return tf.constant(1.0)
+
+    def minimize(self, grads: Sequence[tf.Tensor], recorder: Recorder,
+                 probe_grads: dict[int, tf.Tensor], lr: tf.Tensor) -> tf.Tensor:
+        """A whole update, in-graph: the factors' statistics, then a cold SGD step or (after
+        ``cold_iter`` updates) a K-FAC step, decomposing the factors first every
+        ``inverse_interval`` K-FAC steps. Returns the trust-region scale (1 when cold)."""
+        self.update_stats(recorder, probe_grads)
+        warm = self.updates - self.cold_iter
+
+        def kfac_step() -> tf.Tensor:
+            def decompose() -> tf.Tensor:
+                self.update_inverse()
+                return tf.constant(True)
+
+            done = tf.cond(warm % self.inverse_interval == 0, decompose,
+                           lambda: tf.constant(False))
+            with tf.control_dependencies([done]):
+                return self.apply(grads, lr)
+
+        scale = tf.cond(warm >= 0, kfac_step, lambda: self.apply_cold(grads, lr))
+        with tf.control_dependencies([scale]):
+            self.updates.assign_add(1)
+        return scale
+
+
+def _state(value: tf.Tensor) -> tf.Variable:
+    return tf.Variable(value, trainable=False)
