@@ -189,6 +189,11 @@ class KFAC:
         self.cold_velocity = [_state(tf.zeros_like(v)) for v in self.trained]
         self.updates = _state(tf.constant(0, tf.int64))
 
+    def build(self, variables: Sequence[tf.Variable]) -> None:
+        """Keras optimizers' build: the state exists already; checks the variables match."""
+        if [id(v) for v in variables] != [id(v) for v in self.trained]:
+            raise RLBaseError("K-FAC was built for other variables")
+
     @property
     def variables(self) -> list[tf.Variable]:
         """The optimizer's state (what a checkpoint saves)."""
