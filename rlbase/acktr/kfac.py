@@ -34,6 +34,8 @@ import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
 
+# A factor this wide (~400 MB in float32) and its eigendecomposition are beyond reach.
+MAX_FACTOR_DIM = 10000
 # keras.layers.Dense or keras.layers.Conv2D (keras ships no type information).
 FactoredLayer: TypeAlias = Any
 
@@ -181,6 +183,10 @@ class KFAC:
         for layer in self.layers:
             dim_a = int(weight_matrix(layer, self._layer_vars(layer)).shape[0])
             dim_g = int(layer.kernel.shape[-1])
+            if max(dim_a, dim_g) > MAX_FACTOR_DIM:
+                raise RLBaseError(f"K-FAC factor of layer '{layer.name}' would be {dim_a} x "
+                                  f"{dim_a} (at most {MAX_FACTOR_DIM}); use a convnet (cnn) or "
+                                  f"smaller inputs")
             self.factors.append((_state(tf.zeros([dim_a, dim_a])),
                                  _state(tf.zeros([dim_g, dim_g]))))
             self.eigen.append((_state(tf.eye(dim_a)), _state(tf.ones([dim_a])),
