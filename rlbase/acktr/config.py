@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-# Any: the base class's field annotations are resolved in this module.
-from typing import Any, ClassVar  # noqa: F401
+from typing import Any, ClassVar  # noqa: F401 (the base class's annotations resolve here)
 
 from rlbase.common.config import AlgorithmConfig, param
 from rlbase.common.errors import RLBaseError

@@ -29,7 +29,8 @@ def factored_layers(policy: ActorCriticPolicy) -> list[Any]:
                           f"recurrent network {policy.network_name!r}; use mlp or cnn")
     layers = [layer for layer in policy._flatten_layers(include_self=False)
               if layer.weights and not layer._layers]
-    plain = [layer for layer in layers if isinstance(layer, keras.layers.Dense | keras.layers.Conv2D)]
+    plain = [layer for layer in layers
+             if isinstance(layer, keras.layers.Dense | keras.layers.Conv2D)]
     others = [layer for layer in layers if layer not in plain
               and type(layer).__name__ != "DistributionHead"]
     check_layers(others)  # raises on the first unfactorable layer

@@ -1,8 +1,8 @@
 """Model classes (the Stable Baselines way) over the algorithms' learn() functions."""
 
 from rlbase.api.a2c import A2C
-from rlbase.api.acktr import ACKTR
 from rlbase.api.acer import ACER
+from rlbase.api.acktr import ACKTR
 from rlbase.api.base_class import BaseRLModel
 from rlbase.api.behaviour_cloning import ExpertDataset, generate_expert_traj
 from rlbase.api.ddpg import DDPG, TD3
