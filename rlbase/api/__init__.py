@@ -2,6 +2,7 @@
 
 from rlbase.api.a2c import A2C
 from rlbase.api.acer import ACER
+from rlbase.api.acktr import ACKTR
 from rlbase.api.base_class import BaseRLModel
 from rlbase.api.behaviour_cloning import ExpertDataset, generate_expert_traj
 from rlbase.api.ddpg import DDPG, TD3
@@ -11,5 +12,5 @@ from rlbase.api.ppo import PPO
 from rlbase.api.qlearning import QLearning
 from rlbase.api.sac import SAC
 
-__all__ = ["A2C", "ACER", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "PPO",
+__all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "PPO",
            "QLearning", "SAC", "TD3", "generate_expert_traj"]

@@ -130,6 +130,14 @@ SPACES: dict[str, Space] = {
         "vf_coef": Real(0.2, 1.0),
         "max_grad_norm": Real(0.3, 2.0),
     },
+    "acktr": {
+        "nsteps": PowerOfTwo(3, 7, per_update=True),
+        "gamma": _GAMMA,
+        "lr": Real(0.01, 1.0, log=True),
+        "ent_coef": _ENT_COEF,
+        "vf_coef": Real(0.2, 1.0),
+        "kfac_clip": Real(1e-4, 1e-2, log=True),
+    },
     "acer": {
         "nsteps": PowerOfTwo(3, 6, per_update=True),
         "gamma": _GAMMA,

@@ -25,6 +25,7 @@ COMMON_KWARGS = dict(total_timesteps=30000, network="mlp", gamma=1.0, seed=0)
 LEARN_KWARGS = {
     "a2c": dict(nsteps=32, value_network="copy", lr=0.05, tf1_rmsprop=True),
     "acer": dict(value_network="copy"),
+    "acktr": dict(nsteps=32, value_network="copy", is_async=False),
     "deepq": dict(total_timesteps=20000),
     "ppo2": dict(value_network="copy"),
 }

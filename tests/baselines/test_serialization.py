@@ -29,6 +29,7 @@ LEARN_KWARGS = {
     "deepq": {},
     "a2c": {},
     "acer": {},
+    "acktr": {},
     "ppo2": {"nminibatches": 1, "nsteps": 10},
 }
 
@@ -51,6 +52,8 @@ def test_serialization(learn_fn, network_fn, tmp_path):
     """A trained model survives save and load."""
     if network_fn.endswith("lstm") and learn_fn == "deepq":
         pytest.skip("DQN takes feed-forward networks only (as in Baselines)")
+    if network_fn.endswith("lstm") and learn_fn == "acktr":
+        pytest.skip("ACKTR's K-FAC takes Dense and Conv2D layers only (as in Baselines)")
 
     env = DummyVecEnv([lambda: DigitsEnv(episode_len=100)])
     env.seed(10)

@@ -1,0 +1,10 @@
+"""ACKTR as a model class (rlbase.acktr's build_model and train)."""
+
+from rlbase.api.base_class import BaseRLModel
+
+
+class ACKTR(BaseRLModel):
+    """Actor-critic with a Kronecker-factored trust region; hyperparameters are those of
+    :func:`rlbase.acktr.acktr.learn`."""
+
+    algorithm = "acktr"
