@@ -262,6 +262,7 @@ def test_ppo_example_and_round_trip():
     other.load("ppo.zip", verbose=False)
     same_actions(ppo, other)
     assert other.num_envs == 10 and other.test_scores == ppo.test_scores
+    assert repr(config(other).lr) == "linear(0.0003)"  # the schedule comes back, not lr's default
 
 
 def test_ppo_readme_example_continuous_actions():

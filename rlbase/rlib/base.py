@@ -160,6 +160,8 @@ class BaseAlgorithm:
     def _build(self, policy: str | None, policy_kwargs: dict[str, Any] | None,
                hyperparameters: dict[str, Any]) -> None:
         """Build the rlbase model (its config checks every mapped value)."""
+        # A model file holds JSON values only: load() gives the schedules again.
+        self._functions = {k: v for k, v in hyperparameters.items() if callable(v)}
         self.current_agent = self.api_class(
             policy, self.spec.vec_env(self.num_envs, self.seed), policy_kwargs=policy_kwargs,
             seed=self.seed, **hyperparameters)
@@ -360,7 +362,8 @@ class BaseAlgorithm:
             raise RLBaseError(f"{path} holds {found}, not a {type(self).__name__}")
         type(self).__init__(self, **state["kwargs"])
         self.current_agent = self.api_class.load(
-            os.fspath(path), env=self.spec.vec_env(self.num_envs, self.seed), seed=self.seed)
+            os.fspath(path), env=self.spec.vec_env(self.num_envs, self.seed), seed=self.seed,
+            **self._functions)
         self.current_iteration = int(state["current_iteration"])
         self.train_episodes = [list(map(float, r)) for r in state["train_episodes"]]
         self.test_scores = [list(map(float, r)) for r in state["test_scores"]]
