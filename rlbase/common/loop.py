@@ -137,6 +137,11 @@ class TrainingLoop:
             raise ValueError(f"log_unit must be 'iterations' or 'episodes', got {log_unit!r}")
         self.model, self.env, self.options = model, env, options
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
+        if self.comm is not None and options.hooks is not None:
+            # One rank stopping mid-rollout would leave the others waiting for it forever.
+            raise RLBaseError("SB3 callbacks stop a rank mid-rollout, which MPI workers cannot "
+                              "follow: under mpiexec write callback(model, info), which every "
+                              "rank obeys after the same update")
         self.log_unit, self.loss_names = log_unit, loss_names
         self.episodes = EpisodeStats()
         self.iterations = 0

@@ -213,3 +213,17 @@ def test_checkpoint_saves_the_replay_buffer(tmp_path):
     assert sorted(os.listdir(tmp_path)) == [
         "rl_model_20_steps.zip", "rl_model_40_steps.zip", "rl_model_replay_buffer_20_steps.pkl",
         "rl_model_replay_buffer_40_steps.pkl"]
+
+
+def test_sb3_callbacks_are_refused_under_mpi():
+    # A rank stopping mid-rollout would leave the other ranks waiting: refused in one line.
+    from rlbase.common.loop import LoopOptions, TrainingLoop
+
+    class TwoRanks:
+        def Get_size(self) -> int:
+            return 2
+
+    model = A2C("MlpPolicy", "CartPole-v1", seed=0, **SMALL)
+    with pytest.raises(RLBaseError, match="under mpiexec write callback"):
+        TrainingLoop(model.model, model.get_env(), 10, LoopOptions(hooks=Recorder()),
+                     comm=TwoRanks())
