@@ -1,0 +1,1 @@
+"""TRPO: trust region policy optimization (Baselines' trpo_mpi)."""
