@@ -12,7 +12,7 @@ _quiet_import.install()
 
 __version__ = "0.2.0"
 
-_API = ("A2C", "ACER", "ACKTR", "DDPG", "DQN", "ES", "PPO", "QLearning", "SAC", "TD3",
+_API = ("A2C", "ACER", "ACKTR", "DDPG", "DQN", "ES", "PPO", "QLearning", "SAC", "TD3", "TRPO",
         "ExpertDataset", "generate_expert_traj")
 __all__ = ["__version__", *_API]
 

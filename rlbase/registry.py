@@ -23,6 +23,7 @@ from rlbase.common.errors import RLBaseError
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "ppo2": ("ppo", {}),        # OpenAI Baselines
     "deepq": ("dqn", {}),       # OpenAI Baselines
+    "trpo_mpi": ("trpo", {}),   # OpenAI Baselines
     "td3": ("ddpg", {"twin_q": True, "policy_delay": 2, "target_noise": 0.2}),
 }
 ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")

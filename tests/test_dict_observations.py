@@ -52,6 +52,8 @@ SMALL: dict[str, tuple[type, dict[str, Any], int]] = {
     "a2c": (rlbase.A2C, {"n_steps": 5, "policy_kwargs": {"num_hidden": 8}}, 100),
     "ppo": (rlbase.PPO, {"n_steps": 16, "batch_size": 16, "n_epochs": 2,
                          "policy_kwargs": {"num_hidden": 8}}, 96),
+    "trpo": (rlbase.TRPO, {"n_steps": 16, "batch_size": 16, "n_critic_updates": 2,
+                           "policy_kwargs": {"num_hidden": 8}}, 96),
     "acer": (rlbase.ACER, {"n_steps": 5, "replay_start": 10, "buffer_size": 50,
                            "policy_kwargs": {"num_hidden": 8}}, 100),
     # Prioritized replay over the nested buffer, parameter noise's perturbed Q-networks.
@@ -117,7 +119,7 @@ def test_learn_predict_save_load(alg, structure, tmp_path):
     if isinstance(env.action_space, gym.spaces.Box):
         stepped = np.clip(stepped, env.action_space.low, env.action_space.high)
     np.testing.assert_allclose(stepped, actions, rtol=1e-5, atol=1e-6)
-    if alg in ("a2c", "ppo", "acer"):  # stochastic policies: the probabilities agree too
+    if alg in ("a2c", "ppo", "acer", "trpo"):  # stochastic policies: the probabilities agree too
         np.testing.assert_allclose(loaded.action_probability(single),
                                    agent.action_probability(single), rtol=1e-5, atol=1e-6)
     env.close()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from identity_envs import DiscreteIdentityEnv, EndsAtThree
 
-from rlbase import A2C, ACER, ACKTR, DDPG, DQN, ES, PPO, SAC, TD3, QLearning
+from rlbase import A2C, ACER, ACKTR, DDPG, DQN, ES, PPO, SAC, TD3, TRPO, QLearning
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
 from tests.envs.tracing import tracing_counts
@@ -21,6 +21,7 @@ CASES = {
     "ppo": (PPO, "CartPole-v1", {"nsteps": 40, "nminibatches": 2, "noptepochs": 1}),
     "acer": (ACER, "CartPole-v1", {"nsteps": 10, "replay_start": 20, "buffer_size": 100}),
     "acktr": (ACKTR, "CartPole-v1", {"nsteps": 5, "cold_iter": 2}),
+    "trpo": (TRPO, "CartPole-v1", {"n_steps": 40, "batch_size": 20, "n_critic_updates": 2}),
     "dqn": (DQN, "CartPole-v1", {"learning_starts": 50, "batch_size": 16, "hiddens": (8,),
                                  "jit_compile": False}),
     "qlearning": (QLearning, "FrozenLake-v1", {}),

@@ -36,9 +36,12 @@ CASES = {
     "es": ("CartPole-v1", ["--num_env=2", "--popsize=4"], {"popsize": 4}),
     "qlearning": ("FrozenLake-v1", ["--num_env=1"], {}),
     "acktr": ("Pendulum-v1", ["--num_env=2", "--nsteps=8"], {"nsteps": 8}),
+    "trpo": ("Pendulum-v1", ["--num_env=2", "--nsteps=8", "--vf_batch_size=8"],
+             {"nsteps": 8, "vf_batch_size": 8}),
 }
 CLASSES = {"a2c": "A2C", "ppo": "PPO", "acer": "ACER", "dqn": "DQN", "ddpg": "DDPG",
-           "sac": "SAC", "es": "ES", "qlearning": "QLearning", "acktr": "ACKTR"}
+           "sac": "SAC", "es": "ES", "qlearning": "QLearning", "acktr": "ACKTR",
+           "trpo": "TRPO"}
 STEPS = 200
 
 
@@ -95,7 +98,7 @@ def load_all_ways(alg: str, path: str) -> dict[str, object]:
             "learn": by_learn, "cli": by_cli}
 
 
-@pytest.mark.parametrize("alg", [a if a in ("a2c", "qlearning", "acktr") else
+@pytest.mark.parametrize("alg", [a if a in ("a2c", "qlearning", "acktr", "trpo") else
                                  pytest.param(a, marks=pytest.mark.slow) for a in CASES])
 def test_every_save_path_loads_by_every_load_path(alg, tmp_path):
     files = save_all_ways(alg, str(tmp_path))

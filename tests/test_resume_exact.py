@@ -68,6 +68,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "a2c": dict(TINY, nsteps=4),
     "acer": dict(TINY, nsteps=4, buffer_size_per_env=40, replay_start=8, replay_ratio=1),
     "ppo": dict(TINY, nsteps=4, nminibatches=2, noptepochs=2),
+    "trpo": dict(TINY, nsteps=4, vf_batch_size=4),
     "dqn": dict(OFF_POLICY, train_freq=2, target_update_interval=4),
     "qlearning": dict(network=None, log_interval=10**9, grid_size=3),
     "es": dict(TINY, popsize=4, max_episode_steps=EPISODE),
@@ -165,7 +166,7 @@ def test_resume_with_a_frame_stack_and_vec_normalize(tmp_path, alg):
     assert_same_parameters(straight, resumed)
 
 
-@pytest.mark.parametrize("alg", ["a2c", "sac", "acer"])
+@pytest.mark.parametrize("alg", ["a2c", "sac", "acer", "trpo"])
 def test_resume_with_dict_observations_and_vec_normalize(tmp_path, alg):
     straight, s_env, resumed, r_env = straight_and_resumed(
         tmp_path, alg, lambda: make_env(alg, normalize=True, dict_obs=True))

@@ -11,6 +11,8 @@ from rlbase.api.es import ES
 from rlbase.api.ppo import PPO
 from rlbase.api.qlearning import QLearning
 from rlbase.api.sac import SAC
+from rlbase.api.trpo import TRPO
 
 __all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "PPO",
-           "QLearning", "SAC", "TD3", "generate_expert_traj"]
+           "QLearning", "SAC", "TD3", "TRPO",
+           "generate_expert_traj"]

@@ -34,7 +34,8 @@ from rlbase.common.trust_region import (
 from rlbase.common.trust_region_config import TrustRegionConfig
 from rlbase.common.trust_region_losses import mean_entropy, mean_kl, policy_gain, value_loss
 
-__all__ = ["STAT_NAMES", "TrustRegionConfig", "TrustRegionModel", "split_variables"]
+__all__ = ["STAT_NAMES", "TrustRegionConfig", "TrustRegionModel", "advantages_and_returns",
+           "split_variables"]
 
 STAT_NAMES = ("policy_objective", "kl_divergence_loss", "entropy_loss", "value_loss",
               "explained_variance", "is_line_search_success", "step_fraction",
@@ -50,6 +51,24 @@ def split_variables(policy: ActorCriticPolicy) -> tuple[list[tf.Variable], list[
     policy_vars = [v for v in policy.trainable_variables if id(v) not in value_ids]
     value_vars = [v for v in policy.trainable_variables if id(v) in value_ids]
     return policy_vars, value_vars
+
+
+def advantages_and_returns(rewards: tf.Tensor, values: tf.Tensor, dones: tf.Tensor,
+                           last_values: tf.Tensor, gamma: float, lam: float,
+                           normalize: bool) -> tuple[tf.Tensor, tf.Tensor]:
+    """Flat (env-major) GAE(lambda) advantages and the value targets ``R = A + V`` of
+    ``[num_envs, nsteps]`` rollouts (``values`` flat). A truncated step's reward already holds
+    ``gamma * V(final observation)`` (rlbase.common.rollout), so every episode end stops the
+    recursion. ``normalize``: the advantages standardized (``(A - mean) / (std + 1e-8)``);
+    the returns use the raw ones."""
+    num_envs, nsteps = rewards.shape[0], rewards.shape[1]
+    advantages = tf.reshape(gae_advantages(
+        rewards, tf.reshape(values, [num_envs, nsteps]), dones, last_values, gamma, lam), [-1])
+    returns = advantages + values
+    if normalize:
+        advantages = (advantages - tf.reduce_mean(advantages)) / (
+            tf.math.reduce_std(advantages) + 1e-8)
+    return advantages, returns
 
 
 def _rows(x: tf.Tensor, step: int) -> tf.Tensor:
@@ -120,13 +139,9 @@ class TrustRegionModel(OnPolicyModel):
         old_neglogp = old_pd.neglogp(actions)
         values = tf.stop_gradient(values)
         last_values = policy.value(last_obs, last_state, last_starts)
-        advantages = tf.reshape(gae_advantages(
-            rewards, tf.reshape(values, [num_envs, nsteps]), dones, last_values, config.gamma,
-            config.lam), [-1])
-        returns = advantages + values
-        if config.normalize_advantage:
-            advantages = (advantages - tf.reduce_mean(advantages)) / (
-                tf.math.reduce_std(advantages) + 1e-8)
+        advantages, returns = advantages_and_returns(
+            rewards, values, dones, last_values, config.gamma, config.lam,
+            config.normalize_advantage)
         pvars = self.policy_vars
 
         def gain_and_kl() -> tf.Tensor:

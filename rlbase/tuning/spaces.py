@@ -1,7 +1,7 @@
 """Search spaces, one per algorithm, keyed by the algorithm's config field names.
 
 The ranges follow rl-baselines3-zoo's samplers where the zoo has the algorithm (A2C, PPO, DQN,
-SAC, TD3), converted to rlbase's fields and units; ACER, ES and Q-learning's are rlbase's own.
+SAC, TD3, TRPO), converted to rlbase's fields and units; ACER, ES and Q-learning's are rlbase's own.
 A dimension is sampled under its Optuna name (``gamma`` is searched as ``one_minus_gamma`` on a
 log scale, ``nsteps`` as ``log2_nsteps``); the trial records the field values it trained with.
 """
@@ -185,6 +185,19 @@ SPACES: dict[str, Space] = {
         "ent_coef": _ENT_COEF,
         "cliprange": Choice((0.1, 0.2, 0.3, 0.4)),
         "max_grad_norm": Real(0.3, 2.0),
+    },
+    # rl-baselines3-zoo's TRPO sampler (n_steps, batch_size, target_kl, n_critic_updates,
+    # cg_max_steps, line_search_shrinking_factor) in rlbase's fields
+    "trpo": {
+        "nsteps": PowerOfTwo(3, 11, per_update=True),
+        "vf_batch_size": PowerOfTwo(3, 9, at_most="nsteps"),
+        "gamma": _GAMMA,
+        "lam": OneMinus(1e-4, 0.1),
+        "vf_stepsize": Real(1e-5, 1e-2, log=True),
+        "max_kl": Choice((0.1, 0.05, 0.03, 0.02, 0.01, 0.005, 0.001)),
+        "vf_iters": Integer(5, 30),
+        "cg_iters": Integer(5, 30),
+        "line_search_shrink": Real(0.6, 0.99),
     },
     "qlearning": {
         "lr": Real(0.01, 1.0, log=True),
