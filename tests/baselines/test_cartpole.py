@@ -10,7 +10,8 @@ Deliberate differences:
   mean square at 0, whose first steps are ~10x larger);
 - with gamma=1 rlbase ends the return at the time limit as Baselines did (rlbase.common.
   transitions), so the 200-step truncations are not bootstrapped.
-Names: ppo2 is rlbase's ``ppo``, deepq its ``dqn``; acktr and trpo_mpi are not in rlbase.
+Names: ppo2 is rlbase's ``ppo``, deepq its ``dqn``, trpo_mpi its ``trpo`` (the registry's
+aliases).
 """
 
 import gymnasium as gym
@@ -28,6 +29,7 @@ LEARN_KWARGS = {
     "acktr": dict(nsteps=32, value_network="copy", is_async=False),
     "deepq": dict(total_timesteps=20000),
     "ppo2": dict(value_network="copy"),
+    "trpo_mpi": {},
 }
 
 

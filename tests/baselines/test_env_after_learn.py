@@ -1,8 +1,8 @@
 """Port of baselines/common/tests/test_env_after_learn.py: ``learn(total_timesteps=0)`` on a
 SubprocVecEnv of Pong leaves the env usable (it neither closes nor breaks it).
 
-Baselines' acktr and trpo_mpi are not in rlbase; ppo2 is ``ppo`` and deepq ``dqn`` (looked
-up by their Baselines names through the registry's aliases).
+ppo2 is rlbase's ``ppo``, deepq ``dqn`` and trpo_mpi ``trpo`` (looked up by their Baselines
+names through the registry's aliases).
 """
 
 import gymnasium as gym
@@ -15,7 +15,8 @@ pytest.importorskip("ale_py")
 
 # deepq: its replay buffer for 50000 raw Pong frames is written full of zeros when built
 # (np.zeros_like in rlbase.common.replay_buffer), ~5 GB and ~30 s: slow until that is lazy.
-ALGOS = ["a2c", "acer", "acktr", pytest.param("deepq", marks=pytest.mark.slow), "ppo2"]
+ALGOS = ["a2c", "acer", "acktr", pytest.param("deepq", marks=pytest.mark.slow), "ppo2",
+         "trpo_mpi"]
 
 
 def make_pong():

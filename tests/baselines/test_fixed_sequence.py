@@ -3,7 +3,7 @@ a fixed sequence of 5 actions seen through a constant observation (50000 steps, 
 of 10000 stochastic steps rewarded).
 
 ppo2 is rlbase's ``ppo`` (found through the registry's alias). Baselines left trpo_mpi out
-of this test; rlbase has no trpo_mpi.
+of this test (its policies are feed-forward; rlbase's TRPO refuses recurrent networks too).
 """
 
 import pytest
