@@ -14,8 +14,9 @@ from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 
 ENV_OF = {"ddpg": "Pendulum-v1", "sac": "Pendulum-v1", "qlearning": "FrozenLake-v1"}
-# learn() arguments that are learning rates (DDPG/TD3 have one per network).
-LEARNING_RATE_NAMES = ("lr", "actor_lr", "critic_lr")
+# learn() arguments that are learning rates (DDPG/TD3 have one per network; TRPO's is its
+# value fit's).
+LEARNING_RATE_NAMES = ("lr", "actor_lr", "critic_lr", "vf_lr")
 
 
 def learning_rates() -> list[tuple[str, str]]:

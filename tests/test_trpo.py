@@ -301,9 +301,12 @@ def test_baselines_names_and_refusals() -> None:
     from rlbase.trpo.trpo import learn
 
     assert resolve("trpo_mpi") == ("trpo", {})
-    with pytest.warns(DeprecationWarning, match="timesteps_per_batch"):
-        config = TRPOConfig.build({"timesteps_per_batch": 512, "entcoeff": 0.01}, 2)
-    assert (config.nsteps, config.ent_coef) == (256, 0.01)
+    with pytest.warns(DeprecationWarning) as record:
+        config = TRPOConfig.build({"timesteps_per_batch": 512, "entcoeff": 0.01,
+                                   "vf_stepsize": 1e-3}, 2)
+    assert sorted(str(w.message).split("'")[1] for w in record) == \
+        ["entcoeff", "timesteps_per_batch", "vf_stepsize"]
+    assert (config.nsteps, config.ent_coef, config.vf_lr) == (256, 0.01, 1e-3)
     sb3 = TRPOConfig.build({"target_kl": 0.02, "n_critic_updates": 7, "cg_max_steps": 4}, 1)
     assert (sb3.max_kl, sb3.vf_iters, sb3.cg_iters) == (0.02, 7, 4)
     with pytest.raises(RLBaseError, match="feed-forward network, not the recurrent 'lstm'"):

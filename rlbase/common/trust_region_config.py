@@ -48,8 +48,8 @@ class TrustRegionConfig(AlgorithmConfig):
                             deprecated=["entcoeff"])
     normalize_advantage: bool = param(True, "standardize each batch's advantages to zero mean "
                                       "and unit std")
-    vf_stepsize: float = param(3e-4, "Adam learning rate of the value function fit", low=0,
-                               low_open=True, sb3="learning_rate")
+    vf_lr: float = param(3e-4, "Adam learning rate of the value function fit", low=0,
+                         low_open=True, sb3="learning_rate", deprecated=["vf_stepsize"])
     vf_iters: int = param(3, "passes of the value fit over each batch", unit="epochs", low=0,
                           sb3="n_critic_updates")
     vf_batch_size: int = param(64, "minibatch size of the value fit (a last partial minibatch "

@@ -102,7 +102,7 @@ class TrustRegionModel(OnPolicyModel):
         if self.comm is not None:
             sync_variables(policy.weights, self.comm)
         # Baselines' MpiAdam: epsilon 1e-8, constant step size.
-        optimizer = Adam(learning_rate=config.vf_stepsize, epsilon=1e-8)
+        optimizer = Adam(learning_rate=config.vf_lr, epsilon=1e-8)
         # No XLA: the MPI allreduces are numpy_functions, and single-process the update's
         # cost is in its many small ops, which the while loops keep in one call anyway.
         super().__init__(policy, optimizer, num_envs, config.nsteps, network_kwargs or {},

@@ -193,7 +193,7 @@ SPACES: dict[str, Space] = {
         "vf_batch_size": PowerOfTwo(3, 9, at_most="nsteps"),
         "gamma": _GAMMA,
         "lam": OneMinus(1e-4, 0.1),
-        "vf_stepsize": Real(1e-5, 1e-2, log=True),
+        "vf_lr": Real(1e-5, 1e-2, log=True),
         "max_kl": Choice((0.1, 0.05, 0.03, 0.02, 0.01, 0.005, 0.001)),
         "vf_iters": Integer(5, 30),
         "cg_iters": Integer(5, 30),
