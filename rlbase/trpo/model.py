@@ -7,9 +7,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from rlbase.common.mpi_util import get_comm
 from rlbase.common.errors import RLBaseError
 from rlbase.common.models import build_network, is_recurrent
+from rlbase.common.mpi_util import get_comm
 from rlbase.common.policies import POLICY_KWARGS, has_images, policy_from_kwargs
 from rlbase.common.tf_util import configure_threads
 from rlbase.common.trust_region_model import TrustRegionModel
