@@ -24,6 +24,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.mpi_util import sync_variables
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.policies import ActorCriticPolicy
+from rlbase.common.rollout import Rollout
 from rlbase.common.tf_util import Adam, average_over_workers, explained_variance, gae_advantages
 from rlbase.common.trust_region import (
     fisher_vector_product,
@@ -96,11 +97,6 @@ class TrustRegionModel(OnPolicyModel):
         if policy.recurrent:
             raise RLBaseError(f"{config.algorithm} needs a feed-forward network, not the "
                               f"recurrent {policy.network_name!r}; use mlp or cnn")
-        nbatch = num_envs * config.nsteps
-        if config.vf_batch_size > nbatch:
-            raise RLBaseError(f"vf_batch_size ({config.vf_batch_size}) must be at most the "
-                              f"batch nsteps * num_envs ({config.nsteps} * {num_envs} = "
-                              f"{nbatch})")
         self.policy_vars, self.value_vars = split_variables(policy)
         self.shuffle_seed = tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64,
                                         trainable=False)
@@ -129,6 +125,15 @@ class TrustRegionModel(OnPolicyModel):
         self.shuffle_seed.assign(seed)
 
     # -- the update -----------------------------------------------------------------------------
+    def train(self, rollout: Rollout, *scalars: float) -> tuple[dict[str, float], tuple | None]:
+        """One update on ``rollout`` (its rewards are the only rewards the update sees)."""
+        nbatch, size = self.num_envs * self.nsteps, self.config.vf_batch_size
+        # Checked here, not when built: a model loaded to act on other envs never trains.
+        if size > nbatch:
+            raise RLBaseError(f"vf_batch_size ({size}) must be at most the batch nsteps * "
+                              f"num_envs ({self.nsteps} * {self.num_envs} = {nbatch})")
+        return super().train(rollout, *scalars)
+
     def _average(self, tensors: list[tf.Tensor]) -> list[tf.Tensor]:
         return average_over_workers(tensors, self.comm)
 
