@@ -166,9 +166,10 @@ class TrustRegionModel(OnPolicyModel):
             pd = policy.distribution(policy.forward(obs, no_state, starts)[0])
             gain = policy_gain(pd.neglogp(actions), old_neglogp, advantages, pd,
                                config.ent_coef)
-        grad = self._average([flat_concat(tape.gradient(
-            gain, pvars, unconnected_gradients=tf.UnconnectedGradients.ZERO))])[0]
-        gain_before = self._average([gain])[0]
+        # One allreduce for both: two independent ones could run in either order, and MPI
+        # ranks must call them in the same order (seen: "Message truncated" aborts).
+        grad, gain_before = self._average([flat_concat(tape.gradient(
+            gain, pvars, unconnected_gradients=tf.UnconnectedGradients.ZERO)), gain])
         entropy = mean_entropy(old_pd)
 
         # Fisher-vector products on every fvp_subsample-th sample (Baselines' arr[::5]).
