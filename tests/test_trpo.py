@@ -319,8 +319,9 @@ def test_baselines_names_and_refusals() -> None:
         _model(max_kl=0.0)
 
 
-# Measured with this test's settings: 500 (the maximum) on seeds 0-9; untrained ~20.
-CARTPOLE_THRESHOLD = 450
+# Measured with this test's settings (seeds 0-9): 500 (the maximum) on nine, 454 on seed 2;
+# an untrained policy gets ~20.
+CARTPOLE_THRESHOLD = 400
 
 
 def _mean_reward(model: Any, seed: int) -> float:
@@ -334,8 +335,8 @@ def _mean_reward(model: Any, seed: int) -> float:
 
 @pytest.mark.slow
 def test_cartpole_learns_over_seeds() -> None:
-    """The classic_control row (the zoo's CartPole-v1 TRPO settings) at 5e4 steps, seeds 0-2:
-    see rlbase/docs/algorithms/trpo.md for the measured evaluations and the threshold."""
+    """The classic_control row (Baselines' learn() defaults, one env) at 5e4 steps, seeds 0-2
+    (rlbase/docs/algorithms/trpo.md has the measured evaluations)."""
     from rlbase.common.cmd_util import make_vec_env
     from rlbase.registry import get_algorithm
     from rlbase.trpo.trpo import learn
@@ -345,7 +346,7 @@ def test_cartpole_learns_over_seeds() -> None:
     untrained = learn("mlp", "CartPole-v1", total_timesteps=0, seed=0)
     assert _mean_reward(untrained, 0) < 100
     for seed in range(3):
-        env = make_vec_env("CartPole-v1", num_env=2, seed=seed)
+        env = make_vec_env("CartPole-v1", num_env=1, seed=seed)
         model = learn("mlp", env, total_timesteps=50000, seed=seed, **settings)
         assert _mean_reward(model, seed) > CARTPOLE_THRESHOLD, seed
 
