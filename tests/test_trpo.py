@@ -276,6 +276,18 @@ def test_value_fit_never_moves_the_policy() -> None:
     env.close()
 
 
+def test_shared_torso_is_moved_by_the_policy_step_only() -> None:
+    """value_network='shared': the torso belongs to the policy's trust-region step; the value
+    fit moves the value head alone."""
+    model = _model(value_network="shared")
+    policy = model.policy
+    head = {id(v) for v in policy.value_head.trainable_variables}
+    torso = {id(v) for v in policy.torso.trainable_variables}
+    assert {id(v) for v in model.value_vars} == head
+    assert torso and torso <= {id(v) for v in model.policy_vars}
+    assert not head & {id(v) for v in model.policy_vars}
+
+
 def test_save_load_and_continue(tmp_path) -> None:
     from rlbase.registry import load
     from rlbase.trpo.trpo import learn
