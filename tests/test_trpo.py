@@ -276,6 +276,23 @@ def test_value_fit_never_moves_the_policy() -> None:
     env.close()
 
 
+def test_no_value_fit_keeps_the_value_and_a_finite_loss() -> None:
+    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.rollout import RolloutRunner
+
+    model = _model(vf_iters=0)
+    env = make_vec_env("CartPole-v1", num_env=1, seed=0, monitor_dir=None)
+    runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=0.99)
+    value_before = [v.numpy().copy() for v in model.value_vars]
+    rollout = runner.run()
+    assert rollout is not None
+    stats, _ = model.train(rollout)
+    assert np.isfinite(stats["value_loss"]) and stats["value_loss"] > 0
+    for v, b in zip(model.value_vars, value_before):
+        np.testing.assert_array_equal(v.numpy(), b)
+    env.close()
+
+
 def test_shared_torso_is_moved_by_the_policy_step_only() -> None:
     """value_network='shared': the torso belongs to the policy's trust-region step; the value
     fit moves the value head alone."""

@@ -206,8 +206,9 @@ class TrustRegionModel(OnPolicyModel):
         nbatch, size = self.num_envs * self.nsteps, config.vf_batch_size
         per_epoch = nbatch // size
         nupdates = config.vf_iters * per_epoch
-        if nupdates == 0:
-            return tf.constant(float("nan"))
+        if nupdates == 0:  # vf_iters=0: no fit; report the value's loss as it stands
+            values = policy.forward(obs, tf.zeros([nbatch, 0], tf.float32), starts)[1]
+            return value_loss(values, returns)
         seed = self.shuffle_seed.assign_add(tf.constant([0, 1], tf.int64))
         noise = tf.random.stateless_uniform([config.vf_iters, nbatch], seed)
         plan = tf.reshape(tf.argsort(noise, axis=1)[:, :per_epoch * size], [nupdates, size])
