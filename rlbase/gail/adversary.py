@@ -86,10 +86,10 @@ class Discriminator(keras.Model):
         x = self.encoder(obs)
         return tf.reshape(x, [tf.shape(x)[0], -1])
 
-    def update_statistics(self, features: tf.Tensor) -> None:
-        """Merge a batch of features into the running mean and variance (Chan et al.)."""
-        n = tf.cast(tf.shape(features)[0], tf.float32)
-        mean, var = tf.nn.moments(features, axes=[0])
+    def update_statistics(self, mean: tf.Tensor, var: tf.Tensor, n: tf.Tensor) -> None:
+        """Merge a batch's feature moments (its mean, variance and size) into the running
+        mean and variance (the parallel formula of Chan et al.)."""
+        n = tf.cast(n, tf.float32)
         total = self.obs_count + n
         delta = mean - self.obs_mean
         m2 = self.obs_var * self.obs_count + var * n + tf.square(delta) * self.obs_count * n / total
