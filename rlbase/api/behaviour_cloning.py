@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
+from rlbase.api.base_class import BaseRLModel
 from rlbase.common import logger, nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.expert_data import (
@@ -30,7 +31,9 @@ def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes:
     ``episode_returns`` (one per episode). Observations of a Dict or Tuple space are stored
     one array per leaf, named ``obs/<key>`` (``obs/state/position`` when nested deeper).
 
-    model_or_callable: a model class instance (its deterministic predict) or ``obs -> action``.
+    model_or_callable: a model class instance (its deterministic predict; a model trained on
+        normalized observations sees them normalized with its saved statistics, while the
+        env's own observations are recorded), or ``obs -> action``.
     env: a gymnasium env (not vectorized) or an env id.
     seed: seed of the first reset (later episodes continue its random stream).
     """
@@ -41,7 +44,16 @@ def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes:
     if not isinstance(env, gym.Env):
         raise RLBaseError(f"generate_expert_traj needs a gymnasium env or an env id, got "
                           f"{type(env).__name__} (use one env, not a VecEnv)")
-    if hasattr(model_or_callable, "predict"):
+    if isinstance(model_or_callable, BaseRLModel):
+        expert = model_or_callable
+        # A model trained under VecNormalize acts on observations normalized with its saved
+        # statistics; the env's own observations are what is recorded.
+        normalization = expert.model.normalization if expert.model is not None else None
+
+        def policy(obs: np.ndarray) -> Any:
+            seen = obs if normalization is None else normalization.normalize_obs(obs)
+            return expert.predict(seen, deterministic=deterministic)[0]
+    elif hasattr(model_or_callable, "predict"):  # another library's model: SB3's predict
         def policy(obs: np.ndarray) -> Any:
             return model_or_callable.predict(obs, deterministic=deterministic)[0]
     elif callable(model_or_callable):

@@ -23,7 +23,7 @@ class GAILConfig(TrustRegionConfig):
     max_kl: float = redefault(T, "max_kl", 0.01)
     gamma: float = redefault(T, "gamma", 0.995)
     lam: float = redefault(T, "lam", 0.97)
-    vf_stepsize: float = redefault(T, "vf_stepsize", 1e-3)
+    vf_lr: float = redefault(T, "vf_lr", 1e-3)
     vf_iters: int = redefault(T, "vf_iters", 5)
 
     expert_path: str | None = param(None, "the expert's trajectories: a .npz written by "
@@ -34,8 +34,8 @@ class GAILConfig(TrustRegionConfig):
                         low=1)
     d_step: int = param(1, "discriminator steps per phase; each takes 1/d_step of the last "
                         "rollout and as many expert pairs", unit="steps", low=1)
-    d_stepsize: float = param(3e-4, "Adam learning rate of the discriminator", low=0,
-                              low_open=True)
+    d_lr: float = param(3e-4, "Adam learning rate of the discriminator", low=0, low_open=True,
+                        deprecated=["d_stepsize"])
     adversary_hidden_size: int = param(100, "units of each of the discriminator's two tanh "
                                        "layers", unit="units", low=1, architecture=True)
     adversary_entcoeff: float = param(1e-3, "weight of the discriminator's entropy bonus",

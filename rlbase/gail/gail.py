@@ -30,7 +30,7 @@ C = GAILConfig
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(1e6),
           seed: int | None = None, *, expert_path: str | None = C.expert_path,
           traj_limitation: int = C.traj_limitation, g_step: int = C.g_step,
-          d_step: int = C.d_step, d_stepsize: float = C.d_stepsize,
+          d_step: int = C.d_step, d_lr: float = C.d_lr,
           adversary_hidden_size: int = C.adversary_hidden_size,
           adversary_entcoeff: float = C.adversary_entcoeff, nsteps: int = C.nsteps,
           max_kl: float = C.max_kl, cg_iters: int = C.cg_iters,
@@ -39,7 +39,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           line_search_shrink: float = C.line_search_shrink, gamma: float = C.gamma,
           lam: float = C.lam, ent_coef: float = C.ent_coef,
           normalize_advantage: bool = C.normalize_advantage,
-          vf_stepsize: float = C.vf_stepsize, vf_iters: int = C.vf_iters,
+          vf_lr: float = C.vf_lr, vf_iters: int = C.vf_iters,
           vf_batch_size: int = C.vf_batch_size, log_interval: int = C.log_interval,
           eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
           checkpoint_interval: int = C.checkpoint_interval,
@@ -97,6 +97,6 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
             stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
             if (loop.iterations + 1) % options.log_interval == 0:
                 check_synced(model.policy.trainable_variables, comm)
-        if loop.end_iteration(nbatch, {**stats, "learning_rate": config.vf_stepsize}):
+        if loop.end_iteration(nbatch, {**stats, "learning_rate": config.vf_lr}):
             break
     return model

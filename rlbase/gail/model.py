@@ -52,7 +52,7 @@ class Model(TrustRegionModel):
         check_spaces(policy.ob_space, policy.ac_space)
         self.discriminator = Discriminator(policy.ob_space, policy.ac_space,
                                            config.adversary_hidden_size)
-        self.d_optimizer = Adam(learning_rate=config.d_stepsize, epsilon=1e-8)
+        self.d_optimizer = Adam(learning_rate=config.d_lr, epsilon=1e-8)
         self.d_optimizer.build(self.discriminator.trainable_variables)
         #: draws the expert pairs of each discriminator phase (saved with checkpoints)
         self.expert_rng = np.random.default_rng(int(np.random.randint(2**31 - 1)))
