@@ -91,8 +91,11 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
         stats, runner.pending = model.train(dataclasses.replace(rollout,
                                                                 rewards=rollout.bootstraps))
         if expert is not None and (loop.iterations + 1) % config.g_step == 0:
-            stats.update(model.train_discriminator(rollout.obs, rollout.actions,
-                                                   *expert.sample(nbatch, model.expert_rng)))
+            expert_obs, expert_actions = expert.sample(nbatch, model.expert_rng)
+            if model.normalization is not None:  # the policy sees VecNormalize's observations:
+                expert_obs = model.normalization.normalize_obs(expert_obs)  # so must D
+            stats.update(model.train_discriminator(rollout.obs, rollout.actions, expert_obs,
+                                                   expert_actions))
         if comm is not None:
             stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
             if (loop.iterations + 1) % options.log_interval == 0:
