@@ -73,7 +73,7 @@ def param(default: Any, doc: str, *, unit: str = "", low: float | None = None,
 
 
 
-def redefault(config: type, name: str, default: Any) -> Any:
+def redefault(config: Any, name: str, default: Any) -> Any:
     """``config``'s field ``name`` (its doc, unit, range and other names) with another default:
     for an algorithm built on another's parameters whose published settings differ (GAIL's
     trust-region step is TRPO's, with Baselines' GAIL settings)."""
