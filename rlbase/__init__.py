@@ -12,8 +12,8 @@ _quiet_import.install()
 
 __version__ = "0.2.0"
 
-_API = ("A2C", "ACER", "ACKTR", "DDPG", "DQN", "ES", "PPO", "QLearning", "SAC", "TD3", "TRPO",
-        "ExpertDataset", "generate_expert_traj")
+_API = ("A2C", "ACER", "ACKTR", "DDPG", "DQN", "ES", "GAIL", "PPO", "QLearning", "SAC", "TD3",
+        "TRPO", "ExpertDataset", "generate_expert_traj")
 __all__ = ["__version__", *_API]
 
 

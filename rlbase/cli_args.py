@@ -116,8 +116,8 @@ def add_zoo_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("-n", "--n-timesteps", dest="n_timesteps", type=str, default=None,
                    help="env steps to train for (= --num_timesteps; default: the row's)")
     g.add_argument("-f", "--log-folder", dest="log_folder", default=None,
-                   help="logs and config.yml go to <folder>/<algo>/<env>_<n>, n the next "
-                        "free index")
+                   help="logs, config.yml and the trained model (<env>.zip, unless "
+                        "--save_path) go to <folder>/<algo>/<env>_<n>, n the next free index")
     g.add_argument("--n-eval-envs", dest="n_eval_envs", type=int, default=1,
                    help="envs of the evaluation (rlbase evaluates on 1)")
     g.add_argument("--device", default="auto",

@@ -484,6 +484,8 @@ def zoo_flags(args: Any) -> None:
               "CPU", file=sys.stderr, flush=True)
     if args.log_folder and not args.log_path:
         args.log_path = next_run_folder(args.log_folder, args.alg, args.env)
+    if args.log_folder and not args.save_path:  # the zoo keeps the trained model beside its logs
+        args.save_path = os.path.join(args.log_path, f"{args.env}.zip")
 
 
 def _gpu_visible() -> bool:

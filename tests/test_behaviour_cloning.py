@@ -142,3 +142,28 @@ def test_save_videos_and_plots(tmp_path):
     assert os.path.exists(tmp_path / "c.png")
     with pytest.raises(RLBaseError, match="does not exist"):
         main(["plot", str(tmp_path / "none")])
+
+
+def test_a_normalized_model_records_raw_observations_and_acts_on_normalized_ones(monkeypatch):
+    """A model trained under VecNormalize sees observations normalized with its statistics
+    (as in training); the file holds the env's own observations."""
+    from rlbase.common.vec_env.vec_normalize import VecNormalize
+
+    model = PPO("MlpPolicy", VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")])),
+                nsteps=8, seed=0)
+    stats = model.model.normalization
+    stats.ob_rms.mean[:] = 1.0
+    stats.ob_rms.var[:] = 4.0
+    seen: list[np.ndarray] = []
+    predict = model.predict
+
+    def recording(obs, *args, **kwargs):
+        seen.append(np.array(obs))
+        return predict(obs, *args, **kwargs)
+
+    monkeypatch.setattr(model, "predict", recording)
+    data = generate_expert_traj(model, "CartPole-v1", n_episodes=1, seed=0)
+    raw = data["obs"]
+    assert len(seen) == len(raw)
+    expected = np.clip((raw - 1.0) / np.sqrt(4.0 + stats.epsilon), -10, 10)
+    np.testing.assert_allclose(np.array(seen), expected, rtol=1e-5, atol=1e-6)

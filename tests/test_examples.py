@@ -71,6 +71,13 @@ def test_continue_training(monkeypatch, capsys) -> None:
 
 
 @pytest.mark.slow  # 20-45 s on 2 shared cores
+def test_gail_cartpole(monkeypatch, capsys) -> None:
+    run_example("gail_cartpole.py", "--expert_timesteps=256", "--expert_episodes=1",
+                "--num_timesteps=1024", monkeypatch=monkeypatch)
+    out = capsys.readouterr().out
+    assert "expert: " in out and "gail evaluation: " in out
+
+
 def test_behaviour_cloning(monkeypatch, capsys) -> None:
     run_example("behaviour_cloning.py", "--num_timesteps=256", "--expert_episodes=2",
                 "--epochs=1", monkeypatch=monkeypatch)

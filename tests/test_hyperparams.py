@@ -102,6 +102,7 @@ def test_train_zoo_flags_config_file_and_repeat(tmp_path):
     assert code == 0, err
     run = tmp_path / "logs" / "ppo" / "CartPole-v1_1"
     assert (run / "progress.csv").is_file() and (run / "0.monitor.csv").is_file()
+    assert (run / "CartPole-v1.zip").is_file()  # the trained model, where the zoo puts it
     saved = yaml.safe_load((run / "config.yml").read_text())["CartPole-v1"]
     assert saved["n_steps"] == 64 and saved["batch_size"] == 256  # the override, the zoo row
     assert (saved["algo"], saved["env"], saved["seed"], saved["n_timesteps"]) == \

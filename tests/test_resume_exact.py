@@ -9,6 +9,8 @@ just reset too: nothing the env holds is lost (see docs/architecture.md, 'Resumi
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -69,6 +71,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "acer": dict(TINY, nsteps=4, buffer_size_per_env=40, replay_start=8, replay_ratio=1),
     "ppo": dict(TINY, nsteps=4, nminibatches=2, noptepochs=2),
     "trpo": dict(TINY, nsteps=4, vf_batch_size=4),
+    "gail": dict(TINY, nsteps=4, vf_batch_size=4, g_step=2, d_step=2),
     "dqn": dict(OFF_POLICY, train_freq=2, target_update_interval=4),
     "qlearning": dict(network=None, log_interval=10**9, grid_size=3),
     "es": dict(TINY, popsize=4, max_episode_steps=EPISODE),
@@ -77,6 +80,20 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "sac": dict(OFF_POLICY),
 }
 CONTINUOUS = ("ddpg", "td3", "sac")
+
+
+def clock_expert() -> str:
+    """An expert file for the Clock env (GAIL imitates it): two episodes of its right
+    actions."""
+    from rlbase.api.behaviour_cloning import generate_expert_traj
+
+    path = os.path.join(tempfile.mkdtemp(), "clock_expert.npz")
+    generate_expert_traj(lambda obs: int(round(float(obs[0]) * EPISODE)) % 2, Clock(),
+                         n_episodes=2, save_path=path)
+    return path
+
+
+SETTINGS["gail"]["expert_path"] = clock_expert()
 # ES runs whole episodes on the bare envs and normalizes observations itself.
 NORMALIZES = tuple(a for a in SETTINGS if a != "es")
 

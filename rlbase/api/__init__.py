@@ -8,11 +8,11 @@ from rlbase.api.behaviour_cloning import ExpertDataset, generate_expert_traj
 from rlbase.api.ddpg import DDPG, TD3
 from rlbase.api.dqn import DQN
 from rlbase.api.es import ES
+from rlbase.api.gail import GAIL
 from rlbase.api.ppo import PPO
 from rlbase.api.qlearning import QLearning
 from rlbase.api.sac import SAC
 from rlbase.api.trpo import TRPO
 
-__all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "PPO",
-           "QLearning", "SAC", "TD3", "TRPO",
-           "generate_expert_traj"]
+__all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "GAIL",
+           "PPO", "QLearning", "SAC", "TD3", "TRPO", "generate_expert_traj"]

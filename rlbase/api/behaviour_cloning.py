@@ -9,13 +9,18 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
+from rlbase.api.base_class import BaseRLModel
 from rlbase.common import logger, nested
 from rlbase.common.errors import RLBaseError
+from rlbase.common.expert_data import (
+    KEYS,
+    LEAF_PREFIX,
+    check_observations,
+    expert_pairs,
+    read_expert_data,
+    typed_batch,
+)
 from rlbase.common.tf_util import observation_spec, spec_like
-
-KEYS = ("obs", "actions", "rewards", "episode_starts", "episode_returns")
-# Dict/Tuple observations are stored leaf by leaf as "obs/<leaf name>" (nested.leaf_names).
-LEAF_PREFIX = "obs/"
 
 
 def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes: int = 10,
@@ -26,7 +31,9 @@ def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes:
     ``episode_returns`` (one per episode). Observations of a Dict or Tuple space are stored
     one array per leaf, named ``obs/<key>`` (``obs/state/position`` when nested deeper).
 
-    model_or_callable: a model class instance (its deterministic predict) or ``obs -> action``.
+    model_or_callable: a model class instance (its deterministic predict; a model trained on
+        normalized observations sees them normalized with its saved statistics, while the
+        env's own observations are recorded), or ``obs -> action``.
     env: a gymnasium env (not vectorized) or an env id.
     seed: seed of the first reset (later episodes continue its random stream).
     """
@@ -37,7 +44,16 @@ def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes:
     if not isinstance(env, gym.Env):
         raise RLBaseError(f"generate_expert_traj needs a gymnasium env or an env id, got "
                           f"{type(env).__name__} (use one env, not a VecEnv)")
-    if hasattr(model_or_callable, "predict"):
+    if isinstance(model_or_callable, BaseRLModel):
+        expert = model_or_callable
+        # A model trained under VecNormalize acts on observations normalized with its saved
+        # statistics; the env's own observations are what is recorded.
+        normalization = expert.model.normalization if expert.model is not None else None
+
+        def policy(obs: np.ndarray) -> Any:
+            seen = obs if normalization is None else normalization.normalize_obs(obs)
+            return expert.predict(seen, deterministic=deterministic)[0]
+    elif hasattr(model_or_callable, "predict"):  # another library's model: SB3's predict
         def policy(obs: np.ndarray) -> Any:
             return model_or_callable.predict(obs, deterministic=deterministic)[0]
     elif callable(model_or_callable):
@@ -90,34 +106,14 @@ class ExpertDataset:
 
     def __init__(self, path: str | dict[str, np.ndarray], train_fraction: float = 0.7,
                  batch_size: int = 64, traj_limitation: int = -1, seed: int | None = 0):
-        if isinstance(path, dict):
-            data = path
-        else:
-            if not os.path.exists(path):
-                raise RLBaseError(f"expert data file {path} does not exist")
-            with np.load(path, allow_pickle=False) as npz:
-                data = {k: npz[k] for k in npz.files}
-        leaves = {k[len(LEAF_PREFIX):]: np.asarray(v) for k, v in data.items()
-                  if k.startswith(LEAF_PREFIX)}
-        lacking = [k for k in ("obs", "actions", "episode_starts")
-                   if k not in data and not (k == "obs" and leaves)]
-        if lacking:
-            raise RLBaseError(f"expert data lacks {lacking}; generate_expert_traj writes "
-                              f"{', '.join(KEYS)}")
+        data = read_expert_data(path)
         if not 0.0 < train_fraction <= 1.0:
             raise RLBaseError(f"train_fraction must be in (0, 1], got {train_fraction!r}")
         if batch_size < 1:
             raise RLBaseError(f"batch_size must be positive, got {batch_size!r}")
-        n = len(data["actions"])
-        if traj_limitation > 0:
-            starts = np.flatnonzero(data["episode_starts"])
-            if traj_limitation < len(starts):
-                n = int(starts[traj_limitation])
         # One array, or a dict of leaf arrays by leaf name for Dict/Tuple observations.
-        self.observations: np.ndarray | dict[str, np.ndarray] = \
-            {name: leaf[:n] for name, leaf in leaves.items()} if leaves \
-            else np.asarray(data["obs"][:n])
-        self.actions = np.asarray(data["actions"][:n])
+        self.observations, self.actions = expert_pairs(data, traj_limitation)
+        n = len(self.actions)
         self.returns = np.asarray(data.get("episode_returns", np.zeros(0)))
         self.batch_size = int(batch_size)
         self.rng = np.random.default_rng(seed)
@@ -148,7 +144,7 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
 
     if not isinstance(dataset, ExpertDataset):
         raise RLBaseError(f"pretrain needs an ExpertDataset, got {type(dataset).__name__}")
-    _check_observations(dataset.observations, ob_space)
+    check_observations(dataset.observations, ob_space)
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     optimizer.build(variables)
     ac_shape = tuple(ac_space.shape or ())
@@ -168,11 +164,7 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
 
     def cast(obs: np.ndarray | dict[str, np.ndarray], actions: np.ndarray
              ) -> tuple[Any, np.ndarray]:
-        leaves = [obs[name] for name in nested.leaf_names(ob_space)] \
-            if isinstance(obs, dict) else [obs]
-        typed = nested.pack(ob_space, [leaf.astype(sub.dtype) for leaf, sub in
-                                       zip(leaves, nested.leaf_spaces(ob_space))])
-        return typed, actions.astype(ac_space.dtype).reshape(len(actions), *ac_shape)
+        return typed_batch(obs, actions, ob_space, ac_space)
 
     history = []
     for epoch in range(1, n_epochs + 1):
@@ -185,20 +177,3 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
                            f"validation loss {val:.4f}")
     return history
 
-
-def _check_observations(observations: np.ndarray | dict[str, np.ndarray],
-                        ob_space: gym.Space) -> None:
-    """The expert's observations must have the model's structure and shapes."""
-    names, subs = nested.leaf_names(ob_space), nested.leaf_spaces(ob_space)
-    if isinstance(observations, dict) != nested.is_nested(ob_space) or (
-            isinstance(observations, dict) and sorted(observations) != sorted(names)):
-        given = sorted(observations) if isinstance(observations, dict) else "one array"
-        raise RLBaseError(f"expert observations ({given}) do not match the model's observation "
-                          f"space {ob_space} (leaves {names})")
-    leaves = [observations[name] for name in names] if isinstance(observations, dict) \
-        else [observations]
-    for name, leaf, sub in zip(names, leaves, subs):
-        if leaf.shape[1:] != tuple(sub.shape or ()):
-            which = f" '{name}'" if isinstance(observations, dict) else ""
-            raise RLBaseError(f"expert observations{which} have shape {leaf.shape[1:]}, the "
-                              f"model's observation space {sub}")

@@ -72,6 +72,13 @@ def param(default: Any, doc: str, *, unit: str = "", low: float | None = None,
     return field(default=default, metadata=metadata)
 
 
+
+def redefault(config: Any, name: str, default: Any) -> Any:
+    """``config``'s field ``name`` (its doc, unit, range and other names) with another default:
+    for an algorithm built on another's parameters whose published settings differ (GAIL's
+    trust-region step is TRPO's, with Baselines' GAIL settings)."""
+    return field(default=default, metadata=config.__dataclass_fields__[name].metadata)
+
 def caller_stacklevel() -> int:
     """The ``stacklevel`` of the first frame outside rlbase's package (the user's line)."""
     frame = sys._getframe(1)

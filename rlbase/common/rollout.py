@@ -28,6 +28,8 @@ class Rollout:
     #                          Dict/Tuple spaces, see rlbase.common.nested)
     actions: np.ndarray      # [num_envs * nsteps, *action_shape]
     rewards: np.ndarray      # [num_envs, nsteps], truncated steps include gamma * V(final obs)
+    bootstraps: np.ndarray   # [num_envs, nsteps], that gamma * V(final obs) part (0 elsewhere):
+    #                          who replaces the env's rewards (GAIL) keeps it
     dones: np.ndarray        # [num_envs, nsteps], 1 where the episode ended at that step
     starts: np.ndarray       # [num_envs * nsteps], 1 where an episode started (resets LSTM state)
     state: np.ndarray        # [num_envs, state_size], recurrent state before the rollout
@@ -59,6 +61,7 @@ class RolloutRunner(AbstractEnvRunner):
         mb_rewards = np.empty((nsteps, num_envs), dtype=np.float32)
         mb_dones = np.empty((nsteps, num_envs), dtype=np.float32)
         mb_starts = np.empty((nsteps, num_envs), dtype=np.float32)
+        mb_bootstraps = np.zeros((nsteps, num_envs), dtype=np.float32)
         start_state = self.states
         if hooks is not None:
             hooks.start()
@@ -73,9 +76,10 @@ class RolloutRunner(AbstractEnvRunner):
             mb_starts[t] = self.episode_starts
             obs, env_rewards, terminated, truncated, infos = \
                 self.env.step(self.env_actions(actions))
-            rewards = env_rewards.astype(np.float32)
             if truncated.any():
-                rewards += self.truncation_bootstrap(truncated & ~terminated, infos, states)
+                mb_bootstraps[t] = self.truncation_bootstrap(truncated & ~terminated, infos,
+                                                             states)
+            rewards = env_rewards.astype(np.float32) + mb_bootstraps[t]
             self.collect_episodes(infos)
             done = (terminated | truncated).astype(np.float32)
             mb_rewards[t] = rewards
@@ -90,7 +94,8 @@ class RolloutRunner(AbstractEnvRunner):
         return Rollout(
             obs=nested.pack(obs_space, [_env_major(x) for x in nested.flatten(obs_space, mb_obs)]),
             actions=_env_major(mb_actions),
-            rewards=mb_rewards.T.copy(), dones=mb_dones.T.copy(),
+            rewards=mb_rewards.T.copy(), bootstraps=mb_bootstraps.T.copy(),
+            dones=mb_dones.T.copy(),
             starts=mb_starts.T.ravel(), state=start_state, last_obs=self.obs,
             last_state=self.states, last_starts=self.episode_starts)
 

@@ -199,6 +199,17 @@ SPACES: dict[str, Space] = {
         "cg_iters": Integer(5, 30),
         "line_search_shrink": Real(0.6, 0.99),
     },
+    # GAIL: the policy's trust-region step and the discriminator's pace (expert_path stays
+    # fixed: give it with the study's fixed parameters)
+    "gail": {
+        "nsteps": PowerOfTwo(8, 12, per_update=True),
+        "gamma": _GAMMA,
+        "lam": OneMinus(1e-4, 0.1),
+        "max_kl": Choice((0.05, 0.02, 0.01, 0.005, 0.001)),
+        "g_step": Integer(1, 5),
+        "d_lr": Real(1e-5, 1e-3, log=True),
+        "adversary_entcoeff": Real(1e-4, 1e-1, log=True),
+    },
     "qlearning": {
         "lr": Real(0.01, 1.0, log=True),
         "gamma": OneMinus(1e-3, 0.1),

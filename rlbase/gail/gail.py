@@ -1,0 +1,105 @@
+"""GAIL: generative adversarial imitation learning (Baselines' gail), on the shared loop.
+
+The policy moves by TRPO steps on the discriminator's reward ``-log(1 - D(s, a))``; after every
+``g_step`` policy updates the discriminator trains on the last rollout against as many expert
+pairs. The env's own rewards are never learned from: they are only what the episode statistics
+(rollout/ep_rew_mean, evaluations) report, so the logged returns measure the imitation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import numpy as np
+
+from rlbase.common.learning import start_learning
+from rlbase.common.loop import LoopOptions, TrainingLoop
+from rlbase.common.mpi_util import allreduce_mean, check_synced, mpi_rank
+from rlbase.common.rollout import RolloutRunner
+from rlbase.common.vec_env import VecEnv
+from rlbase.gail.config import CONFIG, GAILConfig
+from rlbase.gail.expert import ExpertPairs
+from rlbase.gail.model import Model, build_model
+
+ALGORITHM = "gail"
+LOSSES = ("policy_objective", "kl_divergence_loss", "value_loss", "discriminator_loss")
+C = GAILConfig
+
+
+def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(1e6),
+          seed: int | None = None, *, expert_path: str | None = C.expert_path,
+          traj_limitation: int = C.traj_limitation, g_step: int = C.g_step,
+          d_step: int = C.d_step, d_lr: float = C.d_lr,
+          adversary_hidden_size: int = C.adversary_hidden_size,
+          adversary_entcoeff: float = C.adversary_entcoeff, nsteps: int = C.nsteps,
+          max_kl: float = C.max_kl, cg_iters: int = C.cg_iters,
+          cg_damping: float = C.cg_damping, fvp_subsample: int = C.fvp_subsample,
+          line_search_iters: int = C.line_search_iters,
+          line_search_shrink: float = C.line_search_shrink, gamma: float = C.gamma,
+          lam: float = C.lam, ent_coef: float = C.ent_coef,
+          normalize_advantage: bool = C.normalize_advantage,
+          vf_lr: float = C.vf_lr, vf_iters: int = C.vf_iters,
+          vf_batch_size: int = C.vf_batch_size, log_interval: int = C.log_interval,
+          eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
+          checkpoint_interval: int = C.checkpoint_interval,
+          eval_env: VecEnv | Any | None = None,
+          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
+          load_path: str | None = None, checkpoint_path: str | None = None,
+          resume: bool = False, **network_kwargs: Any) -> Model:
+    """Imitate the expert in ``expert_path`` with GAIL and return the
+    :class:`~rlbase.gail.model.Model`.
+
+    The keyword arguments from ``expert_path`` to ``checkpoint_interval`` are the fields of
+    :class:`~rlbase.gail.config.GAILConfig` (type, unit, range and meaning there).
+
+    network: mlp or another feed-forward network, or a builder callable; the value gets its
+        own torso unless value_network='shared'.
+    env: a VecEnv (a gymnasium env or an env id is wrapped into one); its rewards are only
+        reported, never learned from.
+    total_timesteps: env steps to train for, summed over envs (rounded up to whole updates).
+    seed: seed of python, numpy, TensorFlow and the envs (None: unseeded).
+    eval_env: an env (or env id, seeded with seed + 1000) to evaluate the policy on.
+    callback: called after every policy update as ``callback(model, info)``; returning False
+        stops.
+    load_path: continue from this saved model (its network and architecture are used).
+    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
+    resume: continue from the newest checkpoint in checkpoint_path.
+    **network_kwargs: passed to the network builder (num_layers, num_hidden, ...).
+    """
+    model, env, options = start_learning(CONFIG, build_model, locals())
+    return train(model, env, total_timesteps, options)
+
+
+def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
+    """Run GAIL's loop on ``model`` for ``total_timesteps`` more env steps (expert data from
+    ``model.config.expert_path``). Under MPI every rank runs it; rank 0 writes checkpoints."""
+    config = model.config
+    expert = ExpertPairs(config.expert_path, model.observation_space, model.action_space,
+                         config.traj_limitation) if total_timesteps > 0 else None
+    loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
+                        writer=mpi_rank() == 0, seed=config.seed, comm=model.comm)
+    runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=config.gamma,
+                           episodes=loop.episodes)
+    comm = model.comm
+    nbatch = model.num_envs * model.nsteps
+    for _ in range(loop.iterations_left(nbatch)):
+        rollout = runner.run(loop.rollout_hooks)
+        if rollout is None:  # an SB3 callback stopped training mid-rollout
+            break
+        # The update adds the discriminator's rewards to the truncation bootstraps.
+        stats, runner.pending = model.train(dataclasses.replace(rollout,
+                                                                rewards=rollout.bootstraps))
+        if expert is not None and (loop.iterations + 1) % config.g_step == 0:
+            expert_obs, expert_actions = expert.sample(nbatch, model.expert_rng)
+            if model.normalization is not None:  # the policy sees VecNormalize's observations:
+                expert_obs = model.normalization.normalize_obs(expert_obs)  # so must D
+            stats.update(model.train_discriminator(rollout.obs, rollout.actions, expert_obs,
+                                                   expert_actions))
+        if comm is not None:
+            stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
+            if (loop.iterations + 1) % options.log_interval == 0:
+                check_synced(model.policy.trainable_variables, comm)
+        if loop.end_iteration(nbatch, {**stats, "learning_rate": config.vf_lr}):
+            break
+    return model
