@@ -158,7 +158,10 @@ def test_normalization_statistics_save_with_the_model(tmp_path):
     np.testing.assert_array_equal(frozen.ob_rms.mean, env.ob_rms.mean)
 
 
-def test_mpi_workers_stay_identical(tmp_path):
+@pytest.mark.parametrize("target_kl", [None, 0.01])
+def test_mpi_workers_stay_identical(tmp_path, target_kl):
+    """With target_kl the stop flag is averaged too (in the gradient's allreduce: a second,
+    independent allreduce could run in another order on each worker)."""
     import importlib.util
     import os
     import shutil
@@ -168,7 +171,8 @@ def test_mpi_workers_stay_identical(tmp_path):
     if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
         pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
     worker = os.path.join(os.path.dirname(__file__), "mpi_ppo_worker.py")
-    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, worker, str(tmp_path)],
+    extra = [] if target_kl is None else [str(target_kl)]
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, worker, str(tmp_path), *extra],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rank0 = np.load(tmp_path / "rank0_of_2.npy")

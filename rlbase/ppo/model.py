@@ -179,14 +179,21 @@ class Model(OnPolicyModel):
                 value_loss = value_loss_fn(vpred, mb_oldv, mb_ret,
                                            cliprange_vf if self.clip_value else None)
                 loss = policy_loss - entropy * self.ent_coef + value_loss * self.vf_coef
-            grads = average_over_workers(tape.gradient(loss, variables), self.comm)
+            grads = tape.gradient(loss, variables)
+            if self.target_kl is None:
+                grads = average_over_workers(grads, self.comm)
+            else:
+                # Every MPI worker decides on the same (averaged) flag. It travels in the
+                # gradient's allreduce: two independent allreduces in one graph may run in
+                # another order on each worker, and their messages then cross.
+                local_stop = tf.cast(approx_kl_stop(neglogp, mb_oldnlp, self.target_kl),
+                                     tf.float32)
+                *grads, stop_share = average_over_workers([*grads, local_stop], self.comm)
+                stop = stop_share > 0
             grads, grad_norm = clip_by_global_norm(grads, self.max_grad_norm)
             if self.target_kl is None:
                 apply(grads)
-            else:  # every MPI worker decides on the same (averaged) estimate
-                stop = approx_kl_stop(neglogp, mb_oldnlp, self.target_kl)
-                if self.comm is not None:
-                    stop = average_over_workers([tf.cast(stop, tf.float32)], self.comm)[0] > 0
+            else:
                 tf.cond(stop, lambda: tf.constant(0.0), lambda: apply(grads))
             approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - mb_oldnlp))
             step_stats = tf.stack([policy_loss, value_loss, -entropy, approxkl, clipfrac,
