@@ -125,7 +125,7 @@ class BitFlippingEnv(gym.Env):
         is not used."""
         achieved = self.convert_to_bit_vector(achieved_goal)
         desired = self.convert_to_bit_vector(desired_goal)
-        return -np.any(achieved != desired, axis=-1).astype(np.float32)
+        return np.where(np.any(achieved != desired, axis=-1), -1.0, 0.0).astype(np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Obs, dict[str, Any]]:
