@@ -63,6 +63,10 @@ def check_env_id(env_id: str) -> None:
         if not _register_ale():
             raise RLBaseError(f"'{env_id}' is an Atari game and ale-py is not installed: "
                               "pip install 'rlbase[atari]'")
+    if name not in gym.registry and name.startswith(ROBOTICS_PREFIXES):
+        if not _register_robotics():
+            raise RLBaseError(f"'{env_id}' is a gymnasium-robotics env and gymnasium-robotics "
+                              "is not installed: pip install 'rlbase[robotics]'")
     successor = RETIRED_IDS.get(name)
     if name not in gym.registry and successor in gym.registry:
         spec = gym.spec(successor)
@@ -122,6 +126,20 @@ def _version_problem(env_id: str, name: str) -> str | None:
 ENGINES = {"mujoco": ("mujoco", "MuJoCo", "mujoco"), "box2d": ("Box2D", "Box2D", "box2d"),
            "atari": ("ale_py", "ale-py (Atari ROMs)", "atari")}
 ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
+
+
+# Ids gymnasium-robotics registers (Fetch, Shadow hand, Adroit, mazes, Franka kitchen).
+ROBOTICS_PREFIXES = ("Fetch", "HandManipulate", "HandReach", "AdroitHand", "PointMaze",
+                     "AntMaze", "FrankaKitchen")
+
+
+def _register_robotics() -> bool:
+    try:
+        import gymnasium_robotics
+    except ImportError:
+        return False
+    gym.register_envs(gymnasium_robotics)
+    return True
 
 
 def _register_ale() -> bool:

@@ -92,16 +92,16 @@ def her_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def check_goal_space(space: gym.Space, algorithm: str = "HER") -> None:
+def check_goal_space(space: gym.Space) -> None:
     """Refuse, in one line, an observation space that is not a goal env's."""
     if not isinstance(space, gym.spaces.Dict) or not set(GOAL_KEYS) <= set(space.spaces):
-        raise RLBaseError(f"{algorithm}: HER (replay_buffer_class='her') needs a goal env: a "
-                          f"Dict observation with keys {', '.join(GOAL_KEYS)} and a "
-                          f"compute_reward method, got observations {space}")
+        raise RLBaseError(f"HER (replay_buffer_class='her') needs a goal env: a Dict "
+                          f"observation with keys {', '.join(GOAL_KEYS)} and a compute_reward "
+                          f"method, got observations {space}")
     for key in GOAL_KEYS[1:]:
         if nested.is_nested(space.spaces[key]):
-            raise RLBaseError(f"{algorithm}: HER needs {key} to be one array (Box, "
-                              f"MultiBinary, Discrete, ...), got {space.spaces[key]}")
+            raise RLBaseError(f"HER needs {key} to be one array (Box, MultiBinary, Discrete, "
+                              f"...), got {space.spaces[key]}")
 
 
 def goal_reward_fn(env: VecEnv) -> RewardFn:
