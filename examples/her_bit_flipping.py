@@ -3,7 +3,7 @@ check), against DQN alone: ``python examples/her_bit_flipping.py --n_bits 15``.
 
 Settings are Stable-Baselines3's DQN+HER bit-flipping test (tests/test_her.py,
 test_performance_her): 2 envs, lr 2e-3, one gradient step per env step, 32 transitions per
-step, target copy every 100 steps, epsilon down to 0.02 over 10% of the run, a 64-64 MLP
+step, target copy every 100 steps, epsilon down to 0.02 over 10% of the run, a 64-64 ReLU MLP
 without dueling or double Q (SB3's DQN), n_sampled_goal 5 with the 'future' strategy.
 Prints the greedy policy's success rate over 50 test episodes.
 """
@@ -53,6 +53,7 @@ def main() -> None:
                   gradient_steps=1, target_update_interval=100, exploration_fraction=0.1,
                   exploration_final_eps=0.02, double_q=False, dueling=False, hiddens=(),
                   best_model_interval=None, log_interval=200, num_layers=2, num_hidden=64,
+                  activation="relu",
                   **her)
     rate = success_rate(model, n_bits, 50, seed=10_000)
     print(f"n_bits={n_bits} her={not args.no_her} timesteps={int(args.timesteps)} "
