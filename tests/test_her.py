@@ -268,7 +268,7 @@ def test_truncated_transitions_bootstrap_and_close_the_episode():
     assert sorted(set(batch.dones.tolist())) == [0.0, 1.0]
 
 
-# -- checkpoints -------------------------------------------------------------------------------------
+# -- checkpoints ----------------------------------------------------------------------------------
 def test_buffer_state_round_trip_samples_the_same():
     buffer = her("future", num_envs=2, size=24)
     fill(buffer, [[3, 2, 5], [4, 4, 1, 1]])
@@ -421,3 +421,11 @@ def test_cli_her_flags(tmp_path):
                          env=env, timeout=300)
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].startswith("rlbase: error: HER")
+
+
+def test_missing_robotics_package_names_the_extra(monkeypatch):
+    from rlbase.common import cmd_util
+
+    monkeypatch.setattr(cmd_util, "_register_robotics", lambda: False)
+    with pytest.raises(RLBaseError, match=r"^[^\n]*pip install 'rlbase\[robotics\]'[^\n]*$"):
+        cmd_util.check_env_id("FetchNotInstalled-v4")
