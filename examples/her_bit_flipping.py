@@ -42,22 +42,25 @@ def main() -> None:
     parser.add_argument("--timesteps", type=float, default=1e5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no_her", action="store_true", help="DQN alone")
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--double_q", action="store_true", help="double Q-learning targets")
     args = parser.parse_args()
     n_bits = args.n_bits
     env = DummyVecEnv([lambda: BitFlippingEnv(n_bits) for _ in range(2)])
     her = {} if args.no_her else {
         "replay_buffer_class": "her",
         "replay_buffer_kwargs": {"n_sampled_goal": 5, "goal_selection_strategy": "future"}}
-    model = learn("mlp", env, total_timesteps=int(args.timesteps), seed=args.seed, lr=2e-3,
+    model = learn("mlp", env, total_timesteps=int(args.timesteps), seed=args.seed, lr=args.lr,
                   buffer_size=int(1e5), learning_starts=20, batch_size=32, train_freq=1,
                   gradient_steps=1, target_update_interval=100, exploration_fraction=0.1,
-                  exploration_final_eps=0.02, double_q=False, dueling=False, hiddens=(),
+                  exploration_final_eps=0.02, double_q=args.double_q, dueling=False, hiddens=(),
                   best_model_interval=None, log_interval=200, num_layers=2, num_hidden=64,
                   activation="relu",
                   **her)
     rate = success_rate(model, n_bits, 50, seed=10_000)
     print(f"n_bits={n_bits} her={not args.no_her} timesteps={int(args.timesteps)} "
-          f"seed={args.seed}: test success rate {rate:.2f} over 50 episodes")
+          f"lr={args.lr} double_q={args.double_q} seed={args.seed}: test success rate "
+          f"{rate:.2f} over 50 episodes")
 
 
 if __name__ == "__main__":

@@ -429,3 +429,33 @@ def test_missing_robotics_package_names_the_extra(monkeypatch):
     monkeypatch.setattr(cmd_util, "_register_robotics", lambda: False)
     with pytest.raises(RLBaseError, match=r"^[^\n]*pip install 'rlbase\[robotics\]'[^\n]*$"):
         cmd_util.check_env_id("FetchNotInstalled-v4")
+
+
+def test_her_normalizer_is_per_key_clipped_at_5():
+    from rlbase.common.her_replay_buffer import her_vec_normalize
+
+    class Far(BitFlippingEnv):
+        def _obs(self):
+            obs = super()._obs()
+            return {k: v.astype(np.float32) * (1000.0 if k == "observation" else 1.0)
+                    for k, v in obs.items()}
+
+    def far() -> Far:
+        env = Far(2)
+        box = gym.spaces.Box(-1e4, 1e4, (2,), np.float32)
+        env.observation_space = gym.spaces.Dict({k: box for k in env.observation_space.spaces})
+        return env
+
+    venv = her_vec_normalize(DummyVecEnv([far]))
+    assert venv.stats.names == ["ob_rms/achieved_goal", "ob_rms/desired_goal",
+                                "ob_rms/observation"]
+    assert venv.stats.clipob == 5.0 and venv.stats.epsilon == pytest.approx(1e-4)
+    assert not venv.stats.ret
+    obs = venv.reset()
+    # The desired goal never changes: its std is ~0, floored at 0.01, so it stays near 0.
+    assert np.all(np.abs(obs["desired_goal"]) < 0.01)
+    stats = venv.stats.leaf_rms[2]
+    big = {"observation": np.full((1, 2), 1e6, np.float32),
+           "achieved_goal": np.zeros((1, 2), np.float32),
+           "desired_goal": np.ones((1, 2), np.float32)}
+    assert np.all(venv.normalize_obs(big)["observation"] == 5.0) and stats.count > 0

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.replay_buffer import Batch, NestedReplayBuffer, _check_size
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env import VecEnv, VecNormalize
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 RewardFn = Callable[[np.ndarray, np.ndarray, Any], Any]
@@ -327,6 +327,23 @@ class HerReplayBuffer(NestedReplayBuffer):
                 raise RLBaseError(f"the env's compute_reward returned {rewards.size} rewards "
                                   f"for a batch of {len(idx)} goals: it must be vectorized")
         return rewards
+
+
+#: Baselines' HER normalizer (baselines/her/normalizer.py): normalized values clipped to
+#: [-5, 5], standard deviations floored at 0.01
+HER_CLIP_RANGE, HER_NORM_EPS = 5.0, 0.01
+
+
+def her_vec_normalize(venv: VecEnv, training: bool = True) -> VecNormalize:
+    """``venv`` with its observations normalized per key as Baselines' HER does: each Box
+    entry (``observation``, ``achieved_goal``, ``desired_goal``) by its own running mean and
+    std, clipped to +-5, std at least about 0.01 (``sqrt(var + 0.01**2)``); rewards left raw.
+    The replay buffer keeps raw transitions (compute_reward sees raw goals) and normalizes each
+    sampled, relabelled minibatch with the current statistics: a relabelled desired goal is
+    normalized with the desired goals' statistics (Baselines pools both goal keys in one and
+    updates it from relabelled samples)."""
+    return VecNormalize(venv, norm_obs=True, norm_reward=False, clip_obs=HER_CLIP_RANGE,
+                        epsilon=HER_NORM_EPS ** 2, training=training)
 
 
 def her_buffer(kwargs: Mapping[str, Any] | None, size: int, ob_space: gym.Space, num_envs: int,
