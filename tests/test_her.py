@@ -459,3 +459,26 @@ def test_her_normalizer_is_per_key_clipped_at_5():
            "achieved_goal": np.zeros((1, 2), np.float32),
            "desired_goal": np.ones((1, 2), np.float32)}
     assert np.all(venv.normalize_obs(big)["observation"] == 5.0) and stats.count > 0
+
+
+def _bit_flipping_success(monkeypatch, capsys, *args: str) -> float:
+    """examples/her_bit_flipping.py's greedy test success rate (50 episodes)."""
+    import re
+    import runpy
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "examples", "her_bit_flipping.py")
+    monkeypatch.setattr(sys, "argv", [script, *args])
+    runpy.run_path(script, run_name="__main__")
+    found = re.search(r"test success rate ([0-9.]+) over 50 episodes", capsys.readouterr().out)
+    assert found is not None
+    return float(found.group(1))
+
+
+@pytest.mark.slow  # about 3 min per run on 2 shared cores
+def test_dqn_her_solves_15_bits_and_dqn_alone_does_not(monkeypatch, capsys):
+    """The HER paper's sanity check: 15 bits, 1e5 env steps, seed 0 (SB3's DQN+HER settings,
+    lr 5e-4). Measured here: 1.00 with HER (success 1 from ~12k steps on), 0.00 without."""
+    assert _bit_flipping_success(monkeypatch, capsys, "--n_bits=15", "--timesteps=1e5") >= 0.9
+    assert _bit_flipping_success(monkeypatch, capsys, "--n_bits=15", "--timesteps=1e5",
+                                 "--no_her") <= 0.1
