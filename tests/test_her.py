@@ -482,3 +482,35 @@ def test_dqn_her_solves_15_bits_and_dqn_alone_does_not(monkeypatch, capsys):
     assert _bit_flipping_success(monkeypatch, capsys, "--n_bits=15", "--timesteps=1e5") >= 0.9
     assert _bit_flipping_success(monkeypatch, capsys, "--n_bits=15", "--timesteps=1e5",
                                  "--no_her") <= 0.1
+
+
+def _zero_step(buffer: HerReplayBuffer) -> tuple[Any, ...]:
+    """One vector step of all-zero bit-flipping transitions that end no episode."""
+    obs = {k: np.zeros((buffer.num_envs, 3), np.int8)
+           for k in ("observation", "achieved_goal", "desired_goal")}
+    n = buffer.num_envs
+    return (obs, np.zeros(n, np.int32), np.full(n, -1, np.float32), obs,
+            np.zeros(n, np.float32), np.zeros(n, bool))
+
+
+def test_save_and_load_replay_buffer_of_a_her_model(tmp_path):
+    import rlbase
+
+    def make():
+        env = DummyVecEnv([lambda: BitFlippingEnv(3) for _ in range(2)])
+        return rlbase.DQN("MultiInputPolicy", env, replay_buffer_class="her", seed=0,
+                          learning_starts=10, batch_size=8, buffer_size=200)
+
+    model = make()
+    model.learn(total_timesteps=41)
+    buffer = model.replay_buffer
+    buffer.add(*_zero_step(buffer))  # one more step: its episodes are in progress
+    assert len(buffer) < buffer.size
+    model.save_replay_buffer(tmp_path / "buffer")
+    fresh = make()
+    fresh.load_replay_buffer(tmp_path / "buffer")
+    loaded = fresh.replay_buffer
+    assert isinstance(loaded, HerReplayBuffer) and loaded.size == buffer.size == 44
+    # The episodes in progress when it was saved end there (SB3's truncate_last_trajectory).
+    assert len(loaded) == loaded.size
+    assert np.array_equal(loaded.rewards, buffer.rewards)
