@@ -416,6 +416,11 @@ def test_cli_her_flags(tmp_path):
     assert "'replay_buffer_class': 'her'" in out.stdout
     assert "'goal_selection_strategy': 'final'" in out.stdout
     assert "rollout/success_rate" in out.stdout
+    from rlbase.cli import main
+
+    png = tmp_path / "success.png"
+    main(["plot", str(tmp_path), "--y=rollout/success_rate", f"--out={png}"])
+    assert png.stat().st_size > 0
     bad = subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=dqn", "--env=CartPole-v1",
                           "--num_timesteps=10", "--her"], capture_output=True, text=True,
                          env=env, timeout=300)
