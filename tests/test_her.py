@@ -436,20 +436,24 @@ def test_missing_robotics_package_names_the_extra(monkeypatch):
         cmd_util.check_env_id("FetchNotInstalled-v4")
 
 
+class Far(BitFlippingEnv):
+    """Bit flipping with float32 Box entries, the observation scaled by 1000."""
+
+    def _obs(self):
+        obs = super()._obs()
+        return {k: v.astype(np.float32) * (1000.0 if k == "observation" else 1.0)
+                for k, v in obs.items()}
+
+
+def far() -> Far:
+    env = Far(2)
+    box = gym.spaces.Box(-1e4, 1e4, (2,), np.float32)
+    env.observation_space = gym.spaces.Dict({k: box for k in env.observation_space.spaces})
+    return env
+
+
 def test_her_normalizer_is_per_key_clipped_at_5():
     from rlbase.common.her_replay_buffer import her_vec_normalize
-
-    class Far(BitFlippingEnv):
-        def _obs(self):
-            obs = super()._obs()
-            return {k: v.astype(np.float32) * (1000.0 if k == "observation" else 1.0)
-                    for k, v in obs.items()}
-
-    def far() -> Far:
-        env = Far(2)
-        box = gym.spaces.Box(-1e4, 1e4, (2,), np.float32)
-        env.observation_space = gym.spaces.Dict({k: box for k in env.observation_space.spaces})
-        return env
 
     venv = her_vec_normalize(DummyVecEnv([far]))
     assert venv.stats.names == ["ob_rms/achieved_goal", "ob_rms/desired_goal",
@@ -519,3 +523,32 @@ def test_save_and_load_replay_buffer_of_a_her_model(tmp_path):
     # The episodes in progress when it was saved end there (SB3's truncate_last_trajectory).
     assert len(loaded) == loaded.size
     assert np.array_equal(loaded.rewards, buffer.rewards)
+
+
+def test_compute_reward_through_worker_processes():
+    from rlbase.common.her_replay_buffer import goal_reward_fn
+    from rlbase.common.vec_env import SubprocVecEnv
+
+    env = SubprocVecEnv([lambda: BitFlippingEnv(3) for _ in range(2)])
+    try:
+        reward = goal_reward_fn(env)  # env 0's compute_reward, called in its worker
+        achieved = np.array([[1, 1, 1], [0, 1, 1]], np.int8)
+        assert reward(achieved, np.ones((2, 3), np.int8), [{}, {}]).tolist() == [0.0, -1.0]
+    finally:
+        env.close()
+
+
+def test_her_behind_the_normalizer_stores_raw_goals():
+    from rlbase.common.her_replay_buffer import her_vec_normalize
+    from rlbase.dqn.dqn import learn
+
+    venv = her_vec_normalize(DummyVecEnv([far, far]))
+    model = learn("mlp", venv, total_timesteps=60, seed=0, learning_starts=10, batch_size=8,
+                  replay_buffer_class="her", best_model_interval=None, hiddens=(16,))
+    buffer = model.replay_buffer
+    stored = buffer.obs_leaves[0][:buffer.size]  # achieved goals: raw bits, not normalized
+    assert set(np.unique(stored).tolist()) <= {0.0, 1.0}
+    assert set(np.unique(buffer.obs_leaves[2][:buffer.size]).tolist()) <= {0.0, 1000.0}
+    _, batch = buffer.sample(64, np.random.default_rng(0), 8)
+    hit = np.all(batch.next_obs["achieved_goal"] == batch.obs["desired_goal"], axis=1)
+    assert np.array_equal(batch.rewards, np.where(hit, 0.0, -1.0))  # on raw goals
