@@ -14,7 +14,7 @@ __version__ = "0.2.0"
 
 _API = ("A2C", "ACER", "ACKTR", "DDPG", "DQN", "ES", "GAIL", "PPO", "QLearning", "SAC", "TD3",
         "TRPO", "ExpertDataset", "generate_expert_traj")
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", *_API, "HerReplayBuffer"]
 
 
 def __getattr__(name: str):
@@ -23,4 +23,8 @@ def __getattr__(name: str):
         from rlbase import api
 
         return getattr(api, name)
+    if name == "HerReplayBuffer":  # SB3's replay_buffer_class=HerReplayBuffer
+        from rlbase.common.her_replay_buffer import HerReplayBuffer
+
+        return HerReplayBuffer
     raise AttributeError(f"module 'rlbase' has no attribute {name!r}")

@@ -4,7 +4,7 @@
     rlbase --alg=ppo --env=CartPole-v1 ...                            (train, as above)
     rlbase play --alg=ppo --env=CartPole-v1 --load_path=m.zip [--play_episodes=5]
     rlbase enjoy ...                                                  (= play)
-    rlbase plot LOG_DIR [LOG_DIR ...] [--out=curves.png]
+    rlbase plot LOG_DIR [LOG_DIR ...] [--out=curves.png] [--y=rollout/success_rate]
     rlbase bench {run,compare,suite,report} ...                       (= python -m rlbase.bench)
     rlbase tune --algo=ppo --env=CartPole-v1 --n-trials=20 [--storage=sqlite:///study.db]
     rlbase train --algo=ppo --env=CartPole-v1 --optimize --n-trials=20          (= tune)
@@ -32,11 +32,23 @@ def _plot(argv: list[str]) -> None:
     parser.add_argument("--out", default=None, help="the PNG (default "
                                                     "<first log dir>/learning_curves.png)")
     parser.add_argument("--title", default=None)
+    parser.add_argument("--y", default=None, metavar="KEY",
+                        help="plot this progress.csv column against time/total_timesteps "
+                             "(e.g. rollout/success_rate) instead of the episode returns")
     args = parser.parse_args(argv)
+    from rlbase.common.plot_util import (
+        algorithm_group_fn,
+        env_split_fn,
+        load_results,
+        progress_xy_fn,
+        save_plot,
+    )
+
+    curve: dict = {} if args.y is None else {"xy_fn": progress_xy_fn(y_key=args.y),
+                                              "ylabel": args.y}
     if len(args.log_dirs) == 1:
-        print(save_plots(args.log_dirs[0], args.out, title=args.title))
+        print(save_plots(args.log_dirs[0], args.out, title=args.title, **curve))
         return
-    from rlbase.common.plot_util import algorithm_group_fn, env_split_fn, load_results, save_plot
 
     results = [r for d in args.log_dirs for r in load_results(d)]
     if not results:
@@ -44,7 +56,7 @@ def _plot(argv: list[str]) -> None:
     out = args.out or "learning_curves.png"
     # Runs compared: a panel per env, a colour per algorithm, seeds averaged.
     print(save_plot(results, out, title=args.title, split_fn=env_split_fn,
-                    group_fn=algorithm_group_fn, average_group=True))
+                    group_fn=algorithm_group_fn, average_group=True, **curve))
 
 
 def _play(argv: list[str]) -> None:

@@ -159,6 +159,11 @@ def add_config_flags(parser: argparse.ArgumentParser, config: Any) -> None:
                                    const="True", default=argparse.SUPPRESS, metavar=metavar,
                                    help=text)
                 added.add(other)
+    if "replay_buffer_class" in config.field_names():  # off-policy algorithms
+        group.add_argument("--her", dest=CONFIG_DEST + "replay_buffer_class",
+                           action="store_const", const="her", default=argparse.SUPPRESS,
+                           help="Hindsight Experience Replay: --replay_buffer_class=her (its "
+                                "arguments: --replay_buffer_kwargs=\"dict(n_sampled_goal=4)\")")
 
 
 def config_flags(args: argparse.Namespace) -> dict[str, str]:

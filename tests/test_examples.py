@@ -56,6 +56,11 @@ def test_custom_env(monkeypatch, capsys) -> None:
     assert "A2C on Corridor-v0: evaluation return" in capsys.readouterr().out
 
 
+def test_her_bit_flipping(monkeypatch, capsys) -> None:
+    run_example("her_bit_flipping.py", "--n_bits=3", "--timesteps=200", monkeypatch=monkeypatch)
+    assert "n_bits=3 her=True timesteps=200" in capsys.readouterr().out
+
+
 def test_rlib_cartpole(monkeypatch, capsys, tmp_path) -> None:
     run_example("rlib_cartpole.py", "--num_timesteps=1024", f"--save_folder={tmp_path}",
                 monkeypatch=monkeypatch)

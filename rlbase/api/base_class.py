@@ -27,6 +27,7 @@ from rlbase.common.base_model import BaseModel, jsonable, unserializable
 from rlbase.common.cmd_util import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.her_replay_buffer import HerReplayBuffer
 from rlbase.common.logger import Logger, configure_logger
 from rlbase.common.loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
@@ -604,17 +605,21 @@ class BaseRLModel:
         """Fill the replay buffer from a :meth:`save_replay_buffer` file (same spaces, number
         of envs and buffer size).
 
-        truncate_last_traj: True (each stored transition keeps its own next observation, so a
-            buffer ending mid-episode needs no more); False, continuing the last episode in
-            the buffer (SB3's HER buffers), is refused.
+        truncate_last_traj: True: the episodes in progress in the file end where it was written
+            (a HER buffer can then relabel them; each stored transition keeps its own next
+            observation, so the last one bootstraps). False, continuing them with the env's
+            next steps (SB3's HER option), is refused: learn() resets the envs, which ends
+            them.
         """
         model = self._replay_model("load_replay_buffer")
         if truncate_last_traj is not True:
             raise RLBaseError("load_replay_buffer(truncate_last_traj=False) continues the last "
-                              "episode of a HER buffer, which rlbase does not have: leave it "
-                              "True")
+                              "episodes with the env's next steps, but learn() resets the "
+                              "envs, which ends them: leave it True")
         with reading(path, "pkl") as source:
             load_buffer(model, source)
+        if isinstance(model.replay_buffer, HerReplayBuffer):  # SB3's truncate_last_trajectory
+            model.replay_buffer.start_episodes()
 
     # -- hyperparameters as attributes ----------------------------------------------------------
     def __getattr__(self, name: str) -> Any:

@@ -252,6 +252,13 @@ class RingStorage(Protocol):
     def filled_rows(self) -> int: ...
 
 
+def _state_items(obj: Any) -> list[tuple[str, Any]]:
+    """``obj``'s attributes a checkpoint holds: all but its class's ``transient_fields``
+    (settings and links the constructor or the run rebuilds: an env's method, an enum)."""
+    transient = set(getattr(type(obj), "transient_fields", ()))
+    return [(name, value) for name, value in vars(obj).items() if name not in transient]
+
+
 def _is_state_object(value: Any) -> bool:
     return hasattr(value, "__dict__") and type(value).__module__.startswith("rlbase.")
 
@@ -312,7 +319,7 @@ def object_state(obj: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.nd
     meta: dict[str, Any] = {}
     arrays: dict[str, np.ndarray] = {}
     fields, filled = _ring_fields(obj)
-    for name, value in vars(obj).items():
+    for name, value in _state_items(obj):
         key = f"{prefix}/{name}"
         rows = filled if name in fields else None
         if isinstance(obj, SegmentTree) and name == "tree":
@@ -406,7 +413,7 @@ def _plan_restore(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: st
     if not isinstance(meta, dict):
         raise RLBaseError(f"checkpoint state {prefix!r} is malformed (expected a mapping)")
     fields, _ = _ring_fields(obj)
-    for name, current in vars(obj).items():
+    for name, current in _state_items(obj):
         key = f"{prefix}/{name}"
         ring = name in fields
         if isinstance(obj, SegmentTree) and name == "tree":

@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any, Callable
 
 import gymnasium as gym
+import numpy as np
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import env_seed
@@ -63,6 +64,14 @@ def check_env_id(env_id: str) -> None:
         if not _register_ale():
             raise RLBaseError(f"'{env_id}' is an Atari game and ale-py is not installed: "
                               "pip install 'rlbase[atari]'")
+    if name not in gym.registry and name.startswith(ROBOTICS_PREFIXES):
+        if not _register_robotics():
+            raise RLBaseError(f"'{env_id}' is a gymnasium-robotics env and gymnasium-robotics "
+                              "is not installed: pip install 'rlbase[robotics]'")
+    if name.startswith(ROBOTICS_PREFIXES[:3]) and _mujoco_breaks_robotics():
+        raise RLBaseError(f"'{env_id}' cannot be built by gymnasium-robotics on the installed "
+                          "mujoco (>= 3.12: its joint-type check fails): pip install "
+                          "'rlbase[robotics]' (it brings mujoco<3.12)")
     successor = RETIRED_IDS.get(name)
     if name not in gym.registry and successor in gym.registry:
         spec = gym.spec(successor)
@@ -122,6 +131,32 @@ def _version_problem(env_id: str, name: str) -> str | None:
 ENGINES = {"mujoco": ("mujoco", "MuJoCo", "mujoco"), "box2d": ("Box2D", "Box2D", "box2d"),
            "atari": ("ale_py", "ale-py (Atari ROMs)", "atari")}
 ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
+
+
+# Ids gymnasium-robotics registers (Fetch, Shadow hand, Adroit, mazes, Franka kitchen).
+ROBOTICS_PREFIXES = ("Fetch", "HandManipulate", "HandReach", "AdroitHand", "PointMaze",
+                     "AntMaze", "FrankaKitchen")
+
+
+def _register_robotics() -> bool:
+    try:
+        import gymnasium_robotics
+    except ImportError:
+        return False
+    gym.register_envs(gymnasium_robotics)
+    return True
+
+
+def _mujoco_breaks_robotics() -> bool:
+    """Whether the installed mujoco makes gymnasium-robotics' Fetch and hand envs fail: from
+    3.12 its enums no longer equal numpy integers (``enum == np.int32(2)`` is False), which
+    gymnasium-robotics' ``set_joint_qpos`` asserts on."""
+    try:
+        import mujoco
+    except ImportError:
+        return False
+    slide = mujoco.mjtJoint.mjJNT_SLIDE
+    return not slide == np.int32(int(slide))
 
 
 def _register_ale() -> bool:

@@ -191,10 +191,8 @@ def sb3_constant_lr(learning_rate: Any, given: Mapping[str, Any], num_envs: int)
 SB3_ON_POLICY_FIXED: dict[str, Any] = {"use_sde": False, "sde_sample_freq": -1,
                                        "rollout_buffer_class": None,
                                        "rollout_buffer_kwargs": None}
-#: ... and of every off-policy one (replay buffer classes wait for HER; one-step returns)
-SB3_OFF_POLICY_FIXED: dict[str, Any] = {"replay_buffer_class": None,
-                                        "replay_buffer_kwargs": None, "n_steps": 1,
-                                        "optimize_memory_usage": False}
+#: ... and of every off-policy one (one-step returns)
+SB3_OFF_POLICY_FIXED: dict[str, Any] = {"n_steps": 1, "optimize_memory_usage": False}
 
 
 @dataclass(frozen=True)
@@ -454,3 +452,55 @@ def parameter_table(config: type[AlgorithmConfig]) -> str:
                  f"`{r['sb3']}`" if r["sb3"] else "", meaning]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)
+
+
+def _replay_buffer_class(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
+    """SB3's ``replay_buffer_class=HerReplayBuffer`` (rlbase's class, or SB3's by name) ->
+    ``'her'``; rlbase's names pass unchanged."""
+    if isinstance(value, type):
+        if value.__name__ == "HerReplayBuffer":
+            return "her"
+        raise RLBaseError(f"replay_buffer_class must be HerReplayBuffer, 'her' or None, got "
+                          f"{value.__name__}")
+    if isinstance(value, str) and value.lower() in ("her", "herreplaybuffer"):
+        return "her"
+    return value
+
+
+def _replay_buffer_kwargs(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
+    """The zoo's and the CLI's text form ``"dict(n_sampled_goal=4)"`` (or a dict literal) ->
+    a dict; a mapping passes unchanged."""
+    if isinstance(value, str):
+        from rlbase.common.hyperparams import parse_policy_kwargs
+
+        return parse_policy_kwargs(value, "replay_buffer_kwargs")
+    return value
+
+
+@dataclass(frozen=True)
+class OffPolicyConfig(AlgorithmConfig):
+    """The parameters every off-policy algorithm (DQN, SAC, DDPG/TD3) shares: the replay
+    buffer's class."""
+
+    replay_buffer_class: str | None = param(
+        None, "'her': Hindsight Experience Replay (rlbase.HerReplayBuffer, for goal envs; "
+        "--her on the command line); None: the plain replay buffer",
+        choices=(None, "her"),
+        sb3=OtherName("replay_buffer_class", _replay_buffer_class, "HerReplayBuffer -> 'her'"))
+    replay_buffer_kwargs: dict | None = param(
+        None, "the HER buffer's arguments: n_sampled_goal (4), goal_selection_strategy "
+        "('future', 'final' or 'episode') and copy_info_dict (False), as SB3's",
+        sb3=OtherName("replay_buffer_kwargs", _replay_buffer_kwargs, "dict(...) text -> dict"))
+
+    def check(self) -> None:
+        super().check()
+        kwargs = self.replay_buffer_kwargs
+        if self.replay_buffer_class is None:
+            if kwargs:
+                raise RLBaseError(f"{self.algorithm}: replay_buffer_kwargs must be None without "
+                                  f"replay_buffer_class='her' (the plain buffer takes none), "
+                                  f"got {kwargs!r}")
+            return
+        from rlbase.common.her_replay_buffer import her_kwargs
+
+        object.__setattr__(self, "replay_buffer_kwargs", her_kwargs(kwargs))

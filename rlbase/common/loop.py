@@ -282,6 +282,9 @@ class TrainingLoop:
         logger.record_tabular("time/episodes", self.episodes.count)
         logger.record_tabular("rollout/ep_rew_mean", self.episodes.mean_return())
         logger.record_tabular("rollout/ep_len_mean", self.episodes.mean_length())
+        success_rate = self.episodes.success_rate()
+        if success_rate is not None:  # goal envs (info["is_success"]), as SB3 logs it
+            logger.record_tabular("rollout/success_rate", success_rate)
         for name, value in stats.items():
             logger.record_tabular(name if "/" in name else f"train/{name}", value)
         for key, value in (logs or {}).items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -20,6 +20,7 @@ from rlbase.common.checkpoint import object_state, restore_object_state
 from rlbase.common.config import OtherName
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
+from rlbase.common.her_replay_buffer import HerReplayBuffer, her_buffer
 from rlbase.common.replay_buffer import (
     AnyBuffer,
     Batch,
@@ -125,15 +126,41 @@ def random_streams(seed: int | None, n: int, rank: int = 0) -> list[np.random.Ge
     return [np.random.default_rng(child) for child in root.spawn(n)]
 
 
-def continuous_replay_buffer(observation_space: gym.Space, size: int, num_actions: int
-                             ) -> ReplayBuffer:
-    """The replay buffer of a continuous-control agent (DDPG/TD3, SAC): [-1, 1] float32
-    actions; Box, Discrete, MultiDiscrete and MultiBinary observations stored as float32
-    (exact for the integers such spaces hold), Dict/Tuple ones leaf by leaf in their own
-    dtypes (images stay uint8)."""
+def continuous_replay_buffer(observation_space: gym.Space, config: Any, num_envs: int,
+                             num_actions: int) -> ReplayBuffer:
+    """The replay buffer of a continuous-control agent (DDPG/TD3, SAC) with the config's
+    ``buffer_size`` and ``replay_buffer_class``: [-1, 1] float32 actions; Box, Discrete,
+    MultiDiscrete and MultiBinary observations stored as float32 (exact for the integers such
+    spaces hold), Dict/Tuple ones leaf by leaf in their own dtypes (images stay uint8)."""
     float32 = np.dtype(np.float32)
-    return make_replay_buffer(int(size), observation_space, float32, ac_shape=(num_actions,),
-                              ac_dtype=float32)
+    if config.replay_buffer_class == "her":
+        return her_buffer(config.replay_buffer_kwargs, config.buffer_size, observation_space,
+                          num_envs, (num_actions,), float32)
+    return make_replay_buffer(int(config.buffer_size), observation_space, float32,
+                              ac_shape=(num_actions,), ac_dtype=float32)
+
+
+BufferT = TypeVar("BufferT", bound=AnyBuffer)
+
+
+def attach_replay_env(buffer: BufferT, env: VecEnv) -> BufferT:
+    """The buffer to train on ``env`` with: a HER buffer takes the env's compute_reward and,
+    still empty, is laid out anew for another number of envs (other buffers need no env)."""
+    if isinstance(buffer, HerReplayBuffer):
+        if buffer.num_envs != env.num_envs:
+            buffer = cast(BufferT, buffer.for_num_envs(env.num_envs))
+        cast(HerReplayBuffer, buffer).set_env(env)
+    return buffer
+
+
+def draw(buffer: AnyBuffer, n: int, rng: np.random.Generator, batch_size: int
+         ) -> tuple[np.ndarray, Batch]:
+    """``n`` stored transitions drawn by the buffer's rule, raw, and their indices; a HER
+    buffer relabels a share of each minibatch of ``batch_size``."""
+    if isinstance(buffer, HerReplayBuffer):
+        return buffer.sample(n, rng, batch_size)
+    idx = buffer.sample_indices(n, rng)
+    return idx, buffer.get(idx)
 
 
 def next_observations(space: gym.Space, new_obs: Any, done: np.ndarray,
@@ -281,8 +308,11 @@ def store_step(buffer: AnyBuffer, raw: RawReplay, space: gym.Space, raw_obs: Any
     (terminations, and with gamma = 1 truncations too: rlbase.common.transitions)."""
     done = np.logical_or(terminated, truncated)
     next_obs, raw_rewards = raw.transitions(space, new_obs, rewards, done, infos)
-    buffer.add(raw_obs, actions, raw_rewards, next_obs, target_dones(terminated, truncated, gamma),
-               truncated)
+    dones = target_dones(terminated, truncated, gamma)
+    if isinstance(buffer, HerReplayBuffer):  # it may keep the infos for compute_reward
+        buffer.add(raw_obs, actions, raw_rewards, next_obs, dones, truncated, infos)
+    else:
+        buffer.add(raw_obs, actions, raw_rewards, next_obs, dones, truncated)
 
 
 def step_and_store(env: VecEnv, buffer: AnyBuffer, raw: RawReplay, episodes: EpisodeStats,
@@ -315,7 +345,7 @@ def sample_minibatches(buffer: AnyBuffer, raw: RawReplay, rng: np.random.Generat
     (:class:`RawReplay`), stacked: ``(obs, actions, rewards, next_obs, dones)`` each shaped
     ``[steps, batch_size, ...]`` (one compiled call loops over them; nested observations leaf
     by leaf)."""
-    batch = raw.normalize(buffer.get(buffer.sample_indices(steps * batch_size, rng)))
+    batch = raw.normalize(draw(buffer, steps * batch_size, rng, batch_size)[1])
 
     def split(x: np.ndarray) -> np.ndarray:
         return x.reshape(steps, batch_size, *x.shape[1:])

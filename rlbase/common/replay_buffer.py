@@ -142,7 +142,7 @@ class NestedReplayBuffer(ReplayBuffer):
     ac_shape / ac_dtype: one action's shape and dtype.
     """
 
-    ring_fields = ("obs_leaves", "next_obs_leaves", "actions", "rewards", "dones")
+    ring_fields: tuple[str, ...] = ("obs_leaves", "next_obs_leaves", "actions", "rewards", "dones")
 
     def __init__(self, size: int, ob_space: gym.Space, ac_shape: tuple = (),
                  ac_dtype: npt.DTypeLike = np.int64):

@@ -9,7 +9,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
+from rlbase.common.config import (
+    SB3_OFF_POLICY_FIXED,
+    AlgorithmConfig,
+    OffPolicyConfig,
+    OtherName,
+    param,
+)
 from rlbase.common.off_policy import GRADIENT_STEPS_DOC, SB3_TRAIN_FREQ, resolve_gradient_steps
 from rlbase.ddpg.noise import noise_type_of, parse_noise_type
 
@@ -20,7 +26,7 @@ def _rollout_steps(steps: Any, given: Mapping[str, Any], num_envs: int) -> int:
 
 
 @dataclass(frozen=True)
-class DDPGConfig(AlgorithmConfig):
+class DDPGConfig(OffPolicyConfig):
     algorithm: ClassVar[str] = "ddpg"
     sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED}
 
@@ -85,6 +91,7 @@ class DDPGConfig(AlgorithmConfig):
         resolve_gradient_steps(self)
 
     def check(self) -> None:
+        super().check()
         parse_noise_type(self.noise_type, 1, np.random.default_rng(0))
 
 

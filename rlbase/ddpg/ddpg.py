@@ -28,6 +28,8 @@ C = DDPGConfig
 
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | None = None,
           seed: int | None = None, *, buffer_size: int = C.buffer_size,
+          replay_buffer_class: str | None = C.replay_buffer_class,
+          replay_buffer_kwargs: dict | None = C.replay_buffer_kwargs,
           learning_starts: int = C.learning_starts, batch_size: int = C.batch_size,
           tau: float = C.tau, gamma: float = C.gamma, train_freq: int = C.train_freq,
           gradient_steps: int = C.gradient_steps, actor_lr: float = C.actor_lr,

@@ -32,6 +32,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.mpi_util import allreduce_mean, get_comm, mpi_rank, sync_variables
 from rlbase.common.off_policy import (
     RawReplay,
+    attach_replay_env,
     continuous_replay_buffer,
     random_streams,
     sample_minibatches,
@@ -124,8 +125,8 @@ class Model(DDPGGraph, TFModel):
         self.critic_optimizer.build(self.critic_variables)
         self.returns = ReturnStats()
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self.replay_buffer = continuous_replay_buffer(observation_space, config.buffer_size,
-                                                      self.num_actions)
+        self.replay_buffer = continuous_replay_buffer(observation_space, config,
+                                                      self.num_envs, self.num_actions)
         self.raw_replay = RawReplay(reward_scale=config.reward_scale)  # see attach_env
         self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
         self.param_noise_distance = float("nan")  # the last adaptation's measurement
@@ -179,6 +180,7 @@ class Model(DDPGGraph, TFModel):
         """Also read the replay's raw transitions below the env's VecNormalize."""
         super().attach_env(env)
         self.raw_replay = RawReplay(env, self.raw_replay.reward_scale)
+        self.replay_buffer = attach_replay_env(self.replay_buffer, env)
 
     def update_obs_stats(self, obs: Any) -> None:
         """Merge a batch of observations (pooled over MPI workers) into the statistics."""

@@ -7,7 +7,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
+from rlbase.common.config import (
+    SB3_OFF_POLICY_FIXED,
+    AlgorithmConfig,
+    OffPolicyConfig,
+    OtherName,
+    param,
+)
+from rlbase.common.errors import RLBaseError
 from rlbase.common.off_policy import GRADIENT_STEPS_DOC, SB3_TRAIN_FREQ, resolve_gradient_steps
 
 
@@ -17,7 +24,7 @@ def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
 
 
 @dataclass(frozen=True)
-class DQNConfig(AlgorithmConfig):
+class DQNConfig(OffPolicyConfig):
     algorithm: ClassVar[str] = "dqn"
     # SB3's tau=1.0 is the hard target copy rlbase makes.
     sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED,
@@ -106,6 +113,12 @@ class DQNConfig(AlgorithmConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         resolve_gradient_steps(self)
+
+    def check(self) -> None:
+        super().check()
+        if self.replay_buffer_class == "her" and self.prioritized_replay:
+            raise RLBaseError("dqn: prioritized_replay must be False with replay_buffer_class="
+                              "'her' (HER samples uniformly, as in SB3)")
 
 
 CONFIG = DQNConfig

@@ -36,6 +36,8 @@ C = DQNConfig
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 100000,
           seed: int | None = None, *, lr: float | Callable[[float], float] = C.lr,
           buffer_size: int = C.buffer_size, learning_starts: int = C.learning_starts,
+          replay_buffer_class: str | None = C.replay_buffer_class,
+          replay_buffer_kwargs: dict | None = C.replay_buffer_kwargs,
           batch_size: int = C.batch_size, train_freq: int = C.train_freq,
           gradient_steps: int = C.gradient_steps, gamma: float = C.gamma,
           target_update_interval: int = C.target_update_interval,

@@ -25,7 +25,7 @@ from rlbase.common.checkpoint import (
 )
 from rlbase.common.errors import RLBaseError
 from rlbase.common.numpy_actor import use_numpy_actor
-from rlbase.common.off_policy import RawReplay
+from rlbase.common.off_policy import RawReplay, attach_replay_env, draw
 from rlbase.common.policies import has_images, xla_is_faster
 from rlbase.common.replay_buffer import PrioritizedReplayBuffer
 from rlbase.common.tf_model import TFModel
@@ -106,9 +106,11 @@ class Model(SavesExplorationRate, TFModel):
     # -- the replay buffer ----------------------------------------------------------------------
     def _new_buffer(self) -> Buffer:
         config = self.config
+        her = (config.replay_buffer_kwargs or {}) if config.replay_buffer_class == "her" \
+            else None
         return make_replay_buffer(self.stored_space, self.num_envs, config.buffer_size,
                                   config.prioritized_replay, config.prioritized_replay_alpha,
-                                  self.frame_layout)
+                                  self.frame_layout, her)
 
     def attach_env(self, env: VecEnv) -> None:
         """Also lay the replay buffer out for ``env``: raw observations in their own dtype
@@ -117,13 +119,14 @@ class Model(SavesExplorationRate, TFModel):
         super().attach_env(env)
         self.raw_replay = RawReplay(env)
         layout, space = frame_layout(env), self.raw_replay.stored_space(env.observation_space)
-        if (layout, space) == (self.frame_layout, self.stored_space):
-            return
-        if len(self.replay_buffer):
-            logger.log(f"dqn: the env stacks frames or gives raw observations differently; "
-                       f"the replay buffer's {len(self.replay_buffer)} transitions are dropped")
-        self.frame_layout, self.stored_space = layout, space
-        self.replay_buffer = self._new_buffer()
+        if (layout, space) != (self.frame_layout, self.stored_space):
+            if len(self.replay_buffer):
+                logger.log(f"dqn: the env stacks frames or gives raw observations differently; "
+                           f"the replay buffer's {len(self.replay_buffer)} transitions are "
+                           "dropped")
+            self.frame_layout, self.stored_space = layout, space
+            self.replay_buffer = self._new_buffer()
+        self.replay_buffer = attach_replay_env(self.replay_buffer, env)
 
     @property
     def prioritized(self) -> bool:
@@ -260,8 +263,8 @@ class Model(SavesExplorationRate, TFModel):
         with exponent ``beta`` and re-prioritized by |TD error| + ``priority_eps`` when the
         replay is prioritized)."""
         buffer, g, b = self.replay_buffer, self.gradient_steps, self.batch_size
-        idx = buffer.sample_indices(g * b, self.rng)
-        batch = self.raw_replay.normalize(buffer.get(idx))
+        idx, batch = draw(buffer, g * b, self.rng, b)
+        batch = self.raw_replay.normalize(batch)
         weights = buffer.weights(idx, beta) if isinstance(buffer, PrioritizedReplayBuffer) \
             else np.ones(g * b, np.float32)
 

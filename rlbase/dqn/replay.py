@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
 from rlbase.common import nested
+from rlbase.common.her_replay_buffer import her_buffer
 from rlbase.common.replay_buffer import (
     FrameStackReplayBuffer,
     NestedReplayBuffer,
@@ -45,11 +46,15 @@ def frame_layout(env: VecEnv) -> FrameLayout | None:
 
 
 def make_replay_buffer(observation_space: gym.Space, num_envs: int, size: int,
-                       prioritized: bool, alpha: float, layout: FrameLayout | None) -> Buffer:
+                       prioritized: bool, alpha: float, layout: FrameLayout | None,
+                       her: dict[str, Any] | None = None) -> Buffer:
     """A buffer storing each frame once behind a VecFrameStack (``layout``), both
     observations of each transition otherwise (leaf by leaf for Dict/Tuple spaces);
-    prioritized on top when asked."""
+    prioritized on top when asked. ``her``: a HER buffer with these arguments
+    (replay_buffer_kwargs) instead."""
     actions = np.dtype(np.int32)  # action indices 0..n-1
+    if her is not None:
+        return her_buffer(her, size, observation_space, num_envs, (), actions)
     storage: ReplayBuffer | FrameStackReplayBuffer
     if nested.is_nested(observation_space):
         storage = NestedReplayBuffer(size, observation_space, ac_dtype=actions)

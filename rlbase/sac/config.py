@@ -7,7 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from rlbase.common.config import SB3_OFF_POLICY_FIXED, AlgorithmConfig, OtherName, param
+from rlbase.common.config import (
+    SB3_OFF_POLICY_FIXED,
+    AlgorithmConfig,
+    OffPolicyConfig,
+    OtherName,
+    param,
+)
 from rlbase.common.errors import RLBaseError
 from rlbase.common.off_policy import GRADIENT_STEPS_DOC, SB3_TRAIN_FREQ, resolve_gradient_steps
 
@@ -38,7 +44,7 @@ def target_entropy_value(value: float | str, num_actions: int) -> float:
 
 
 @dataclass(frozen=True)
-class SACConfig(AlgorithmConfig):
+class SACConfig(OffPolicyConfig):
     algorithm: ClassVar[str] = "sac"
     sb3_fixed: ClassVar[dict[str, Any]] = {
         **AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED, "use_sde": False,
@@ -84,6 +90,7 @@ class SACConfig(AlgorithmConfig):
         resolve_gradient_steps(self)
 
     def check(self) -> None:
+        super().check()
         parse_ent_coef(self.ent_coef)
         if self.target_entropy != "auto" and not math.isfinite(float(self.target_entropy)):
             raise RLBaseError(f"sac: target_entropy must be 'auto' or a finite number, got "

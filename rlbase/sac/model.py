@@ -31,6 +31,7 @@ from rlbase.common.continuous import (
 from rlbase.common.errors import RLBaseError
 from rlbase.common.off_policy import (
     RawReplay,
+    attach_replay_env,
     continuous_replay_buffer,
     random_streams,
     sample_minibatches,
@@ -105,8 +106,8 @@ class Model(SACGraph, TFModel):
         # Two independent streams: the Gaussian noise (training and acting); minibatches and
         # warm-up actions.
         self.noise_rng, self.loop_rng = random_streams(config.seed, 2)
-        self.replay_buffer = continuous_replay_buffer(observation_space, config.buffer_size,
-                                                      self.num_actions)
+        self.replay_buffer = continuous_replay_buffer(observation_space, config,
+                                                      self.num_envs, self.num_actions)
         self.raw_replay = RawReplay()  # set by attach_env
         self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
 
@@ -126,6 +127,7 @@ class Model(SACGraph, TFModel):
         """Also read the replay's raw transitions below the env's VecNormalize."""
         super().attach_env(env)
         self.raw_replay = RawReplay(env)
+        self.replay_buffer = attach_replay_env(self.replay_buffer, env)
 
     def after_load(self) -> None:
         self.grad_steps = int(self.updates.numpy())

@@ -20,6 +20,8 @@ C = SACConfig
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(1e6),
           seed: int | None = None, *, lr: float | Callable[[float], float] = C.lr,
           buffer_size: int = C.buffer_size, learning_starts: int = C.learning_starts,
+          replay_buffer_class: str | None = C.replay_buffer_class,
+          replay_buffer_kwargs: dict | None = C.replay_buffer_kwargs,
           batch_size: int = C.batch_size, tau: float = C.tau, gamma: float = C.gamma,
           train_freq: int = C.train_freq, gradient_steps: int = C.gradient_steps,
           ent_coef: str | float = C.ent_coef,
