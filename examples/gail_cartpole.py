@@ -1,7 +1,10 @@
 """Imitation with GAIL: train a PPO expert, record 10 of its episodes, imitate them.
 
     python examples/gail_cartpole.py                    # the figures in docs/algorithms/gail.md
-    python examples/gail_cartpole.py --env Pendulum-v1 --expert_timesteps 3e5 --num_timesteps 5e5
+    python examples/gail_cartpole.py --env Pendulum-v1 \
+        --expert_model logs/ppo/Pendulum-v1_1/Pendulum-v1.zip --expert_episodes 50 \
+        --num_timesteps 6e5 --normalize --num_hidden 100
+    (the expert from: rlbase train --algo ppo --env Pendulum-v1 --seed 0 -f logs)
 
 1. PPO learns the task (the zoo's settings for the env, as ``rlbase train --algo ppo`` uses).
 2. ``generate_expert_traj`` records its deterministic episodes into an .npz file.
@@ -55,27 +58,46 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--expert_episodes", type=int, default=10)
     parser.add_argument("--num_timesteps", type=float, default=1e5, help="GAIL's env steps")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--expert_model", default=None, help="a saved PPO model to record "
+                        "instead of training one")
+    parser.add_argument("--normalize", action="store_true",
+                        help="GAIL's env normalizes observations (VecNormalize)")
+    parser.add_argument("--num_hidden", type=int, default=64, help="GAIL's policy width")
     args = parser.parse_args(argv)
 
-    settings = dict(PPO_SETTINGS[args.env])
-    env = make_vec_env(args.env, num_env=settings.pop("n_envs"), seed=args.seed)
-    if settings.pop("normalize"):
-        env = VecNormalize(env)
-    expert = PPO("MlpPolicy", env, seed=args.seed, **settings)
-    expert.learn(int(args.expert_timesteps))
+    if args.expert_model:
+        expert = PPO.load(args.expert_model)
+    else:
+        settings = dict(PPO_SETTINGS[args.env])
+        env = make_vec_env(args.env, num_env=settings.pop("n_envs"), seed=args.seed)
+        if settings.pop("normalize"):
+            env = VecNormalize(env)
+        expert = PPO("MlpPolicy", env, seed=args.seed, **settings)
+        expert.learn(int(args.expert_timesteps))
     path = os.path.join(tempfile.mkdtemp(), f"{args.env}_expert.npz")
     data = generate_expert_traj(expert, args.env, n_episodes=args.expert_episodes,
                                 save_path=path, seed=args.seed)
-    print(f"expert: {data['episode_returns'].mean():.1f} over {args.expert_episodes} "
-          f"recorded episodes")
+    expert_norm = expert.model.normalization if expert.model is not None else None
 
-    model = learn("mlp", args.env, total_timesteps=int(args.num_timesteps), seed=args.seed,
-                  expert_path=path)
+    def expert_act(obs: np.ndarray) -> np.ndarray:
+        seen = obs if expert_norm is None else expert_norm.normalize_obs(obs)
+        return expert.predict(seen, deterministic=True)[0]
+
+    print(f"expert: {data['episode_returns'].mean():.1f} over {args.expert_episodes} "
+          f"recorded episodes; evaluation {evaluate(expert_act, args.env):.1f}")
+
+    gail_env = make_vec_env(args.env, num_env=1, seed=args.seed)
+    if args.normalize:  # the rewards are never learned from: only observations
+        gail_env = VecNormalize(gail_env, norm_reward=False)
+    model = learn("mlp", gail_env, total_timesteps=int(args.num_timesteps), seed=args.seed,
+                  expert_path=path, num_hidden=args.num_hidden, num_layers=2)
+    normalization = model.normalization
     low, high = (model.action_space.low, model.action_space.high) \
         if isinstance(model.action_space, gym.spaces.Box) else (None, None)
 
     def act(obs: np.ndarray) -> np.ndarray:
-        action = model.step(obs[None], deterministic=True)[0][0]
+        seen = obs if normalization is None else normalization.normalize_obs(obs)
+        action = model.step(seen[None], deterministic=True)[0][0]
         return action if low is None else np.clip(action, low, high)
 
     print(f"gail evaluation: {evaluate(act, args.env):.1f}")

@@ -83,6 +83,7 @@ def test_gail_cartpole(monkeypatch, capsys) -> None:
     assert "expert: " in out and "gail evaluation: " in out
 
 
+@pytest.mark.slow  # 20-45 s on 2 shared cores
 def test_behaviour_cloning(monkeypatch, capsys) -> None:
     run_example("behaviour_cloning.py", "--num_timesteps=256", "--expert_episodes=2",
                 "--epochs=1", monkeypatch=monkeypatch)
