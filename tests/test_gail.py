@@ -174,3 +174,23 @@ def test_gail_imitates_a_ppo_expert_on_cartpole(monkeypatch, capsys) -> None:
     expert = float(out.split("expert: ")[1].split()[0])
     imitated = float(out.split("gail evaluation: ")[1].split()[0])
     assert expert >= 475 and imitated >= 475
+
+
+def test_mpi_workers_stay_identical(tmp_path) -> None:
+    """Two workers on their own envs: averaged policy and discriminator gradients and pooled
+    observation statistics keep them equal."""
+    import importlib.util
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
+        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
+    worker = os.path.join(os.path.dirname(__file__), "mpi_gail_worker.py")
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, worker, str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rank0 = np.load(tmp_path / "rank0_of_2.npy")
+    rank1 = np.load(tmp_path / "rank1_of_2.npy")
+    np.testing.assert_array_equal(rank0, rank1)

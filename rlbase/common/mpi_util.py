@@ -90,8 +90,8 @@ def sync_variables(variables: list, comm: Any | None = None) -> None:
     comm = comm if comm is not None else get_comm()
     if comm is None or comm.Get_size() == 1:
         return
-    for var in variables:
-        var.assign(broadcast(np.asarray(var.numpy()), comm))
+    for var in variables:  # a scalar comes back from the broadcast as shape (1,)
+        var.assign(np.reshape(broadcast(np.asarray(var.numpy()), comm), var.shape))
 
 
 def check_synced(variables: list, comm: Any | None = None, what: str = "parameters") -> None:

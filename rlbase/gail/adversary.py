@@ -64,7 +64,7 @@ class Discriminator(keras.Model):
         check_spaces(ob_space, ac_space)
         self.ob_space, self.ac_space = ob_space, ac_space
         self.encoder = ObservationEncoder(ob_space)
-        size = self._feature_size()
+        size = self.feature_size = self._feature_size()
         self.obs_mean = self.add_weight(shape=(size,), initializer="zeros", trainable=False,
                                         name="obs_mean")
         self.obs_var = self.add_weight(shape=(size,), initializer="ones", trainable=False,
@@ -83,8 +83,10 @@ class Discriminator(keras.Model):
         return int(np.prod(self.encoder(sample).shape[1:]))
 
     def features(self, obs: Any) -> tf.Tensor:
+        """The encoded observations, flat, with their size known when tracing (the MPI
+        averaging of their moments needs it)."""
         x = self.encoder(obs)
-        return tf.reshape(x, [tf.shape(x)[0], -1])
+        return tf.reshape(x, [tf.shape(x)[0], self.feature_size])
 
     def update_statistics(self, mean: tf.Tensor, var: tf.Tensor, n: tf.Tensor) -> None:
         """Merge a batch's feature moments (its mean, variance and size) into the running
