@@ -86,3 +86,12 @@ def test_evaluator_evaluate_policy_and_the_classes_normalize(monkeypatch):
     for obs in seen[:1]:
         np.testing.assert_allclose(obs, stats.normalize_obs(first_raw), rtol=1e-6)
     assert len(seen) > 3
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "5"])
+def test_evaluate_policy_refuses_a_bad_episode_count(bad):
+    from rlbase.common.errors import RLBaseError
+
+    model = PPO("MlpPolicy", "CartPole-v1", nsteps=8, seed=0)
+    with pytest.raises(RLBaseError, match="n_eval_episodes must be a positive integer"):
+        evaluate_policy(model, "CartPole-v1", n_eval_episodes=bad)

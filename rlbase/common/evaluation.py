@@ -8,6 +8,7 @@ from typing import Any, Literal, overload
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env import VecEnv
 
 StepCallback = Callable[[dict[str, Any], dict[str, Any]], Any]
@@ -105,6 +106,10 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10,
     """
     from rlbase.common.cmd_util import as_vec_env
 
+    if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int | np.integer) \
+            or n_eval_episodes < 1:
+        raise RLBaseError(f"n_eval_episodes must be a positive integer, got "
+                          f"{n_eval_episodes!r}")
     venv = model.normalized_like_training(as_vec_env(env))
     returns, lengths = run_episodes(model, venv, n_eval_episodes, deterministic, render,
                                     callback)
