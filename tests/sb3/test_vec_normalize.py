@@ -169,3 +169,26 @@ def test_vec_frame_stack_sb3_signature():
     assert last.observation_space.shape == (6,)
     with pytest.raises(RLBaseError, match="exactly one"):
         VecFrameStack(DummyVecEnv([ImageEnv]), 4, n_stack=4)
+
+
+def test_statistics_assigned_as_in_sb3_are_shared():
+    """``eval_env.obs_rms = train_env.obs_rms`` (SB3's idiom): the evaluation env then
+    normalizes with the training env's own, live statistics; ret_rms likewise."""
+    from rlbase.common.running_mean_std import RunningMeanStd
+
+    train = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    evaluation = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]), training=False)
+    evaluation.obs_rms = train.obs_rms
+    evaluation.ret_rms = train.ret_rms
+    assert evaluation.obs_rms is train.obs_rms and evaluation.ret_rms is train.ret_rms
+    train.reset()
+    for _ in range(5):
+        train.step(np.zeros(1, np.int64))
+    obs = np.array([[0.1, -0.2, 0.03, 0.4]], np.float32)
+    expected = np.clip((obs - train.obs_rms.mean) / np.sqrt(train.obs_rms.var + 1e-8),
+                       -10, 10)
+    np.testing.assert_allclose(evaluation.normalize_obs(obs), expected, rtol=1e-6)
+    with pytest.raises(RLBaseError, match=r"obs_rms must be a RunningMeanStd of shape \(4,\)"):
+        evaluation.obs_rms = RunningMeanStd(shape=(3,))
+    with pytest.raises(RLBaseError, match="ret_rms must be a scalar RunningMeanStd"):
+        evaluation.ret_rms = train.obs_rms

@@ -213,6 +213,22 @@ class VecNormalize(VecEnvWrapper):
         """SB3's name of :attr:`ob_rms`."""
         return self.stats.ob_rms
 
+    @obs_rms.setter
+    def obs_rms(self, value: RunningMeanStd) -> None:
+        """SB3's ``eval_env.obs_rms = train_env.obs_rms``: this wrapper then normalizes with
+        that very object (shared, not copied)."""
+        current = self.stats.ob_rms
+        if current is None:
+            raise RLBaseError("obs_rms can be set on a VecNormalize of a Box observation "
+                              "space only (Dict/Tuple spaces: load_state_dict, or "
+                              "model.normalized_like_training(env))")
+        if not isinstance(value, RunningMeanStd) or value.shape != current.shape:
+            given = f"shape {value.shape}" if isinstance(value, RunningMeanStd) \
+                else type(value).__name__
+            raise RLBaseError(f"obs_rms must be a RunningMeanStd of shape {current.shape}, "
+                              f"got {given}")
+        self.stats.leaf_rms[0] = value
+
     @property
     def norm_obs(self) -> bool:
         """Whether :meth:`step` and :meth:`reset` return normalized observations."""
@@ -260,6 +276,17 @@ class VecNormalize(VecEnvWrapper):
     @property
     def ret_rms(self) -> RunningMeanStd | None:
         return self.stats.ret_rms
+
+    @ret_rms.setter
+    def ret_rms(self, value: RunningMeanStd) -> None:
+        """SB3's ``env.ret_rms = other.ret_rms`` (shared, not copied)."""
+        if self.stats.ret_rms is None:
+            raise RLBaseError("ret_rms: this VecNormalize keeps no return statistics (made "
+                              "with norm_reward=False)")
+        if not isinstance(value, RunningMeanStd) or value.shape != ():
+            raise RLBaseError(f"ret_rms must be a scalar RunningMeanStd, got "
+                              f"{type(value).__name__}")
+        self.stats.ret_rms = value
 
     @property
     def gamma(self) -> float:
