@@ -192,3 +192,19 @@ def test_statistics_assigned_as_in_sb3_are_shared():
         evaluation.obs_rms = RunningMeanStd(shape=(3,))
     with pytest.raises(RLBaseError, match="ret_rms must be a scalar RunningMeanStd"):
         evaluation.ret_rms = train.obs_rms
+
+
+@pytest.mark.parametrize("training, norm_obs, norm_reward", [(False, True, False),
+                                                             (True, False, True),
+                                                             (False, False, False)])
+def test_save_and_load_keep_the_switches(tmp_path, training, norm_obs, norm_reward):
+    """SB3's load gives back the wrapper as saved (it is pickled): training, norm_obs and
+    norm_reward included; rlbase's file keeps them beside the statistics."""
+    env = VecNormalize(make())
+    env.training, env.norm_obs, env.norm_reward = training, norm_obs, norm_reward
+    path = str(tmp_path / "vec_normalize.pkl")
+    env.save(path)
+    loaded = VecNormalize.load(path, make())
+    assert (loaded.training, loaded.norm_obs, loaded.norm_reward) == \
+        (training, norm_obs, norm_reward)
+    assert VecNormalize.load(path, make(), training=True).training  # an explicit override

@@ -394,14 +394,19 @@ class VecNormalize(VecEnvWrapper):
     def save(self, path: serialization.PathLike) -> None:
         """Save the statistics and settings to one rlbase file (no pickle)."""
         metadata = {"kind": _KIND, "config": self.config(),
+                    # SB3 pickles the wrapper, switches included: a load gives them back
+                    "switches": {"training": self.training, "norm_obs": self.norm_obs,
+                                 "norm_reward": self.norm_reward},
                     **serialization.spaces_metadata(self.venv.observation_space,
                                                     self.venv.action_space)}
         serialization.save_file(path, metadata, self.state_dict())
 
     @classmethod
-    def load(cls, path: serialization.PathLike, venv: VecEnv, training: bool = True
+    def load(cls, path: serialization.PathLike, venv: VecEnv, training: bool | None = None
              ) -> VecNormalize:
-        """Wrap ``venv`` with the settings and statistics saved at ``path``.
+        """Wrap ``venv`` with the settings and statistics saved at ``path``, and the switches
+        as they were when it was saved (``training``, ``norm_obs``, ``norm_reward``), as SB3's
+        load does; ``training`` given here overrides the saved one.
 
         The file's spaces must match ``venv``'s, or RLBaseError is raised.
         """
@@ -413,8 +418,16 @@ class VecNormalize(VecEnvWrapper):
         if not isinstance(config, dict) or not _valid_config(config):
             raise RLBaseError(f"{path} has a malformed VecNormalize config {config!r}: expected "
                               f"keys {list(_CONFIG_KEYS)}")
-        wrapper = cls(venv, training=training, **config)
+        switches = metadata.get("switches")
+        switches = switches if isinstance(switches, dict) else {}  # files written before them
+        saved_training = switches.get("training", True)
+        wrapper = cls(venv, training=bool(saved_training if training is None else training),
+                      **config)
         wrapper.load_state_dict(arrays)
+        if wrapper.stats.space is not None:
+            wrapper.norm_obs = bool(switches.get("norm_obs", True))
+        if wrapper.stats.ret_rms is not None:
+            wrapper.norm_reward = bool(switches.get("norm_reward", True))
         return wrapper
 
 
