@@ -93,7 +93,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     del total_timesteps  # no XLA choice to make: the update stays uncompiled by XLA
     if has_images(observation_space):
         warnings.warn("ACKTR does not learn Atari yet (Breakout stayed at a random policy's "
-                      "score for 5e5 steps; rlbase/docs/algorithms/acktr.md): use a2c or ppo "
+                      "score for 4.4e5 steps; rlbase/docs/algorithms/acktr.md): use a2c or ppo "
                       "on image observations", UserWarning, stacklevel=2)
     configure_threads(small_model=not has_images(observation_space))
     policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
