@@ -21,11 +21,23 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.mpi_util import sync_variables
+from rlbase.common.models import build_network, is_recurrent
+from rlbase.common.mpi_util import allreduce_mean, check_synced, sync_variables
 from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy
+from rlbase.common.policies import (
+    POLICY_KWARGS,
+    ActorCriticPolicy,
+    has_images,
+    policy_from_kwargs,
+)
 from rlbase.common.rollout import Rollout
-from rlbase.common.tf_util import Adam, average_over_workers, explained_variance, gae_advantages
+from rlbase.common.tf_util import (
+    Adam,
+    average_over_workers,
+    configure_threads,
+    explained_variance,
+    gae_advantages,
+)
 from rlbase.common.trust_region import (
     fisher_vector_product,
     flat_concat,
@@ -36,11 +48,30 @@ from rlbase.common.trust_region_config import TrustRegionConfig
 from rlbase.common.trust_region_losses import mean_entropy, mean_kl, policy_gain, value_loss
 
 __all__ = ["STAT_NAMES", "TrustRegionConfig", "TrustRegionModel", "advantages_and_returns",
+           "trust_region_policy",
            "split_variables"]
 
 STAT_NAMES = ("policy_objective", "kl_divergence_loss", "entropy_loss", "value_loss",
               "explained_variance", "is_line_search_success", "step_fraction",
               "expected_improvement")
+
+
+def trust_region_policy(observation_space: Any, action_space: Any, network: Any,
+                        network_kwargs: dict[str, Any], algorithm: str
+                        ) -> tuple[ActorCriticPolicy, dict[str, Any]]:
+    """The policy a trust-region model trains, and the network arguments it was built with:
+    feed-forward only (a recurrent network is refused in one line), and the value on its own
+    torso unless ``value_network`` is given (``'copy'``, as Baselines' trpo_mpi and gail built
+    it), so the value fit never moves the policy."""
+    configure_threads(small_model=not has_images(observation_space))
+    kwargs = dict(network_kwargs)
+    torso_kwargs = {k: v for k, v in kwargs.items() if k not in POLICY_KWARGS}
+    if is_recurrent(build_network(network, **torso_kwargs)):
+        name = network if isinstance(network, str) else getattr(network, "__name__", network)
+        raise RLBaseError(f"{algorithm} needs a feed-forward network, not the recurrent "
+                          f"{name!r}; use mlp or cnn")
+    kwargs.setdefault("value_network", "copy")
+    return policy_from_kwargs(observation_space, action_space, network, kwargs), kwargs
 
 
 def split_variables(policy: ActorCriticPolicy) -> tuple[list[tf.Variable], list[tf.Variable]]:
@@ -123,6 +154,15 @@ class TrustRegionModel(OnPolicyModel):
             raise RLBaseError(f"the checkpoint lacks {self.algorithm}'s value-fit shuffling "
                               "seed (loop/shuffle_seed): it was written by another algorithm")
         self.shuffle_seed.assign(seed)
+
+    def workers_mean(self, stats: dict[str, float], check: bool) -> dict[str, float]:
+        """Under MPI: the update's statistics averaged over the workers and, when ``check``,
+        a check that the workers still hold the same weights. Unchanged without MPI."""
+        if self.comm is None:
+            return stats
+        if check:
+            check_synced(self.policy.trainable_variables, self.comm)
+        return dict(zip(stats, allreduce_mean(np.array(list(stats.values())), self.comm)))
 
     # -- the update -----------------------------------------------------------------------------
     def train(self, rollout: Rollout, *scalars: float) -> tuple[dict[str, float], tuple | None]:

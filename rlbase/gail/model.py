@@ -12,18 +12,16 @@ import tensorflow as tf
 
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import build_network, is_recurrent
 from rlbase.common.mpi_util import get_comm, sync_variables
-from rlbase.common.policies import POLICY_KWARGS, ActorCriticPolicy, policy_from_kwargs
+from rlbase.common.policies import ActorCriticPolicy
 from rlbase.common.tf_util import (
     Adam,
     CompiledFunction,
     compile_fn,
-    configure_threads,
     observation_spec,
     spec_like,
 )
-from rlbase.common.trust_region_model import TrustRegionModel
+from rlbase.common.trust_region_model import TrustRegionModel, trust_region_policy
 from rlbase.gail.adversary import Discriminator, check_spaces
 from rlbase.gail.config import GAILConfig
 from rlbase.gail.losses import discriminator_loss, imitation_reward
@@ -152,16 +150,8 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     """
     del total_timesteps  # no XLA choice to make
     check_spaces(observation_space, action_space)
-    configure_threads(small_model=True)
-    kwargs = dict(network_kwargs)
-    torso_kwargs = {k: v for k, v in kwargs.items() if k not in POLICY_KWARGS}
-    if is_recurrent(build_network(network, **torso_kwargs)):
-        name = network if isinstance(network, str) else getattr(network, "__name__", network)
-        raise RLBaseError(f"gail needs a feed-forward network, not the recurrent {name!r}; use "
-                          f"mlp")
-    kwargs.setdefault("value_network", "copy")
-    policy = policy_from_kwargs(observation_space, action_space, network, kwargs)
+    policy, kwargs = trust_region_policy(observation_space, action_space, network,
+                                         network_kwargs, config.algorithm)
     return Model(policy, num_envs, config, kwargs, comm=get_comm())
-
 
 __all__: Sequence[str] = ("DISCRIMINATOR_STATS", "Model", "build_model")

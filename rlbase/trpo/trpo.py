@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
 from rlbase.common.learning import start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
-from rlbase.common.mpi_util import allreduce_mean, check_synced, mpi_rank
+from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.vec_env import VecEnv
 from rlbase.trpo.config import CONFIG, TRPOConfig
@@ -63,17 +61,13 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
                         writer=mpi_rank() == 0, seed=config.seed, comm=model.comm)
     runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=model.config.gamma,
                            episodes=loop.episodes)
-    comm = model.comm
     nbatch = model.num_envs * model.nsteps
     for _ in range(loop.iterations_left(nbatch)):
         rollout = runner.run(loop.rollout_hooks)
         if rollout is None:  # an SB3 callback stopped training mid-rollout
             break
         stats, runner.pending = model.train(rollout)
-        if comm is not None:
-            stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
-            if (loop.iterations + 1) % options.log_interval == 0:
-                check_synced(model.policy.trainable_variables, comm)
+        stats = model.workers_mean(stats, (loop.iterations + 1) % options.log_interval == 0)
         if loop.end_iteration(nbatch, {**stats, "learning_rate": config.vf_lr}):
             break
     return model
