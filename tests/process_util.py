@@ -38,3 +38,20 @@ def kill_after_checkpoints(proc: subprocess.Popen, ckpt_dir, log_path, timeout: 
         proc.wait(30)
     assert proc.returncode == -signal.SIGKILL
     return list_checkpoints(str(ckpt_dir))[-1]
+
+
+def two_worker_arrays(worker: str, out_dir, *args: str) -> tuple:
+    """Run ``tests/<worker>`` under ``mpiexec -n 2`` (skipping without MPI) with ``out_dir`` and
+    ``args``; returns the two ranks' dumps ``rank{r}_of_2.npy`` (numpy arrays)."""
+    import importlib.util
+    import shutil
+
+    import numpy as np
+    import pytest
+
+    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
+        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, os.path.join(TESTS, worker),
+                           str(out_dir), *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return tuple(np.load(os.path.join(str(out_dir), f"rank{r}_of_2.npy")) for r in (0, 1))

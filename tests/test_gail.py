@@ -179,18 +179,7 @@ def test_gail_imitates_a_ppo_expert_on_cartpole(monkeypatch, capsys) -> None:
 def test_mpi_workers_stay_identical(tmp_path) -> None:
     """Two workers on their own envs: averaged policy and discriminator gradients and pooled
     observation statistics keep them equal."""
-    import importlib.util
-    import os
-    import shutil
-    import subprocess
-    import sys
+    from process_util import two_worker_arrays
 
-    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
-        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
-    worker = os.path.join(os.path.dirname(__file__), "mpi_gail_worker.py")
-    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, worker, str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    rank0 = np.load(tmp_path / "rank0_of_2.npy")
-    rank1 = np.load(tmp_path / "rank1_of_2.npy")
+    rank0, rank1 = two_worker_arrays("mpi_gail_worker.py", tmp_path)
     np.testing.assert_array_equal(rank0, rank1)

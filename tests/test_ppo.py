@@ -162,21 +162,10 @@ def test_normalization_statistics_save_with_the_model(tmp_path):
 def test_mpi_workers_stay_identical(tmp_path, target_kl):
     """With target_kl the stop flag is averaged too (in the gradient's allreduce: a second,
     independent allreduce could run in another order on each worker)."""
-    import importlib.util
-    import os
-    import shutil
-    import subprocess
-    import sys
+    from process_util import two_worker_arrays
 
-    if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
-        pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
-    worker = os.path.join(os.path.dirname(__file__), "mpi_ppo_worker.py")
     extra = [] if target_kl is None else [str(target_kl)]
-    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, worker, str(tmp_path), *extra],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    rank0 = np.load(tmp_path / "rank0_of_2.npy")
-    rank1 = np.load(tmp_path / "rank1_of_2.npy")
+    rank0, rank1 = two_worker_arrays("mpi_ppo_worker.py", tmp_path, *extra)
     # Each rank trained on its own envs (seeded apart), so only gradient averaging keeps
     # the parameters equal.
     np.testing.assert_array_equal(rank0, rank1)
