@@ -126,7 +126,34 @@ def test_conv2d_factors_by_hand() -> None:
     a, gg = kfac.batch_factors(conv, rec.inputs[id(conv)], probe_grads[id(conv)])
     np.testing.assert_allclose(a.numpy(), rows.T @ rows / 8, rtol=1e-5, atol=1e-6)
     gr = g.reshape(-1, 2)
-    np.testing.assert_allclose(gg.numpy(), gr.T @ gr / 8, rtol=1e-5, atol=1e-6)
+    # G carries the 4 output positions: the per-sample gradient sums over them
+    np.testing.assert_allclose(gg.numpy(), 4 * gr.T @ gr / 8, rtol=1e-5, atol=1e-6)
+
+
+def test_conv2d_kronecker_product_equals_dense_fisher() -> None:
+    """Where KFC's assumptions hold exactly, A (x) G is the dense Fisher of the conv weights
+    (``E[vec(dW) vec(dW)^T]`` over per-sample gradients). Each input is repeated 4 times and
+    copy k's loss weights position t by ``H[k, t] * v`` (H a 4x4 Hadamard matrix): the
+    derivatives are then uncorrelated across the 4 positions and independent of the inputs.
+    Without the positions' factor in G the product is 4 times too small."""
+    keras.utils.set_random_seed(4)
+    conv = keras.layers.Conv2D(2, 2, strides=1)
+    net = keras.Sequential([keras.Input((3, 3, 1)), conv])
+    base = np.random.default_rng(4).normal(size=(5, 3, 3, 1)).astype(np.float32)
+    x = np.repeat(base, 4, axis=0)                                   # sample b = copy b % 4
+    hadamard = np.array([[1, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]])
+    v = np.array([1.0, -0.5])
+    weights = (hadamard[np.arange(20) % 4][:, :, None] * v).reshape(20, 2, 2, 2)
+    rec, probe_grads, _ = _record(net, x, lambda y: tf.reduce_mean(
+        tf.reduce_sum(y * weights.astype(np.float32), axis=[1, 2, 3])))
+    a, gg = kfac.batch_factors(conv, rec.inputs[id(conv)], probe_grads[id(conv)])
+    patches = np.array([[x[n, i:i + 2, j:j + 2, 0].reshape(-1) for i in range(2)
+                         for j in range(2)] for n in range(20)])         # (20, 4 positions, 4)
+    rows = np.concatenate([patches, np.ones((20, 4, 1))], axis=2)
+    per_sample = np.einsum("nti,ntj->nij", rows, weights.reshape(20, 4, 2))  # dW, (5, 2) each
+    flat = per_sample.reshape(20, -1)                               # vec row by row
+    dense = flat.T @ flat / 20
+    np.testing.assert_allclose(np.kron(a.numpy(), gg.numpy()), dense, rtol=1e-4, atol=1e-5)
 
 
 def test_unfactorable_layer_refused() -> None:

@@ -5,10 +5,12 @@ For a layer with pre-activations ``s = W^T a + b``, the Fisher block of its weig
 ``A = E[a_ a_^T]`` (``a_ = [a, 1]``, the homogeneous input) and ``G = E[g g^T]`` (``g`` the
 per-sample gradient of the log-likelihood w.r.t. ``s``). Layers are treated independently:
 the Fisher is block-diagonal over layers, each block Kronecker-factored. For Conv2D the
-input is every receptive-field patch (Grosse & Martens' KFC): ``A`` and ``G`` are both means
-over samples and output positions. KFC's Fisher has a further factor of the number of
-positions ``T``; it is left out, as Baselines' acktr left it out (its tuned damping and
-kfac_clip assume ``A (x) G`` without it).
+input is every receptive-field patch (Grosse & Martens' KFC): the weight gradient of one
+sample sums over the ``T`` output positions, so its Fisher block is ``T * E_t[a a^T] (x)
+E_t[g g^T]`` when positions' derivatives are uncorrelated. ``A`` is the mean over samples and
+positions and ``G`` carries the factor ``T``; Baselines' acktr has the same product (its ``A``
+is divided by ``T`` and its ``G`` multiplied by ``T^2``), which its damping and kfac_clip
+were tuned with.
 
 The step (ACKTR, Wu et al. 2017): the factors are running averages; every
 ``inverse_interval`` updates they are eigendecomposed, ``A = Qa diag(da) Qa^T`` and
@@ -73,12 +75,16 @@ def layer_inputs(layer: FactoredLayer, inputs: tf.Tensor) -> tf.Tensor:
 def batch_factors(layer: FactoredLayer, inputs: tf.Tensor, out_grads: tf.Tensor
                   ) -> tuple[tf.Tensor, tf.Tensor]:
     """``(A, G)`` of one batch. ``out_grads`` is the gradient of the batch's *mean* loss
-    w.r.t. the layer's pre-activations, so the per-sample gradient is batch size times it."""
+    w.r.t. the layer's pre-activations, so the per-sample gradient is batch size times it.
+    For a convolution ``G`` is multiplied by the number of output positions (module
+    docstring)."""
     batch = tf.cast(tf.shape(inputs)[0], inputs.dtype)
     a = layer_inputs(layer, inputs)
     g = tf.reshape(out_grads, [-1, out_grads.shape[-1]]) * batch
     rows = tf.cast(tf.shape(a)[0], a.dtype)
-    return tf.matmul(a, a, transpose_a=True) / rows, tf.matmul(g, g, transpose_a=True) / rows
+    positions = rows / batch
+    return (tf.matmul(a, a, transpose_a=True) / rows,
+            tf.matmul(g, g, transpose_a=True) / rows * positions)
 
 
 def weight_matrix(layer: FactoredLayer, grads: Sequence[tf.Tensor]) -> tf.Tensor:
