@@ -3,14 +3,16 @@ moment: the training VecNormalize's statistics are shared with evaluation, never
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from rlbase import PPO, registry
 from rlbase.common import logger
+from rlbase.common.callbacks import EvalCallback
 from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import Evaluator, evaluate_policy
-from rlbase.common.vec_env import VecNormalize, find_wrapper
+from rlbase.common.evaluation import Evaluator, evaluate_policy, run_episodes
+from rlbase.common.vec_env import DummyVecEnv, VecNormalize, find_wrapper
 
 PROBE = np.array([[0.5, -1.0, 0.1, 2.0]], np.float32)
 
@@ -95,3 +97,54 @@ def test_evaluate_policy_refuses_a_bad_episode_count(bad):
     model = PPO("MlpPolicy", "CartPole-v1", nsteps=8, seed=0)
     with pytest.raises(RLBaseError, match="n_eval_episodes must be a positive integer"):
         evaluate_policy(model, "CartPole-v1", n_eval_episodes=bad)
+
+
+class _AlternatingGoalEnv(gym.Env):
+    """One-step episodes whose is_success alternates 1, 0, 0, 1, 0, 0, ... (a third succeed)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self) -> None:
+        self.episodes = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        success = self.episodes % 3 == 0
+        self.episodes += 1
+        return np.zeros(1, np.float32), 1.0, True, False, {"is_success": success}
+
+
+class _ConstantPolicy:
+    def initial_states(self, n):
+        return None
+
+    def step(self, obs, state, mask, deterministic=True):
+        return np.zeros(len(obs), np.int64), None, None, None
+
+
+def test_eval_success_rate_from_the_episodes_is_success(tmp_path):
+    """6 episodes: the 1st and 4th succeed -> 1/3, in run_episodes, the loop's Evaluator
+    (eval/success_rate) and EvalCallback (logged, and saved as evaluations.npz's successes)."""
+    successes: list[float] = []
+    returns, _ = run_episodes(_ConstantPolicy(), DummyVecEnv([_AlternatingGoalEnv]), 6,
+                              successes=successes)
+    assert returns == [1.0] * 6 and successes == [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+
+    model = PPO("MlpPolicy", DummyVecEnv([_AlternatingGoalEnv]), n_steps=8, batch_size=8,
+                seed=0)
+    evaluator = Evaluator(DummyVecEnv([_AlternatingGoalEnv]), 6)
+    evaluator.evaluate(model)
+    assert evaluator.last_success_rate == pytest.approx(1 / 3)
+    callback = EvalCallback(DummyVecEnv([_AlternatingGoalEnv]), n_eval_episodes=3,
+                            eval_freq=8, log_path=str(tmp_path), verbose=0)
+    with logger.scoped_configure(format_strs=[]):
+        model.set_logger(logger.configure(str(tmp_path), ["csv"]))
+        model.learn(16, callback=callback)
+    saved = np.load(tmp_path / "evaluations.npz")
+    np.testing.assert_array_equal(saved["successes"], [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    rows = (tmp_path / "progress.csv").read_text()
+    assert "eval/success_rate" in rows.splitlines()[0]

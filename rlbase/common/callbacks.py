@@ -234,12 +234,13 @@ class CheckpointCallback(BaseCallback):
 class EvalCallback(EventCallback):
     """Every ``eval_freq`` calls play ``n_eval_episodes`` on ``eval_env`` (observations
     normalized as training's at that moment); record ``eval/mean_reward`` and
-    ``eval/mean_ep_length`` to the model's logger and dump a row (SB3's ``eval/success_rate``
-    is not recorded); keep the best model
+    ``eval/mean_ep_length`` (and ``eval/success_rate`` when the episodes' last infos have
+    ``is_success``, as goal envs' do) to the model's logger and dump a row; keep the best model
     (``<best_model_save_path>/best_model.zip``) and run ``callback_on_new_best`` when the mean
     return improves, ``callback_after_eval`` after every evaluation. With ``log_path`` every
     evaluation so far is written to ``<log_path>/evaluations.npz`` (``timesteps``,
-    ``results``, ``ep_lengths``). Returns are the env's own reward sums.
+    ``results``, ``ep_lengths``, and ``successes`` for goal envs). Returns are the env's own
+    reward sums.
     ``warn`` is accepted: rlbase reads returns from a monitor it puts below every wrapper, so
     there is no unmonitored env to warn about."""
 
@@ -268,6 +269,7 @@ class EvalCallback(EventCallback):
         self.evaluations_timesteps: list[int] = []
         self.evaluations_results: list[list[float]] = []
         self.evaluations_length: list[list[int]] = []
+        self.evaluations_successes: list[list[float]] = []
 
     def _init_callback(self) -> None:
         for folder in (self.best_model_save_path,
@@ -283,14 +285,19 @@ class EvalCallback(EventCallback):
         from rlbase.common.evaluation import run_episodes
 
         venv = self.model.normalized_like_training(self.eval_env)
+        successes: list[float] = []
         returns, lengths = run_episodes(self.model, venv, self.n_eval_episodes,
-                                        self.deterministic)
+                                        self.deterministic, successes=successes)
         self.evaluations_timesteps.append(self.num_timesteps)
         self.evaluations_results.append(returns)
         self.evaluations_length.append(lengths)
+        if successes:
+            self.evaluations_successes.append(successes)
         if self.log_path is not None:
+            extra = {"successes": self.evaluations_successes} if successes else {}
             np.savez(self.log_path, timesteps=self.evaluations_timesteps,
-                     results=self.evaluations_results, ep_lengths=self.evaluations_length)
+                     results=self.evaluations_results, ep_lengths=self.evaluations_length,
+                     **extra)
         mean, std = float(np.mean(returns)), float(np.std(returns))
         mean_length = float(np.mean(lengths))
         self.last_mean_reward = mean
@@ -301,6 +308,11 @@ class EvalCallback(EventCallback):
         log = self.logger
         log.record("eval/mean_reward", mean)
         log.record("eval/mean_ep_length", mean_length)
+        if successes:
+            success_rate = float(np.mean(successes))
+            if self.verbose >= 1:
+                print(f"Success rate: {100 * success_rate:.2f}%")
+            log.record("eval/success_rate", success_rate)
         log.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         log.dump(self.num_timesteps)
         continue_training = True

@@ -15,8 +15,8 @@ StepCallback = Callable[[dict[str, Any], dict[str, Any]], Any]
 
 
 def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool = True,
-                 render: bool = False, callback: StepCallback | None = None
-                 ) -> tuple[list[float], list[int]]:
+                 render: bool = False, callback: StepCallback | None = None,
+                 successes: list[float] | None = None) -> tuple[list[float], list[int]]:
     """Play ``n_episodes`` full episodes and return their returns and lengths.
 
     Episodes are shared out evenly over the envs (so short episodes are not over-counted).
@@ -28,6 +28,8 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
     callback: SB3's ``callback(locals, globals)``, after every step for every env, with
         ``i`` (the env), ``info``, ``done``, ``reward``, ``observations``, ``actions``,
         ``episode_rewards`` and ``episode_lengths`` (the finished episodes' so far).
+    successes: when given, each counted episode whose last info has ``is_success`` (goal
+        envs) appends it (1.0 or 0.0) here.
     """
     from rlbase.common.cmd_util import ensure_monitor
 
@@ -65,6 +67,8 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
                 returns.append(ret)
                 lengths.append(length)
                 counts[i] += 1
+                if successes is not None and "is_success" in infos[i]:
+                    successes.append(float(infos[i]["is_success"]))
         starts = done.astype(np.float32)
     return returns, lengths
 
@@ -145,6 +149,7 @@ class Evaluator:
         self.best_score: float | None = None
         self.best_parameters: dict[str, np.ndarray] | None = None
         self.last: tuple[float, float] | None = None  # (mean return, mean length)
+        self.last_success_rate: float | None = None  # goal envs' is_success, else None
         self.scored_at: int | None = None  # the model's num_timesteps at the last evaluation
         self._wrapped: VecEnv | None = None
 
@@ -160,9 +165,11 @@ class Evaluator:
             return self.last[0]
         if self._wrapped is None:
             self._wrapped = model.normalized_like_training(self.env)
+        successes: list[float] = []
         returns, lengths = run_episodes(model, self._wrapped, self.n_episodes,
-                                        self.deterministic)
+                                        self.deterministic, successes=successes)
         score = float(np.mean(returns))
+        self.last_success_rate = float(np.mean(successes)) if successes else None
         self.last = (score, float(np.mean(lengths)))
         self.scored_at = step
         self.consider(model, score, ties_win=True)

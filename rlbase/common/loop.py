@@ -293,6 +293,8 @@ class TrainingLoop:
             mean, length = self.evaluator.last
             logger.record_tabular("eval/mean_reward", mean)
             logger.record_tabular("eval/mean_ep_length", length)
+            if self.evaluator.last_success_rate is not None:
+                logger.record_tabular("eval/success_rate", self.evaluator.last_success_rate)
         logger.dump_tabular()
 
     def evaluate(self) -> float:
