@@ -294,10 +294,12 @@ class EvalCallback(EventCallback):
         if successes:
             self.evaluations_successes.append(successes)
         if self.log_path is not None:
-            extra = {"successes": self.evaluations_successes} if successes else {}
-            np.savez(self.log_path, timesteps=self.evaluations_timesteps,
-                     results=self.evaluations_results, ep_lengths=self.evaluations_length,
-                     **extra)
+            saved: dict[str, Any] = {"timesteps": self.evaluations_timesteps,
+                                     "results": self.evaluations_results,
+                                     "ep_lengths": self.evaluations_length}
+            if self.evaluations_successes:
+                saved["successes"] = self.evaluations_successes
+            np.savez(self.log_path, **saved)
         mean, std = float(np.mean(returns)), float(np.std(returns))
         mean_length = float(np.mean(lengths))
         self.last_mean_reward = mean
