@@ -234,13 +234,3 @@ def test_cartpole_learns_over_seeds() -> None:
                       gamma=1.0, value_network="copy")
         assert _mean_reward(model, seed) > 100, seed
 
-
-def test_image_observations_warn_that_atari_does_not_learn_yet():
-    import gymnasium as gym
-
-    from rlbase.acktr.config import ACKTRConfig
-    from rlbase.acktr.model import build_model
-
-    space = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
-    with pytest.warns(UserWarning, match="ACKTR does not learn Atari yet"):
-        build_model(space, gym.spaces.Discrete(4), 1, "cnn", {}, ACKTRConfig())

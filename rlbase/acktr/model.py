@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,10 +90,6 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
                 total_timesteps: int = 0) -> Model:
     """ACKTR's model for these spaces and ``num_envs`` envs."""
     del total_timesteps  # no XLA choice to make: the update stays uncompiled by XLA
-    if has_images(observation_space):
-        warnings.warn("ACKTR does not learn Atari yet (Breakout stayed at a random policy's "
-                      "score for 4.4e5 steps; rlbase/docs/algorithms/acktr.md): use a2c or ppo "
-                      "on image observations", UserWarning, stacklevel=2)
     configure_threads(small_model=not has_images(observation_space))
     policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
     return Model(policy, num_envs, config, network_kwargs)
