@@ -15,6 +15,7 @@ tables and plots. ``export-speed`` times exported policies (TFLite, ONNX) agains
 ``predict`` and SB3's ``policy.predict`` (rlbase/docs/export.md).
 
 Modules: ``settings`` (the peer-matching settings), ``run`` (one training run, the peer's
-script), ``suite`` (presets, worker processes), ``report`` (tables, plots, README section), ``export_speed`` (exported policies' latency),
+script), ``suite`` (presets, worker processes), ``report`` (tables, plots, README section),
+``export_speed`` (exported policies' latency),
 ``__main__`` (the command line). Nothing imports ``__main__``: no cycle.
 """
