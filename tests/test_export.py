@@ -34,7 +34,7 @@ from tests.identity_envs import (
 
 ALL = ("saved_model", "tflite", "onnx")
 BOX_TOLERANCE = 1e-5
-NUM_OBS = 500
+NUM_OBS = 256
 HAVE_ONNX = all(__import__("importlib").util.find_spec(m) is not None
                 for m in ("tf2onnx", "onnxruntime"))
 
@@ -67,6 +67,7 @@ ENVS: dict[str, Callable[[], gym.Env]] = {
     "image": ImageEnv,
     "dict": lambda: CueEnv("dict"),
     "tuple_box": lambda: CueEnv("tuple", continuous=True, image=False),
+    "tuple": lambda: CueEnv("tuple", image=False),
 }
 
 # (class, policy, env, hyperparameters, formats)
@@ -76,6 +77,8 @@ CASES = [
     ("PPO", "MlpPolicy", "multibinary", {}, ("onnx",)),
     ("PPO", "CnnPolicy", "image", {}, ("tflite",)),
     ("PPO", "MultiInputPolicy", "dict", {}, ALL),
+    ("PPO", "CnnLstmPolicy", "image", {"nminibatches": 1}, ("onnx",)),
+    ("A2C", "MlpLnLstmPolicy", "cartpole", {}, ("tflite",)),
     ("A2C", "MlpPolicy", "discrete", {}, ("saved_model",)),
     ("A2C", "MlpPolicy", "box", {}, ("tflite", "onnx")),
     ("ACER", "MlpPolicy", "cartpole", {}, ("onnx",)),
@@ -84,12 +87,15 @@ CASES = [
     ("GAIL", "MlpPolicy", "cartpole", {}, ("saved_model",)),
     ("DQN", "MlpPolicy", "cartpole", {}, ("tflite", "onnx")),
     ("DQN", "CnnPolicy", "image", {}, ALL),
+    ("DQN", "MultiInputPolicy", "dict", {}, ("saved_model",)),
     ("DDPG", "MlpPolicy", "pendulum", {"normalize_observations": True}, ("tflite", "onnx")),
     ("TD3", "MlpPolicy", "pendulum", {}, ("saved_model",)),
+    ("DDPG", "MultiInputPolicy", "tuple_box", {"normalize_observations": True}, ("tflite",)),
     ("SAC", "MlpPolicy", "pendulum", {}, ALL),
     ("SAC", "MultiInputPolicy", "tuple_box", {}, ("onnx",)),
     ("ES", "MlpPolicy", "pendulum", {}, ("tflite",)),
     ("ES", "MlpPolicy", "discrete", {}, ("onnx",)),
+    ("ES", "MultiInputPolicy", "tuple", {}, ("saved_model",)),
 ]
 
 
@@ -132,11 +138,14 @@ def test_exported_actions_equal_predict(cls, policy, env_name, kwargs, formats, 
     env = ENVS[env_name]()
     model = getattr(rlbase, cls)(policy, env, seed=1, **kwargs)
     obs = record(ENVS[env_name](), NUM_OBS)
-    expected = model.predict(obs, deterministic=True)[0]
+    expected = model.predict(obs, deterministic=True)[0]  # (recurrent: initial states)
+    inputs = named(env.observation_space, obs)
+    if model.model.state_size:
+        inputs["state"] = model.model.initial_states(NUM_OBS)
+        inputs["mask"] = np.zeros(NUM_OBS, np.float32)
     for fmt in formats:
         run = export_and_load(model, fmt, str(tmp_path / fmt))
-        got = run(**named(env.observation_space, obs))["actions"]
-        assert_same_actions(env.action_space, got, expected)
+        assert_same_actions(env.action_space, run(**inputs)["actions"], expected)
 
 
 def test_vec_normalize_statistics_are_baked_in(tmp_path):
