@@ -167,6 +167,21 @@ def test_vec_normalize_statistics_are_baked_in(tmp_path):
     assert info["vec_normalize_baked_in"] is True
 
 
+def test_vec_normalize_of_dict_observations_is_per_entry(tmp_path):
+    """A Dict space: only its non-image Box entry has statistics; the artifact normalizes
+    that entry and passes the cue (Discrete) and the image (uint8) through."""
+    env = VecNormalize(DummyVecEnv([ENVS["dict"]]))
+    model = rlbase.PPO("MultiInputPolicy", env, seed=0, n_steps=64, batch_size=64, n_epochs=1)
+    model.learn(128)
+    stats = model.model.normalization
+    assert stats is not None and [rms is None for rms in stats.leaf_rms] == [True, True, False]
+    raw = record(ENVS["dict"](), NUM_OBS)
+    expected = model.predict(stats.normalize_obs(raw), deterministic=True)[0]
+    run = export_and_load(model, "tflite", str(tmp_path / "t"))
+    assert_same_actions(model.action_space, run(**named(env.observation_space, raw))["actions"],
+                        expected)
+
+
 def test_recurrent_policies_agree_over_whole_episodes(tmp_path):
     """An LSTM policy driven step by step (state in, state out, the mask at each episode's
     start) gives predict's actions and states over several episodes."""
