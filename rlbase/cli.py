@@ -6,6 +6,7 @@
     rlbase enjoy ...                                                  (= play)
     rlbase plot LOG_DIR [LOG_DIR ...] [--out=curves.png] [--y=rollout/success_rate]
     rlbase bench {run,compare,suite,report} ...                       (= python -m rlbase.bench)
+    rlbase export --load_path=m.zip --format=saved_model|tflite|onnx --out=DIR [--quantize]
     rlbase tune --algo=ppo --env=CartPole-v1 --n-trials=20 [--storage=sqlite:///study.db]
     rlbase train --algo=ppo --env=CartPole-v1 --optimize --n-trials=20          (= tune)
     rlbase --version
@@ -97,13 +98,17 @@ def main(argv: list[str] | None = None) -> None:
         from rlbase.bench.__main__ import main as bench_main
 
         bench_main(rest)
+    elif command == "export":
+        from rlbase.export.cli import main as export_main
+
+        export_main(rest)
     elif command == "tune":
         from rlbase.tuning.cli import main as tune_main
 
         tune_main(rest)
     else:
-        raise RLBaseError(f"unknown command {command!r}; use train, play (enjoy), plot or "
-                          "bench (rlbase --help)")
+        raise RLBaseError(f"unknown command {command!r}; use train, play (enjoy), plot, "
+                          "bench, export or tune (rlbase --help)")
 
 
 def cli() -> None:

@@ -71,10 +71,10 @@ class AcerPolicy(ActorCriticPolicy):
         super().__init__(ob_space, ac_space, network, value_network, estimate_q=True,
                          network_kwargs=network_kwargs)
 
-    def forward(self, obs: Any, state: tf.Tensor, starts: tf.Tensor
+    def forward(self, obs: Any, state: tf.Tensor, starts: tf.Tensor, one_step: bool = False
                 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
         x = self.encoder(obs)
-        latent, new_state = self._torso(self.torso, x, state, starts)
+        latent, new_state = self._torso(self.torso, x, state, starts, one_step)
         qlatent = latent if self.value_torso is None else self.value_torso(x)
         logits = self.pd_head(latent)
         q = self.q_head(qlatent)  # type: ignore[misc]  # built: estimate_q=True

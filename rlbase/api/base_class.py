@@ -316,6 +316,13 @@ class BaseRLModel:
         next_state = None if model.state_size == 0 else state
         return (actions if batched else actions[0, ...]), next_state
 
+    def export(self, path: Any, format: str = "saved_model", quantize: bool = False) -> str:
+        """Write the deterministic policy to the folder ``path`` as a TensorFlow SavedModel,
+        TFLite or ONNX file whose actions equal ``predict(obs, deterministic=True)`` on raw
+        env observations (VecNormalize statistics baked in); returns what was written. See
+        rlbase/docs/export.md."""
+        return self._require_model().export(os.fspath(path), format, quantize=quantize)
+
     def action_probability(self, observation: Any, state: Any = None, mask: Any = None,
                            actions: Any = None, logp: bool = False) -> Any:
         """Discrete: the probability of every action (``[n]`` or ``[B, n]``); Box: ``(mean,

@@ -1,4 +1,4 @@
-"""``python -m rlbase.bench {run,compare,suite,report} ...`` (see rlbase.bench)."""
+"""``python -m rlbase.bench {run,compare,suite,report,export-speed} ...`` (see rlbase.bench)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 from rlbase.common.errors import RLBaseError
 
-COMMANDS = ("run", "compare", "suite", "report")
+COMMANDS = ("run", "compare", "suite", "report", "export-speed")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -19,6 +19,10 @@ def main(argv: list[str] | None = None) -> None:
         from rlbase.bench.suite import main as suite_main
 
         suite_main(argv[1:])
+    elif command == "export-speed":
+        from rlbase.bench.export_speed import main as speed_main
+
+        speed_main(argv[1:])
     elif command == "report":
         from rlbase.bench.report import main as report_main
 

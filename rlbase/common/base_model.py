@@ -19,6 +19,7 @@ import numpy as np
 
 from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
+from rlbase.common.policy_graph import PolicyGraph
 from rlbase.common.serialization import check_spaces, load_file, save_file, space_to_json
 from rlbase.common.vec_env.base import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_normalize import NormalizationStats, VecNormalize
@@ -137,6 +138,23 @@ class BaseModel(ABC):
         function to call after fitting)."""
         raise RLBaseError(f"pretrain is not supported by {self.algorithm}; use a2c, ppo, acer "
                           "or dqn")
+
+    # -- export ---------------------------------------------------------------------------------
+    def policy_graph(self) -> PolicyGraph:
+        """The act path of ``step(..., deterministic=True)`` as graph code (what ``export``
+        writes); models that are not a network refuse in one line."""
+        raise RLBaseError(f"{self.algorithm}'s model is not a network and cannot be exported; "
+                          "export works for a2c, acer, acktr, ddpg/td3, dqn, es, gail, ppo, sac "
+                          "and trpo")
+
+    def export(self, path: str, format: str = "saved_model", quantize: bool = False) -> str:
+        """Write the deterministic policy (observation normalization, network, action
+        post-processing) to ``path`` as ``format`` ('saved_model', 'tflite' or 'onnx');
+        ``quantize``: TFLite's dynamic-range int8 weights. Returns the file or folder
+        written. See rlbase/docs/export.md."""
+        from rlbase.export import export_model
+
+        return export_model(self, path, format, quantize=quantize)
 
     # -- parameters -----------------------------------------------------------------------------
     @abstractmethod

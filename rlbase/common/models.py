@@ -272,6 +272,9 @@ class LSTMCore(keras.layers.Layer):
             return c, h
 
         starts = tf.cast(episode_starts, tf.float32)
+        if x.shape[1] == 1:  # one step (an exported policy acting): no loop to convert
+            c, h = step((c0, h0), (xw[:, 0], starts[:, 0]))
+            return h[:, None], tf.concat([c, h], axis=1)
         cs, hs = tf.scan(step, (tf.transpose(xw, [1, 0, 2]), tf.transpose(starts)),
                          initializer=(c0, h0))
         latent = tf.transpose(hs, [1, 0, 2])

@@ -23,6 +23,7 @@ from rlbase.common.config import AlgorithmConfig
 from rlbase.common.distributions import Categorical, DiagGaussian
 from rlbase.common.errors import RLBaseError
 from rlbase.common.policies import ActorCriticPolicy
+from rlbase.common.policy_graph import PolicyGraph
 from rlbase.common.rollout import Rollout
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
@@ -98,6 +99,23 @@ class OnPolicyModel(TFModel):
     def value(self, obs: Any, state: np.ndarray | None = None,
               mask: np.ndarray | None = None) -> np.ndarray:
         return self.calls.value(obs, state, mask)
+
+    def policy_graph(self) -> PolicyGraph:
+        """``policy.step(..., deterministic=True)`` itself (the mode of the policy's
+        distribution: argmax, per-dimension argmax, p > 0.5, the Gaussian mean), and a draw
+        from that distribution with an explicit seed."""
+        policy = self.policy
+
+        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            actions, _, new_state, _ = policy.step(obs, state, mask, True, one_step=True)
+            return actions, new_state
+
+        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor
+                   ) -> tuple[tf.Tensor, tf.Tensor]:
+            params, _, new_state, _ = policy.forward(obs, state, mask, one_step=True)
+            return policy.distribution(params).sample(seed), new_state
+
+        return PolicyGraph(self.observation_space, policy.state_size, act, sample, [policy])
 
     def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The policy's sampling counter (the TF act path's stateless draws) and the numpy

@@ -173,20 +173,26 @@ class ActorCriticPolicy(keras.Model):
         return np.zeros((batch, self.state_size), np.float32)
 
     def _torso(self, torso: keras.layers.Layer, x: tf.Tensor, state: tf.Tensor,
-               starts: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+               starts: tf.Tensor, one_step: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
         if not self.recurrent:
             return torso(x), state
+        if one_step:  # one row per sequence, a static length the LSTM runs without a loop
+            latent, state = torso(tf.expand_dims(x, 1), state, tf.expand_dims(starts, 1))
+            return latent[:, 0], state
         nseq = tf.shape(state)[0]
         steps = tf.shape(x)[0] // nseq
         seq = tf.reshape(x, tf.concat([[nseq, steps], tf.shape(x)[1:]], axis=0))
         latent, state = torso(seq, state, tf.reshape(starts, [nseq, steps]))
         return tf.reshape(latent, [nseq * steps, latent.shape[-1]]), state
 
-    def forward(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor
+    def forward(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor,
+                one_step: bool = False
                 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor | None]:
-        """obs ``[B, ...]`` -> (distribution params, values ``[B]``, new state, Q or None)."""
+        """obs ``[B, ...]`` -> (distribution params, values ``[B]``, new state, Q or None).
+        one_step: each row is one step of its own sequence (state ``[B, ...]``), as when
+        acting: the same arithmetic without the loop over steps (for exported graphs)."""
         x = self.encoder(obs)
-        latent, new_state = self._torso(self.torso, x, state, starts)
+        latent, new_state = self._torso(self.torso, x, state, starts, one_step)
         vlatent = latent if self.value_torso is None else self.value_torso(x)
         values = tf.squeeze(self.value_head(vlatent), axis=-1)
         q = self.q_head(vlatent) if self.q_head is not None else None
@@ -196,9 +202,10 @@ class ActorCriticPolicy(keras.Model):
         return self.pd_head.distribution(params)
 
     def step(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor,
-             deterministic: bool = False) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+             deterministic: bool = False, one_step: bool = False
+             ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
         """Act: (actions, values, new state, neglogp of the actions)."""
-        params, values, new_state, _ = self.forward(obs, state, starts)
+        params, values, new_state, _ = self.forward(obs, state, starts, one_step)
         pd = self.distribution(params)
         actions = pd.mode() if deterministic else pd.sample(self.next_seed())
         return actions, values, new_state, pd.neglogp(actions)

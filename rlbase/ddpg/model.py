@@ -38,6 +38,7 @@ from rlbase.common.off_policy import (
     sample_minibatches,
 )
 from rlbase.common.policies import xla_is_faster
+from rlbase.common.policy_graph import PolicyGraph, scale_to_bounds
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import (
@@ -226,6 +227,19 @@ class Model(DDPGGraph, TFModel):
         exploration noise. ``state``/``mask`` pass through (the nets are feed-forward)."""
         actions, q = self.act(obs, explore=not deterministic)
         return self.to_env(actions), q, state, None
+
+    def policy_graph(self) -> PolicyGraph:
+        """The actor on observations normalized by the current statistics (baked in as
+        constants), scaled to the bounds: ``step(..., deterministic=True)``. DDPG's policy is
+        deterministic (its exploration noise belongs to training): no sampled variant."""
+        stats, actor, space = self.obs_stats, self.actor, self.action_space
+        mean, std = tf.constant(stats.mean), tf.constant(stats.std)
+
+        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            obs = obs if stats.nested else tf.cast(obs, tf.float32)  # as _observations
+            return scale_to_bounds(actor(stats.normalize(obs, mean, std)), space), state
+
+        return PolicyGraph(self.observation_space, 0, act, None, [actor])
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:

@@ -27,6 +27,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.numpy_actor import use_numpy_actor
 from rlbase.common.off_policy import RawReplay, attach_replay_env, draw
 from rlbase.common.policies import has_images, xla_is_faster
+from rlbase.common.policy_graph import PolicyGraph
 from rlbase.common.replay_buffer import PrioritizedReplayBuffer
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import (
@@ -169,6 +170,25 @@ class Model(SavesExplorationRate, TFModel):
         actions, qmax = self.act(self._observations(obs),
                                  0.0 if deterministic else self.epsilon)
         return actions + self.action_start, qmax, state, None
+
+    def policy_graph(self) -> PolicyGraph:
+        """The greedy action of the online Q-network (``step(..., deterministic=True)``), and
+        epsilon-greedy at the current exploration rate with an explicit seed."""
+        q, start, n, eps = self.q, self.action_start, self.num_actions, float(self.epsilon)
+
+        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            return tf.argmax(q(obs), axis=1) + start, state
+
+        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor
+                   ) -> tuple[tf.Tensor, tf.Tensor]:
+            greedy = tf.argmax(q(obs), axis=1)
+            batch = tf.shape(greedy)[:1]
+            explore = tf.random.stateless_uniform(batch, seed) < eps
+            other = tf.random.stateless_uniform(batch, seed + tf.constant([0, 1], tf.int64),
+                                                maxval=n, dtype=tf.int64)
+            return tf.where(explore, other, greedy) + start, state
+
+        return PolicyGraph(self.observation_space, 0, act, sample, [q])
 
     def __call__(self, obs: Any, stochastic: bool = True, update_eps: float = -1.0
                  ) -> np.ndarray:

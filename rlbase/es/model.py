@@ -13,6 +13,7 @@ from rlbase.common.base_model import BaseModel, StepResult
 from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
 from rlbase.common.mpi_util import mpi_rank, mpi_size
+from rlbase.common.policy_graph import PolicyGraph
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.serialization import check_named_arrays, numbered_arrays
 from rlbase.es.config import ESConfig
@@ -87,6 +88,11 @@ class Model(BaseModel):
         """``(actions, None, state, None)``: ES's policy is deterministic and has no value
         function, so ``deterministic`` changes nothing."""
         return self.policy.act(self.theta[None], self._observations(obs)), None, state, None
+
+    def policy_graph(self) -> PolicyGraph:
+        """ES acts in numpy; its graph is the TF twin of that forward pass on the current
+        ``theta`` and statistics (constants), checked against ``step`` by the export tests."""
+        return PolicyGraph(self.observation_space, 0, self.policy.graph_act(self.theta))
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:

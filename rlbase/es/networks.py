@@ -20,12 +20,21 @@ from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.models import MLP, Dense, build_network, ortho
 from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
-from rlbase.common.policies import check_observation_space, is_image_space
+from rlbase.common.policies import (
+    check_observation_space,
+    encode_observation,
+    is_image_space,
+)
+from rlbase.common.policy_graph import scale_to_bounds
 
 OBS_CLIP = 5.0  # normalized observations are clipped to +-5 (Salimans et al.)
 # The reference (evolution-strategies-starter's RunningStat) floors the variance at 1e-2, so
 # std >= 0.1: a near-constant observation dimension is amplified at most 10x, not 100x.
 OBS_VAR_FLOOR = 1e-2
+# numpy_actor.ACTIVATIONS in TF (the exported twin of the numpy forward pass)
+GRAPH_ACTIVATIONS: dict[str, Callable[[tf.Tensor], tf.Tensor]] = {
+    "tanh": tf.tanh, "relu": tf.nn.relu, "elu": tf.nn.elu, "sigmoid": tf.sigmoid,
+    "linear": tf.identity}
 
 
 def check_action_space(space: gym.Space) -> None:
@@ -110,6 +119,7 @@ class ESPolicy:
             self.bounded = bool(np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
         self.net = PolicyNet(torso, num_outputs)
         self.net(tf.zeros([1, self.ob_dim], tf.float32))
+        self.activation_name = str(torso.activation_name)
         self.activation = ACTIVATIONS[torso.activation_name]
         self.layer_norm_eps = [norm.epsilon for norm in torso.norms]
         variables = [v for dense in torso.hidden for v in (dense.kernel, dense.bias)]
@@ -195,3 +205,34 @@ class ESPolicy:
         spaces)."""
         x = self.normalize(self.encode(raw_obs))
         return self.actions(self.outputs(params, x))
+
+    def graph_act(self, theta: np.ndarray) -> Callable[..., tuple[tf.Tensor, tf.Tensor]]:
+        """The TF twin of :meth:`act` with ``theta`` and the statistics as constants (what
+        ``export`` writes): (observations, state, mask) -> (actions, state)."""
+        parts = [tf.constant(np.asarray(p[0], np.float32)) for p in
+                 self.unflatten(np.asarray(theta, np.float32)[None])]
+        n, eps = self.num_layers, list(self.layer_norm_eps)
+        norms = parts[2 * n:2 * n + 2 * len(eps)]
+        activation = GRAPH_ACTIVATIONS[self.activation_name]
+        mean, std = tf.constant(self.obs_mean), tf.constant(self.obs_std)
+        leaves = nested.leaf_spaces(self.observation_space)
+        space, start = self.action_space, self.action_start
+
+        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            flat = [tf.reshape(encode_observation(leaf, x), [tf.shape(x)[0], -1])
+                    for leaf, x in zip(leaves, tf.nest.flatten(obs))]
+            h = tf.clip_by_value((tf.concat(flat, axis=1) - mean) / std, -OBS_CLIP, OBS_CLIP)
+            for i in range(n):
+                h = tf.matmul(h, parts[2 * i]) + parts[2 * i + 1]
+                if norms:
+                    m, v = tf.nn.moments(h, axes=[-1], keepdims=True)
+                    h = (h - m) / tf.sqrt(v + eps[i]) * norms[2 * i] + norms[2 * i + 1]
+                h = activation(h)
+            out = tf.matmul(h, parts[-2]) + parts[-1]
+            if self.discrete:
+                return tf.argmax(out, axis=-1) + start, state
+            if self.bounded:
+                assert isinstance(space, gym.spaces.Box)
+                return scale_to_bounds(tf.tanh(out), space), state
+            return tf.cast(out, tf.as_dtype(space.dtype)), state
+        return act

@@ -36,10 +36,12 @@ from rlbase.common.off_policy import (
     random_streams,
     sample_minibatches,
 )
+from rlbase.common.policy_graph import PolicyGraph, scale_to_bounds
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import Adam, CompiledFunction, configure_threads
 from rlbase.common.vec_env import VecEnv
+from rlbase.sac import losses
 from rlbase.sac.config import SACConfig, parse_ent_coef, target_entropy_value
 from rlbase.sac.graph import STAT_NAMES, SACGraph
 from rlbase.sac.networks import Actor, q_network
@@ -165,6 +167,24 @@ class Model(SACGraph, TFModel):
         Gaussian, or its mean action tanh(mean) when ``deterministic``. ``state``/``mask``
         pass through (the nets are feed-forward)."""
         return self.to_env(self.act(obs, deterministic)), None, state, None
+
+    def policy_graph(self) -> PolicyGraph:
+        """The mean action tanh(mean) scaled to the bounds (``step(..., deterministic=True)``),
+        and a draw from the squashed Gaussian with an explicit seed."""
+        actor, space = self.actor, self.action_space
+        box = not nested.is_nested(self.observation_space)  # Box observations act as float32
+
+        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            mean, _ = actor(tf.cast(obs, tf.float32) if box else obs)
+            return scale_to_bounds(tf.tanh(mean), space), state
+
+        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor
+                   ) -> tuple[tf.Tensor, tf.Tensor]:
+            mean, log_std = actor(tf.cast(obs, tf.float32) if box else obs)
+            noise = tf.random.stateless_normal(tf.shape(mean), seed)
+            return scale_to_bounds(losses.squashed_sample(mean, log_std, noise)[0], space), state
+
+        return PolicyGraph(self.observation_space, 0, act, sample, [actor])
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:
