@@ -71,8 +71,8 @@ def test_random_eps_replaces_whole_rows_by_uniform_actions():
     np.testing.assert_array_equal(never.explore(clean, noisy, True), noisy)
 
 
-def test_targets_move_every_target_delay_actor_steps():
-    model = make_model(tau=0.25, target_delay=3, gradient_steps=1)
+def test_targets_move_every_target_update_gradient_steps():
+    model = make_model(tau=0.25, target_update_gradient_steps=3, gradient_steps=1)
     rng = np.random.default_rng(0)
     mean, std, lr = np.zeros(2, np.float32), np.ones(2, np.float32), np.float32(1e-3)
     before = [v.numpy().copy() for v in model.target_actor.weights]
@@ -119,7 +119,8 @@ def test_baselines_her_spellings_set_the_fields():
 
 @pytest.mark.parametrize("bad", [{"target_min": 1.0, "target_max": 0.0},
                                  {"random_eps": 1.5}, {"action_l2": -1.0},
-                                 {"target_delay": 0}, {"obs_clip": 0.0},
+                                 {"target_update_gradient_steps": 0},
+                                 {"obs_clip": 0.0},
                                  {"obs_std_min": 0.0}])
 def test_bad_values_are_one_line_errors(bad):
     with pytest.raises(RLBaseError, match=r"^ddpg: [^\n]*$"):
@@ -143,7 +144,8 @@ def test_her_alias_is_ddpg_with_baselines_settings():
     assert name == "ddpg" and preset is BASELINES_HER
     hp = {k: v for k, v in preset.items() if k not in ("num_layers", "num_hidden", "num_env")}
     c = DDPGConfig.build({**hp, **horizon_settings(50, 1, {})})
-    assert (c.tau, c.target_delay, c.gradient_steps, c.train_freq) == (0.05, 40, 40, 50)
+    assert (c.tau, c.target_update_gradient_steps, c.gradient_steps, c.train_freq) == \
+        (0.05, 40, 40, 50)
     assert (c.action_l2, c.random_eps, c.target_max, c.batch_size) == (1.0, 0.3, 0.0, 256)
     assert c.replay_buffer_class == "her" and c.obs_std_min == 0.01
 
@@ -171,7 +173,8 @@ def test_cli_alg_her(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     banner = out.stdout
     assert "Training her (ddpg)" in banner and "with 1 env(s)" in banner
-    for text in ("'num_layers': 3, 'num_hidden': 256", "'target_delay': 40",
+    for text in ("'num_layers': 3, 'num_hidden': 256",
+                 "'target_update_gradient_steps': 40",
                  "'gradient_steps': 2", "'train_freq': 4", "'gamma': 0.75",
                  "'target_min': -4.0", "'target_max': 0.0", "'random_eps': 0.3",
                  "'replay_buffer_class': 'her'"):
@@ -180,3 +183,19 @@ def test_cli_alg_her(tmp_path):
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].startswith("rlbase: error: her: Baselines' "
                                                           "n_cycles")
+
+
+def test_target_updates_with_a_policy_delay_wait_for_an_actor_step():
+    """policy_delay 2, target_update_gradient_steps 3: the targets first move at gradient step
+    6, the first that is both a multiple of 3 and an actor step."""
+    model = make_model(tau=0.25, policy_delay=2, target_update_gradient_steps=3)
+    rng = np.random.default_rng(0)
+    mean, std, lr = np.zeros(2, np.float32), np.ones(2, np.float32), np.float32(1e-3)
+    before = [v.numpy().copy() for v in model.target_actor.weights]
+    for step in range(1, 7):
+        batch = _batch(rng)
+        model.train_fn(*batch, np.zeros(batch[1].shape, np.float32), batch[0][0, :1], mean,
+                       std, lr, lr)
+        same = all(np.array_equal(b, v.numpy()) for b, v in zip(before,
+                                                                model.target_actor.weights))
+        assert same == (step < 6), step

@@ -25,7 +25,7 @@ BASELINES_HER: dict[str, Any] = {
     "actor_lr": 1e-3, "critic_lr": 1e-3,  # pi_lr, Q_lr
     "buffer_size": int(1e6),
     "tau": 0.05,                         # 1 - polyak (0.95)
-    "target_delay": 40,                  # the targets move once per cycle of n_batches steps
+    "target_update_gradient_steps": 40,  # the targets move once per cycle of n_batches
     "gradient_steps": 40,                # n_batches per cycle
     "batch_size": 256,
     "action_l2": 1.0,

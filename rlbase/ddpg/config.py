@@ -100,9 +100,10 @@ class DDPGConfig(OffPolicyConfig):
                                 "0.2; 0: none)", low=0, sb3="target_policy_noise")
     target_noise_clip: float = param(0.5, "the target noise is clipped to [-target_noise_clip, "
                                      "target_noise_clip]", low=0)
-    target_delay: int = param(
-        1, "soft-update the targets after every this many actor steps (Baselines' HER: 40, "
-        "once per training phase)", unit="actor steps", low=1)
+    target_update_gradient_steps: int = param(
+        1, "soft-update the targets after the gradient steps whose count (over the run) is a "
+        "multiple of this and that step the actor (policy_delay); Baselines' HER: 40, once per "
+        "training phase", unit="gradient steps", low=1)
     action_l2: float = param(0.0, "weight of the actor's action penalty: the actor loss "
                              "adds action_l2 * mean(a^2), actions in [-1, 1] (Baselines' "
                              "HER: 1)", low=0)

@@ -42,7 +42,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
           reward_scale: float = C.reward_scale, twin_q: bool = C.twin_q,
           policy_delay: int = C.policy_delay, target_noise: float = C.target_noise,
           target_noise_clip: float = C.target_noise_clip,
-          target_delay: int = C.target_delay,
+          target_update_gradient_steps: int = C.target_update_gradient_steps,
           action_l2: float = C.action_l2, random_eps: float = C.random_eps,
           target_min: float | None = C.target_min, target_max: float | None = C.target_max,
           obs_clip: float = C.obs_clip, obs_std_min: float = C.obs_std_min,

@@ -98,7 +98,7 @@ class DDPGGraph:
     gamma: float
     tau: float
     policy_delay: int
-    target_delay: int
+    target_update_gradient_steps: int
     action_l2: float
     target_min: float | None
     target_max: float | None
@@ -220,13 +220,13 @@ class DDPGGraph:
             critic_loss, q_mean = self._critic_step(o, actions[i], targets)
             self.updates.assign_add(1)
 
-            every = self.policy_delay * self.target_delay
+            every = self.target_update_gradient_steps
 
             def delayed():
                 loss = self._actor_step(o)
-                if self.target_delay == 1:
+                if every == 1:
                     self.soft_update_targets()
-                else:  # after every target_delay-th actor step
+                else:  # (this is an actor step: policy_delay's condition holds)
                     tf.cond(tf.equal(self.updates % every, 0),
                             lambda: self.soft_update_targets() or tf.constant(True),
                             lambda: tf.constant(False))

@@ -81,7 +81,7 @@ class Model(DDPGGraph, TFModel):
         self.high = action_space.high.astype(np.float64)
         self.gamma, self.tau = config.gamma, config.tau
         self.policy_delay = config.policy_delay
-        self.target_delay = config.target_delay
+        self.target_update_gradient_steps = config.target_update_gradient_steps
         self.action_l2, self.random_eps = config.action_l2, config.random_eps
         self.target_min, self.target_max = config.target_min, config.target_max
         self.target_noise, self.target_noise_clip = config.target_noise, config.target_noise_clip
