@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.her_baselines import BASELINES_HER
 
 # Names other libraries use for rlbase's algorithms: (rlbase algorithm, learn() arguments).
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -25,6 +26,9 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "deepq": ("dqn", {}),       # OpenAI Baselines
     "trpo_mpi": ("trpo", {}),   # OpenAI Baselines
     "td3": ("ddpg", {"twin_q": True, "policy_delay": 2, "target_noise": 0.2}),
+    # OpenAI Baselines' HER: DDPG with its HER settings (rlbase.common.her_baselines; the CLI
+    # adds what they derive from the env's episode length)
+    "her": ("ddpg", BASELINES_HER),
 }
 ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
 

@@ -9,6 +9,7 @@ mistake prints one line and exits with status 2. ``--num_timesteps=0 --load_path
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import os
 import re
@@ -352,10 +353,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     if zoo:
         alg_kwargs, zoo_row, n_timesteps = zoo_settings(args, entry, env_type)
         args.num_timesteps = args.num_timesteps or n_timesteps
-    else:
-        alg_kwargs = entry.defaults(env_type)
+    else:  # (Baselines' her settings are complete: no env-type row under them)
+        alg_kwargs = entry.defaults(env_type) if args.alg != "her" else {}
     total = parse_num_timesteps(args.num_timesteps or "1e6", allow_zero=bool(args.load_path))
-    alg_kwargs.update(preset)
+    alg_kwargs.update(copy.deepcopy(preset))
     num_env = args.num_env or alg_kwargs.pop("num_env", None) or os.cpu_count() or 1
     alg_kwargs.pop("num_env", None)
     network = args.network or alg_kwargs.pop("network", None) or "mlp"
@@ -364,6 +365,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     normalize = alg_kwargs.pop("normalize", False)
     args.normalize_kwargs = normalize if isinstance(normalize, dict) else {}
     args.normalize = bool(normalize) or args.normalize
+    if args.alg == "her":
+        from rlbase.common.her_baselines import refuse_baselines_names
+
+        refuse_baselines_names(extra)
     check_extra_args(alg, entry, network, extra)
     alg_kwargs.update(extra)
     ckpt = checkpoint_args(args)
@@ -393,6 +398,8 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
             write_config(os.path.join(args.log_path, "config.yml"), args.alg, args.env,
                          args.seed, total, zoo_row)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)
+    if args.alg == "her":  # Baselines' settings derived from the episode length
+        alg_kwargs.update(her_horizon(env, extra))
     alg_kwargs.update(eval_args(args, alg_kwargs, env_kwargs))
     show_progress = rank == 0 and not args.no_progress and (sys.stderr.isatty() or
                                                             args.progress)
@@ -423,6 +430,14 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
         print(f"Saved model to {kept}", flush=True)
     return model, args, env_kwargs, rank
+
+
+def her_horizon(env: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """``--alg=her``'s settings that Baselines derived from the env's episode length."""
+    from rlbase.common.her_baselines import horizon_settings
+
+    spec = env.get_attr("spec", indices=[0])[0]
+    return horizon_settings(getattr(spec, "max_episode_steps", None), env.num_envs, given)
 
 
 def start_banner(name: str, entry: Any, alg_kwargs: dict[str, Any], total: int, num_env: int,

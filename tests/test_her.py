@@ -525,15 +525,48 @@ def test_save_and_load_replay_buffer_of_a_her_model(tmp_path):
     assert np.array_equal(loaded.rewards, buffer.rewards)
 
 
-def test_compute_reward_through_worker_processes():
+class CountingBits(BitFlippingEnv):
+    """Bit flipping without a spec gymnasium could make again, counting compute_reward calls."""
+
+    def __init__(self) -> None:
+        super().__init__(3)
+        self.spec = None
+        self.calls = 0
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        self.calls += 1
+        return super().compute_reward(achieved_goal, desired_goal, info)
+
+
+def test_compute_reward_of_worker_envs_runs_once_in_this_process():
+    """Envs in worker processes: the rewards come from a copy of env 0 made here from its spec
+    (no worker is asked), as Baselines computed them."""
     from rlbase.common.her_replay_buffer import goal_reward_fn
     from rlbase.common.vec_env import SubprocVecEnv
 
     env = SubprocVecEnv([lambda: BitFlippingEnv(3) for _ in range(2)])
     try:
-        reward = goal_reward_fn(env)  # env 0's compute_reward, called in its worker
+        reward = goal_reward_fn(env)
+        assert isinstance(reward.__self__, BitFlippingEnv)  # type: ignore[attr-defined]
         achieved = np.array([[1, 1, 1], [0, 1, 1]], np.int8)
         assert reward(achieved, np.ones((2, 3), np.int8), [{}, {}]).tolist() == [0.0, -1.0]
+    finally:
+        env.close()
+
+
+def test_compute_reward_without_a_spec_runs_in_env_0s_worker_alone():
+    from rlbase.common.her_replay_buffer import goal_reward_fn
+    from rlbase.common.vec_env import SubprocVecEnv
+
+    env = SubprocVecEnv([CountingBits for _ in range(2)])
+    try:
+        reward = goal_reward_fn(env)  # one probe call on env 0
+        achieved = np.array([[1, 1, 1], [0, 1, 1]], np.int8)
+        assert reward(achieved, np.ones((2, 3), np.int8), [{}, {}]).tolist() == [0.0, -1.0]
+        assert env.get_attr("calls") == [2, 0]
+        assert env.env_method("compute_reward", achieved, achieved, [{}, {}],
+                              indices=[1])[0].tolist() == [0.0, 0.0]
+        assert env.get_attr("calls") == [2, 1]
     finally:
         env.close()
 
@@ -552,3 +585,29 @@ def test_her_behind_the_normalizer_stores_raw_goals():
     _, batch = buffer.sample(64, np.random.default_rng(0), 8)
     hit = np.all(batch.next_obs["achieved_goal"] == batch.obs["desired_goal"], axis=1)
     assert np.array_equal(batch.rewards, np.where(hit, 0.0, -1.0))  # on raw goals
+
+
+def test_copy_info_dict_infos_survive_a_checkpoint():
+    """The stored infos travel as JSON: numpy numbers and arrays come back as numbers and
+    lists, an object JSON cannot hold is left out of its dict."""
+    import json
+
+    def make():
+        return HerReplayBuffer(8, tagged_space(), 2, copy_info_dict=True)
+
+    buffer = make()
+    fill(buffer, [[2], [2]])
+    buffer._infos[0] = {"is_success": np.float64(1.0), "pos": np.arange(2.0), "obj": object(),
+                        "nested": {"n": np.int64(3), "none": None}}
+    meta, arrays = RawReplay().buffer_state(buffer)
+    meta = json.loads(json.dumps(meta))
+    fresh = make()
+    RawReplay().restore_buffer(fresh, meta, arrays)
+    assert fresh._infos[0] == {"is_success": 1.0, "pos": [0.0, 1.0],
+                               "nested": {"n": 3, "none": None}}
+    assert fresh._infos[1:] == [{}] * 7 and fresh.size == 4
+    plain = HerReplayBuffer(8, tagged_space(), 2)
+    fill(plain, [[2], [2]])
+    assert "her_infos" not in RawReplay().buffer_state(plain)[0]
+    with pytest.raises(RLBaseError, match="HER infos"):
+        RawReplay().restore_buffer(make(), {**meta, "her_infos": [{}] * 9}, arrays)

@@ -104,16 +104,29 @@ def check_goal_space(space: gym.Space) -> None:
                               f"...), got {space.spaces[key]}")
 
 
+def _local_copy(env: VecEnv) -> gym.Env | None:
+    """An env of this process made from env 0's spec (Baselines computed HER's rewards on
+    such a copy), or None when env 0 has no spec that gymnasium can make here."""
+    try:
+        spec = env.get_attr("spec", indices=[0])[0]
+        return gym.make(spec) if spec is not None else None
+    except Exception:  # noqa: BLE001 - any failure: compute the rewards in env 0's worker
+        return None
+
+
 def goal_reward_fn(env: VecEnv) -> RewardFn:
-    """The env's vectorized ``compute_reward``, called once per batch: the first env's own
-    method for envs in this process (DummyVecEnv), else through ``env_method`` on env 0 (the
-    envs are assumed identical, as in SB3). No compute_reward: a one-line error."""
+    """The env's vectorized ``compute_reward``, called once per batch in this process: the
+    first env's own method for envs in this process (DummyVecEnv), else that of a copy made
+    here from env 0's spec; without a spec, through ``env_method`` in env 0's worker alone
+    (the envs are assumed identical, as in SB3). No compute_reward: a one-line error."""
     from rlbase.common.vec_env import DummyVecEnv
 
     base = env.unwrapped
     try:
         if isinstance(base, DummyVecEnv):
             fn: RewardFn = base.envs[0].get_wrapper_attr("compute_reward")
+        elif (local := _local_copy(env)) is not None:
+            fn = local.get_wrapper_attr("compute_reward")
         else:
             env.get_attr("spec", indices=[0])  # fails here, not mid-run, if env 0 is gone
 
@@ -148,8 +161,9 @@ class HerReplayBuffer(NestedReplayBuffer):
     goal_selection_strategy: 'future' (a goal achieved at this step or later: SB3's
         inclusive rule), 'final' or 'episode', or a GoalSelectionStrategy.
     copy_info_dict: keep each transition's info dict and pass the relabelled ones' to
-        compute_reward (else a list of empty dicts; a resumed run's restored transitions have
-        empty ones).
+        compute_reward (else a list of empty dicts). Checkpoints and saved replay buffers keep
+        them as JSON: numpy values come back as numbers and lists; a value JSON cannot hold
+        (an object) is left out of its dict.
     """
 
     ring_fields: tuple[str, ...] = ("obs_leaves", "next_obs_leaves", "actions", "rewards", "dones",
@@ -254,6 +268,28 @@ class HerReplayBuffer(NestedReplayBuffer):
             if int(self.current_start[env]) != row:
                 self._close_episode(env, row)
 
+    # -- saving the infos (copy_info_dict) ---------------------------------------------------
+    def info_state(self) -> list[dict[str, Any]] | None:
+        """The stored transitions' infos as JSON values (None without copy_info_dict)."""
+        if self._infos is None:
+            return None
+        return [_jsonable(info) for info in self._infos[:self.size]]
+
+    def check_info_state(self, infos: Any) -> list[dict[str, Any]]:
+        """What :meth:`info_state` returned, checked to fit (a checkpoint without infos: none,
+        so empty dicts)."""
+        saved = infos if isinstance(infos, list) else []
+        if len(saved) > self.capacity or not all(isinstance(i, dict) for i in saved):
+            raise RLBaseError(f"the checkpoint's HER infos do not fit this buffer ({len(saved)} "
+                              f"entries for {self.capacity} transitions, or not dicts)")
+        return saved
+
+    def set_info_state(self, infos: list[dict[str, Any]]) -> None:
+        """Put infos checked by :meth:`check_info_state` back (nothing without
+        copy_info_dict)."""
+        if self._infos is not None:
+            self._infos[:] = infos + [{} for _ in range(self.capacity - len(infos))]
+
     # -- sampling --------------------------------------------------------------------------
     def sample_indices(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` indices drawn uniformly (with replacement) among completed episodes'
@@ -327,6 +363,31 @@ class HerReplayBuffer(NestedReplayBuffer):
                 raise RLBaseError(f"the env's compute_reward returned {rewards.size} rewards "
                                   f"for a batch of {len(idx)} goals: it must be vectorized")
         return rewards
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays as numbers and lists, dicts and lists walked;
+    dict entries JSON cannot hold are left out (None at the top: dropped by the caller)."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            converted = _jsonable(item)
+            if isinstance(key, str) and converted is not _UNSAVED:
+                out[key] = converted
+        return out
+    if isinstance(value, (list, tuple)):
+        items = [_jsonable(v) for v in value]
+        return _UNSAVED if any(i is _UNSAVED for i in items) else items
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.dtype.kind in "biuf" else _UNSAVED
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return _UNSAVED
+
+
+_UNSAVED = object()  # a value JSON cannot hold
 
 
 #: Baselines' HER normalizer (baselines/her/normalizer.py): normalized values clipped to

@@ -194,6 +194,8 @@ def _training_normalizer(env: VecEnv) -> VecNormalize | None:
 # Marks a checkpoint's replay state as raw transitions (older checkpoints hold them
 # normalized when collected, and frame stacks without the cut of a reset).
 _RAW_MARK = "raw_transitions"
+# A HER buffer's infos (copy_info_dict), as JSON.
+_HER_INFOS = "her_infos"
 
 
 class RawReplay:
@@ -262,6 +264,8 @@ class RawReplay:
         """``buffer``'s resume state (rlbase.common.checkpoint), marked as raw (any buffer
         holding raw data: rlbase.common.replay_buffer's, ACER's)."""
         meta, arrays = object_state(buffer, "replay")
+        if isinstance(buffer, HerReplayBuffer) and buffer.copy_info_dict:
+            meta[_HER_INFOS] = buffer.info_state()
         return {**meta, _RAW_MARK: True}, arrays
 
     def restore_buffer(self, buffer: object, meta: Any, arrays: dict[str, np.ndarray]
@@ -276,7 +280,12 @@ class RawReplay:
                               "(normalized transitions, or frame stacks without episode cuts) "
                               "that this one would read wrong: start a new run, or load the "
                               "saved model instead of resuming")
+        her = buffer if isinstance(buffer, HerReplayBuffer) else None
+        infos = her.check_info_state(meta.get(_HER_INFOS) if isinstance(meta, dict) else None) \
+            if her is not None else []
         restore_object_state(buffer, meta, arrays, "replay")
+        if her is not None:
+            her.set_info_state(infos)
 
     # -- sampling: what the learner sees -----------------------------------------------------
     def normalize_obs(self, obs: Any) -> Any:

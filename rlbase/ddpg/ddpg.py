@@ -10,6 +10,7 @@ import numpy as np
 
 from rlbase.common.config import warn_deprecated
 from rlbase.common.errors import RLBaseError
+from rlbase.common.her_baselines import refuse_baselines_names
 from rlbase.common.learning import start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
 from rlbase.common.mpi_util import check_synced, mpi_rank
@@ -40,7 +41,12 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
           normalize_returns: bool = C.normalize_returns, popart: bool = C.popart,
           reward_scale: float = C.reward_scale, twin_q: bool = C.twin_q,
           policy_delay: int = C.policy_delay, target_noise: float = C.target_noise,
-          target_noise_clip: float = C.target_noise_clip, render: bool = C.render,
+          target_noise_clip: float = C.target_noise_clip,
+          target_update_gradient_steps: int = C.target_update_gradient_steps,
+          action_l2: float = C.action_l2, random_eps: float = C.random_eps,
+          target_min: float | None = C.target_min, target_max: float | None = C.target_max,
+          obs_clip: float = C.obs_clip, obs_std_min: float = C.obs_std_min,
+          render: bool = C.render,
           jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
           eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
           checkpoint_interval: int = C.checkpoint_interval,
@@ -79,6 +85,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
         DeprecationWarning; nb_eval_steps and render_eval only where they change nothing.
     """
     _baselines_evaluation(network_kwargs, eval_env)
+    refuse_baselines_names(network_kwargs)
     epoch_steps = _baselines_run_length(network_kwargs, total_timesteps)
     model, env, options = start_learning(CONFIG, build_model, locals())
     if epoch_steps is not None:

@@ -98,6 +98,10 @@ class DDPGGraph:
     gamma: float
     tau: float
     policy_delay: int
+    target_update_gradient_steps: int
+    action_l2: float
+    target_min: float | None
+    target_max: float | None
     target_noise: float
     target_noise_clip: float
     normalize_returns: bool
@@ -136,14 +140,16 @@ class DDPGGraph:
     def critic_targets(self, rewards: tf.Tensor, next_obs: tf.Tensor, dones: tf.Tensor,
                        noise: tf.Tensor | None) -> tf.Tensor:
         """r + gamma (1 - done) min_i Q'_i(s', clip(mu'(s') + clip(noise))), with ``done``
-        what must not be bootstrapped across (rlbase.common.transitions.target_dones)."""
+        what must not be bootstrapped across (rlbase.common.transitions.target_dones), clipped
+        to [target_min, target_max] where those are set."""
         next_actions = self.target_actor(next_obs)
         if noise is not None:
             clipped = tf.clip_by_value(noise, -self.target_noise_clip, self.target_noise_clip)
             next_actions = tf.clip_by_value(next_actions + clipped, -1.0, 1.0)
         qs = [self.q_value(t, next_obs, next_actions) for t in self.target_critics]
         next_q = qs[0] if len(qs) == 1 else tf.minimum(qs[0], qs[1])
-        return tf.stop_gradient(rewards + self.gamma * (1.0 - dones) * next_q)
+        return tf.stop_gradient(clip_targets(rewards + self.gamma * (1.0 - dones) * next_q,
+                                             self.target_min, self.target_max))
 
     def update_return_stats(self, targets: tf.Tensor) -> None:
         """Merge critic targets into the return statistics; with PopArt, rescale the critics'
@@ -177,7 +183,7 @@ class DDPGGraph:
     def _actor_step(self, obs: tf.Tensor) -> tf.Tensor:
         variables = self.actor.trainable_variables
         with tf.GradientTape() as tape:
-            loss = -tf.reduce_mean(self.q_value(self.critics[0], obs, self.actor(obs)))
+            loss = policy_loss(self.q_value, self.critics[0], self.actor, obs, self.action_l2)
         grads, _ = clip_by_global_norm(average_over_workers(tape.gradient(loss, variables),
                                                             self.comm), self.max_grad_norm)
         self.actor_optimizer.apply_gradients(zip(grads, variables))
@@ -214,9 +220,16 @@ class DDPGGraph:
             critic_loss, q_mean = self._critic_step(o, actions[i], targets)
             self.updates.assign_add(1)
 
+            every = self.target_update_gradient_steps
+
             def delayed():
                 loss = self._actor_step(o)
-                self.soft_update_targets()
+                if every == 1:
+                    self.soft_update_targets()
+                else:  # (this is an actor step: policy_delay's condition holds)
+                    tf.cond(tf.equal(self.updates % every, 0),
+                            lambda: self.soft_update_targets() or tf.constant(True),
+                            lambda: tf.constant(False))
                 return loss
 
             if self.policy_delay == 1:
@@ -299,6 +312,28 @@ class DDPGGraph:
         stat = self.obs_stats.spec()
         return compile_fn(distance, [self._ob_spec(None), stat, stat, spec_like([], np.float32),
                                      spec_like([2], np.int64)])
+
+
+def clip_targets(targets: tf.Tensor, low: float | None, high: float | None) -> tf.Tensor:
+    """Critic targets clipped to [low, high] (a bound None: none on that side); Baselines'
+    HER clips to [-1/(1-gamma), 0], the range of its returns with rewards in [-1, 0]."""
+    if low is not None:
+        targets = tf.maximum(targets, low)
+    if high is not None:
+        targets = tf.minimum(targets, high)
+    return targets
+
+
+def policy_loss(q_value: Any, critic: Critic, actor: Actor, obs: Any, action_l2: float
+               ) -> tf.Tensor:
+    """-mean Q(s, mu(s)) + action_l2 * mean(mu(s)^2): the deterministic policy gradient's
+    loss, with Baselines' HER penalty on large actions ([-1, 1] units, mean over the batch
+    and the action dimensions)."""
+    actions = actor(obs)
+    loss = -tf.reduce_mean(q_value(critic, obs, actions))
+    if action_l2 > 0:
+        loss += action_l2 * tf.reduce_mean(tf.square(actions))
+    return loss
 
 
 def _at(obs: Any, i: tf.Tensor) -> Any:

@@ -82,6 +82,9 @@ class Model(DDPGGraph, TFModel):
         self.high = action_space.high.astype(np.float64)
         self.gamma, self.tau = config.gamma, config.tau
         self.policy_delay = config.policy_delay
+        self.target_update_gradient_steps = config.target_update_gradient_steps
+        self.action_l2, self.random_eps = config.action_l2, config.random_eps
+        self.target_min, self.target_max = config.target_min, config.target_max
         self.target_noise, self.target_noise_clip = config.target_noise, config.target_noise_clip
         self.popart = config.popart
         self.normalize_returns = config.normalize_returns or self.popart
@@ -94,7 +97,7 @@ class Model(DDPGGraph, TFModel):
         self.jit_compile = (auto if jit is None else jit) and self.comm is None
         self._train_fns: dict[int, CompiledFunction] = {}
         self.obs_stats = ObservationStats(observation_space, config.normalize_observations,
-                                          self.comm)
+                                          self.comm, config.obs_clip, config.obs_std_min)
         net_space = self.obs_stats.network_space()
 
         def torso() -> keras.layers.Layer:
@@ -204,8 +207,10 @@ class Model(DDPGGraph, TFModel):
         return self.explore(clean.numpy(), noisy.numpy(), explore), q.numpy()
 
     def explore(self, clean: np.ndarray, noisy: np.ndarray, explore: bool) -> np.ndarray:
-        """The action taken: the perturbed actor's plus each env's action noise, clipped. A
-        batch of another size than num_envs reuses the envs' noise rows cyclically."""
+        """The action taken: the perturbed actor's plus each env's action noise, clipped;
+        then, with probability random_eps per row, a uniform random action instead
+        (Baselines' HER). A batch of another size than num_envs reuses the envs' noise rows
+        cyclically."""
         if not explore:
             return clean
         actions = noisy
@@ -214,7 +219,12 @@ class Model(DDPGGraph, TFModel):
             if len(noise) != len(actions):
                 noise = noise[np.arange(len(actions)) % len(noise)]
             actions = actions + noise
-        return np.clip(actions, -1.0, 1.0)
+        actions = np.clip(actions, -1.0, 1.0)
+        if self.random_eps > 0:
+            rows = self.noise_rng.random(len(actions)) < self.random_eps
+            uniform = self.noise_rng.uniform(-1.0, 1.0, actions.shape)
+            actions = np.where(rows[:, None], uniform, actions)
+        return actions
 
     def random_actions(self) -> np.ndarray:
         """Uniform [-1, 1] actions for every env (the warm-up before learning_starts)."""

@@ -27,11 +27,12 @@ OBS_CLIP = 5.0   # normalized observations are clipped to [-5, 5], as in Baselin
 MIN_VAR = 1e-2   # Baselines' floor on normalizing variances (std >= 0.1)
 
 
-def normalize_obs(obs: tf.Tensor, mean: tf.Tensor, std: tf.Tensor, clip: bool = True
-                  ) -> tf.Tensor:
-    """``mean``/``std`` come from the numpy running statistics; ``clip``: to +-OBS_CLIP."""
+def normalize_obs(obs: tf.Tensor, mean: tf.Tensor, std: tf.Tensor,
+                  clip: float | None = OBS_CLIP) -> tf.Tensor:
+    """``mean``/``std`` come from the numpy running statistics; ``clip``: to +-clip (None:
+    not clipped)."""
     x = (tf.cast(obs, tf.float32) - mean) / std
-    return tf.clip_by_value(x, -OBS_CLIP, OBS_CLIP) if clip else x
+    return tf.clip_by_value(x, -clip, clip) if clip is not None else x
 
 
 class ObservationStats:
@@ -40,10 +41,14 @@ class ObservationStats:
     space: the env's observation space (a Box, or Dict/Tuple).
     enabled: keep running statistics and clip (False: the raw observations, cast to float32).
     comm: an mpi4py communicator pooling the statistics over workers, or None.
+    clip: normalized values are clipped to [-clip, clip].
+    std_min: the std observations are divided by is at least this.
     """
 
-    def __init__(self, space: gym.Space, enabled: bool, comm: Any | None = None):
+    def __init__(self, space: gym.Space, enabled: bool, comm: Any | None = None,
+                 clip: float = OBS_CLIP, std_min: float = MIN_VAR ** 0.5):
         self.space = space
+        self.clip, self.min_var = float(clip), float(std_min) ** 2
         self.nested = nested.is_nested(space)
         leaves = nested.leaf_spaces(space)
         # The leaves normalized: a Box observation whole, else each non-image Box entry
@@ -70,7 +75,7 @@ class ObservationStats:
         for i in self.leaves:
             leaf = leaves[i]
             assert isinstance(leaf, gym.spaces.Box)  # what normalizable() lets through
-            low, high = (-OBS_CLIP, OBS_CLIP) if self.enabled else (leaf.low, leaf.high)
+            low, high = (-self.clip, self.clip) if self.enabled else (leaf.low, leaf.high)
             leaves[i] = gym.spaces.Box(low, high, leaf.shape, np.float32)
         return nested.replace_leaves(self.space, leaves)
 
@@ -80,7 +85,7 @@ class ObservationStats:
         shaped like the observation for a Box, flat and concatenated for Dict/Tuple."""
         if self.rms:
             means = [rms.mean.astype(np.float32) for rms in self.rms]
-            stds = [np.sqrt(np.maximum(rms.var, MIN_VAR)).astype(np.float32)
+            stds = [np.sqrt(np.maximum(rms.var, self.min_var)).astype(np.float32)
                     for rms in self.rms]
         else:
             means = [np.zeros(shape, np.float32) for shape in self.shapes]
@@ -130,11 +135,12 @@ class ObservationStats:
         if not self.leaves:
             return obs
         if not self.nested:
-            return normalize_obs(obs, mean, std, self.enabled)
+            return normalize_obs(obs, mean, std, self.clip if self.enabled else None)
         leaves = tf.nest.flatten(obs)
         if self.leaves:
             means, stds = tf.split(mean, self.sizes), tf.split(std, self.sizes)
             for i, m, s, shape in zip(self.leaves, means, stds, self.shapes):
                 leaves[i] = normalize_obs(leaves[i], tf.reshape(m, shape),
-                                          tf.reshape(s, shape), self.enabled)
+                                          tf.reshape(s, shape),
+                                          self.clip if self.enabled else None)
         return tf.nest.pack_sequence_as(obs, leaves)

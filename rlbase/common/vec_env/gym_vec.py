@@ -263,6 +263,24 @@ class SubprocVecEnv(GymVecEnv):
             raise self._fault("step", exc) from exc
         return obs, rewards, terminated, truncated, self._split_info(info)
 
+    def env_method(self, name: str, *args: Any, indices: Indices = None,
+                   **kwargs: Any) -> list[Any]:
+        """With ``indices``, only those envs' workers run the method (gymnasium's ``call``
+        runs it in every worker): HER's compute_reward on env 0 runs once per minibatch."""
+        if indices is None:
+            return super().env_method(name, *args, **kwargs)
+        chosen = self._indices(indices)
+        venv = self._async
+        try:
+            venv._assert_is_running()
+            for i in chosen:  # the message gymnasium's call_async sends, to these workers only
+                venv.parent_pipes[i].send(("_call", (name, args, kwargs)))
+            results, successes = zip(*[venv.parent_pipes[i].recv() for i in chosen])
+            venv._raise_if_errors(successes)
+        except Exception as exc:  # noqa: BLE001
+            raise self._fault(name, exc) from exc
+        return list(results)
+
     def _fault(self, call: str, exc: BaseException) -> EnvWorkerError | RLBaseError:
         """Describe which worker failed and why, then stop every worker."""
         venv = self._async
