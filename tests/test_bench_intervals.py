@@ -117,3 +117,33 @@ def test_mujoco_v5_wiring_at_a_tiny_budget(tmp_path, monkeypatch) -> None:
     csv = pd.read_csv(os.path.join(out, "intervals.csv"))
     assert list(csv["figure"]) == ["eval_return", "train_return_last100"]
     assert math.isclose(csv["mean"].iloc[0], table["eval_return"].mean(), rel_tol=1e-5)
+
+
+def test_compare_reports_both_libraries_with_intervals(monkeypatch, capsys) -> None:
+    # `bench compare --seeds=3` with both trainings replaced by fixed evaluations.
+    from rlbase.bench import run as bench_run
+    from rlbase.common import misc_util
+
+    ours = {0: 10.0, 1: 30.0, 2: 20.0}
+    peers = {0: 15.0, 1: 25.0, 2: 20.0}
+    monkeypatch.setattr(misc_util, "import_tensorflow_quietly", lambda: None)
+    monkeypatch.setattr(bench_run, "train_and_evaluate", lambda *a, **k: dict(
+        num_env=1, wall_s=1.0, sps=100, eval_mean=ours[a[4]], eval_std=0.0))
+    monkeypatch.setattr(bench_run, "run_peer", lambda *a, **k: dict(
+        line="peer line", sps=50.0, eval_mean=peers[a[6]]))
+    bench_run.main(["compare", "--alg=ppo", "--env=CartPole-v1", "--seeds=3"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    summary = bench_run.seed_summary([10.0, 30.0, 20.0], [15.0, 25.0, 20.0])
+    assert lines[-3:] == summary
+    ours_est, peer_est = intervals.interval([10.0, 30.0, 20.0]), intervals.interval(
+        [15.0, 25.0, 20.0])
+    assert summary[0] == f"rlbase eval over 3 seed(s): IQM {ours_est['iqm_text']}, " \
+                         f"mean {ours_est['mean_text']}"
+    assert summary[1].startswith("peer eval over 3 seed(s): IQM 20.0 [")
+    assert peer_est["mean_text"] in summary[1]
+    # 9 pairs: 10 loses 3; 20 beats 15, ties 20, loses 25; 30 wins 3 -> (1 + 0.5 + 3) / 9.
+    assert summary[2].startswith("P(rlbase > peer) = 0.50 [")
+    # `run` prints rlbase's line only.
+    bench_run.main(["run", "--alg=ppo", "--env=CartPole-v1", "--seeds=2"])
+    assert capsys.readouterr().out.strip().splitlines()[-1] == bench_run.seed_summary(
+        [10.0, 30.0], None)[0]
