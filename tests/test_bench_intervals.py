@@ -30,7 +30,8 @@ def test_interval_text_and_values() -> None:
     assert out["iqm_ci"] == (low[0], high[0]) and out["mean_ci"] == (low[1], high[1])
     assert out["iqm_text"] == f"6.7 [{low[0]:.1f}, {high[0]:.1f}]"
     # One seed has no interval; NaN (no training episodes) is left out; none at all: "-".
-    assert intervals.interval([5.0, float("nan")])["iqm_text"] == "5.0 (1 seed)"
+    one = intervals.interval([5.0, float("nan")])
+    assert one["iqm_text"] == "5.0 (1 seed)" and one["iqm_ci"] is None and one["n"] == 1
     assert intervals.interval([float("nan")])["mean_text"] == "-"
     assert intervals.fmt_ci(0.51234, (0.4, 0.6), 5, 2) == "0.51 [0.40, 0.60]"
 

@@ -49,12 +49,14 @@ def interval(values: Sequence[float], digits: int = 1) -> dict[str, Any]:
         return {"n": 0, "iqm": float("nan"), "mean": float("nan"), "iqm_ci": None,
                 "mean_ci": None, "iqm_text": "-", "mean_text": "-"}
     scores = stats.as_scores(finite)
-    point = {"iqm": float(stats.iqm(scores)), "mean": float(stats.mean(scores))}
-    low, high = stats.stratified_bootstrap_ci(
-        scores, lambda s: np.stack([stats.iqm(s), stats.mean(s)], axis=-1), REPS, seed=SEED)
-    out: dict[str, Any] = {"n": len(finite), **point,
-                           "iqm_ci": (float(low[0]), float(high[0])),
-                           "mean_ci": (float(low[1]), float(high[1]))}
+    out: dict[str, Any] = {"n": len(finite), "iqm": float(stats.iqm(scores)),
+                           "mean": float(stats.mean(scores)), "iqm_ci": None, "mean_ci": None}
+    if len(finite) > 1:  # one seed has no interval (CSV: empty bounds)
+        low, high = stats.stratified_bootstrap_ci(
+            scores, lambda s: np.stack([stats.iqm(s), stats.mean(s)], axis=-1), REPS,
+            seed=SEED)
+        out.update(iqm_ci=(float(low[0]), float(high[0])),
+                   mean_ci=(float(low[1]), float(high[1])))
     for key in ("iqm", "mean"):
         out[f"{key}_text"] = fmt_ci(out[key], out[f"{key}_ci"], len(finite), digits)
     return out
@@ -239,14 +241,13 @@ def write_intervals_csv(entries: list[dict[str, Any]], path: str) -> None:
         for e in entries:
             for key, _ in FIGURES:
                 fig = e[key]
-                iqm_ci = fig["iqm_ci"] or (float("nan"),) * 2
-                mean_ci = fig["mean_ci"] or (float("nan"),) * 2
+                bounds = [f"{b:.6g}" if fig[ci] else "" for ci in ("iqm_ci", "mean_ci")
+                          for b in (fig[ci] or (0.0, 0.0))]
                 writer.writerow([e["name"], e["env"], e["timesteps"], key,
                                  " ".join(map(str, e["seeds"])),
                                  " ".join(f"{v:g}" for v in fig["values"]),
-                                 f"{fig['iqm']:.6g}", f"{iqm_ci[0]:.6g}", f"{iqm_ci[1]:.6g}",
-                                 f"{fig['mean']:.6g}", f"{mean_ci[0]:.6g}",
-                                 f"{mean_ci[1]:.6g}"])
+                                 f"{fig['iqm']:.6g}", *bounds[:2], f"{fig['mean']:.6g}",
+                                 *bounds[2:]])
 
 
 def markdown(rows: list[dict[str, Any]], out_dir: str | None = None,
