@@ -14,5 +14,7 @@ tables and plots.
 
 Modules: ``settings`` (the peer-matching settings), ``run`` (one training run, the peer's
 script), ``suite`` (presets, worker processes), ``report`` (tables, plots, README section),
-``__main__`` (the command line). Nothing imports ``__main__``: no cycle.
+``stats`` (IQM, bootstrap confidence intervals, performance profiles, probability of
+improvement: rliable's definitions in numpy), ``intervals`` (the report's sections built from
+``stats``), ``__main__`` (the command line). Nothing imports ``__main__``: no cycle.
 """
