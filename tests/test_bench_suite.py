@@ -42,12 +42,15 @@ def test_tiny_suite_runs_end_to_end(tiny_suite: tuple[str, dict]) -> None:
 
 
 def _markdown_rows(path: str) -> dict[tuple[str, str], list[str]]:
-    rows = {}
+    """The rows of the first table (the mean ± std one)."""
+    rows: dict[tuple[str, str], list[str]] = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if line.startswith("|") and cells[0] not in ("algorithm", "---"):
                 rows[(cells[0], cells[1])] = cells
+            elif rows and not line.startswith("|"):
+                break
     return rows
 
 
@@ -186,7 +189,7 @@ def test_cli_bad_preset_is_one_line_exit_2(tmp_path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "rlbase.bench: error: unknown preset 'nope'; available: classic, atari-cpu, mujoco, "
-        "box2d, throughput, tiny"]
+        "mujoco-v5, box2d, throughput, tiny"]
 
 
 def test_result_json_written_atomically(tiny_suite: tuple[str, dict]) -> None:

@@ -17,5 +17,7 @@ tables and plots. ``export-speed`` times exported policies (TFLite, ONNX) agains
 Modules: ``settings`` (the peer-matching settings), ``run`` (one training run, the peer's
 script), ``suite`` (presets, worker processes), ``report`` (tables, plots, README section),
 ``export_speed`` (exported policies' latency),
-``__main__`` (the command line). Nothing imports ``__main__``: no cycle.
+``stats`` (IQM, bootstrap confidence intervals, performance profiles, probability of
+improvement: rliable's definitions in numpy), ``intervals`` (the report's sections built from
+``stats``), ``__main__`` (the command line). Nothing imports ``__main__``: no cycle.
 """

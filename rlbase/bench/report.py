@@ -1,4 +1,5 @@
-"""The benchmark suite's report: results.csv, results.md and learning-curve PNGs.
+"""The benchmark suite's report: results.csv, results.md and learning-curve PNGs, with the
+interval estimates of ``rlbase.bench.intervals`` (intervals.csv, profile.png).
 
 Reads every ``runs/*/result.json`` under a suite folder (see ``rlbase.bench.suite``), so it
 can be rebuilt at any time: ``python -m rlbase.bench report <folder>``.
@@ -52,13 +53,21 @@ PUBLISHED: dict[tuple[str, str], str] = {
     ("dqn", "BreakoutNoFrameskip-v4"): "358.3 (1e7, rl-zoo3)",
     ("acer", "BreakoutNoFrameskip-v4"): "456 (1e7, PPO paper); Baselines 82.9",
     # rl-baselines3-zoo's benchmark (MuJoCo v3 ids, deterministic evaluation of one agent,
-    # per-env tuned settings: rlbase's rows run its mujoco() defaults).
-    ("ppo", "HalfCheetah-v5"): "5,819 (1e6, rl-zoo3 tuned)",
+    # per-env tuned settings: rlbase's rows run its mujoco() defaults), and CleanRL's
+    # ppo_continuous_action (v4 ids, mean training episode return, 3 seeds, the PPO paper's
+    # settings, close to rlbase's mujoco() defaults: compare its last-100 column).
+    ("ppo", "HalfCheetah-v5"): "1,443 (1e6, CleanRL v4, 3 seeds); 5,819 (rl-zoo3 tuned)",
+    ("ppo", "Hopper-v5"): "2,383 (1e6, CleanRL v4, 3 seeds)",
+    ("ppo", "Humanoid-v5"): "716 (1e6, CleanRL v4, 3 seeds)",
+    ("trpo", "HalfCheetah-v5"): "1,785 (1e6, rl-zoo3 tuned)",
+    ("trpo", "Hopper-v5"): "3,618 (1e6, rl-zoo3 tuned)",
+    ("trpo", "Walker2d-v5"): "4,933 (1e6, rl-zoo3 tuned)",
+    ("trpo", "Ant-v5"): "4,982 (1e6, rl-zoo3 tuned)",
     ("td3", "HalfCheetah-v5"): "9,656 (1e6, rl-zoo3)",
     ("sac", "HalfCheetah-v5"): "9,535 (1e6, rl-zoo3)",
     ("td3", "Hopper-v5"): "3,606 (1e6, rl-zoo3)",
     ("sac", "Hopper-v5"): "2,326 (1e6, rl-zoo3)",
-    ("ppo", "Walker2d-v5"): "3,479 (1e6, rl-zoo3 tuned)",
+    ("ppo", "Walker2d-v5"): "2,288 (1e6, CleanRL v4, 3 seeds); 3,479 (rl-zoo3 tuned)",
     ("td3", "Walker2d-v5"): "4,718 (1e6, rl-zoo3)",
     ("sac", "Walker2d-v5"): "3,863 (1e6, rl-zoo3)",
     ("td3", "Ant-v5"): "5,813 (1e6, rl-zoo3)",
@@ -217,6 +226,12 @@ def write_report(out_dir: str, preset: str, plots: bool = True, readme: str | No
     if pngs:
         text += "\n" + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})"
                                  for p in pngs) + "\n"
+    if rows:
+        from rlbase.bench import intervals
+
+        extra, written = intervals.markdown(rows, out_dir, plots=plots)
+        text += "\n" + extra
+        pngs += [p for p in written if p.endswith(".png")]
     with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
         f.write(text)
     if readme:
@@ -240,7 +255,6 @@ def update_readme(path: str, body: str) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
-
 
 
 def main(argv: list[str] | None = None) -> None:

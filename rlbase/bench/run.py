@@ -194,6 +194,8 @@ def main(argv: list[str] | None = None) -> None:
     import_tensorflow_quietly()
     extra = parse_unknown_args(unknown)
     steps = int(args.num_timesteps)
+    ours_evals: list[float] = []
+    peer_evals: list[float] = []
     for seed in range(args.seed, args.seed + args.seeds):
         ours = train_and_evaluate(args.alg, args.env, steps, args.num_env, seed,
                                   args.eval_episodes, extra, args.normalize,
@@ -203,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
               f"seed={seed} time={ours['wall_s']}s sps={ours['sps']} "
               f"eval={ours['eval_mean']}+-{ours['eval_std']}", flush=True)
         records = [ours]
+        ours_evals.append(ours["eval_mean"])
         if args.command == "compare":
             peer = run_peer(args.peer_python, args.anchors, args.alg, args.env, steps,
                             ours["num_env"], seed)
@@ -211,8 +214,31 @@ def main(argv: list[str] | None = None) -> None:
             print(f"ratio rlbase/peer steps/s = {ratio:.2f}; eval {ours['eval_mean']} vs "
                   f"{peer['eval_mean']}", flush=True)
             records.append(peer)
+            peer_evals.append(peer["eval_mean"])
         if args.out:
             with open(args.out, "a", encoding="utf-8") as f:
                 for record in records:
                     f.write(json.dumps(record) + "\n")
+    if args.eval_episodes > 0:
+        for line in seed_summary(ours_evals, peer_evals if args.command == "compare" else None):
+            print(line, flush=True)
+
+
+def seed_summary(ours: list[float], peer: list[float] | None) -> list[str]:
+    """The evaluations over seeds as the suite reports them: IQM and mean with 95% stratified
+    bootstrap intervals for each library, and P(rlbase > peer) when the peer ran."""
+    from rlbase.bench import intervals
+
+    lines = []
+    for label, values in (("rlbase", ours), ("peer", peer)):
+        if values is not None:
+            est = intervals.interval(values)
+            lines.append(f"{label} eval over {est['n']} seed(s): IQM {est['iqm_text']}, "
+                         f"mean {est['mean_text']}")
+    if peer:
+        entry = intervals.improvement_entry(
+            "rlbase", "peer", np.array(ours, dtype=float)[:, None],
+            np.array(peer, dtype=float)[:, None], [], 0)
+        lines.append(f"P(rlbase > peer) = {entry['text']}")
+    return lines
 

@@ -3,6 +3,7 @@
     python -m rlbase.bench suite --preset=classic --jobs=2 --out=bench_results/classic
     python -m rlbase.bench suite --preset=atari-cpu --jobs=1
     python -m rlbase.bench suite --preset=throughput
+    python -m rlbase.bench suite --preset=mujoco-v5 --algs=ppo --envs=Hopper-v5
     python -m rlbase.bench suite --preset=classic --algs=ppo,dqn --seeds=2 --readme=README.md
 
 Each run trains in its own process (``--jobs`` at a time) through ``rlbase.bench``'s
@@ -64,6 +65,7 @@ ES_PENDULUM = dict(network="mlp", num_layers=1, num_hidden=16, activation="relu"
                    noise_stdev=0.1, lr=0.05, paired_starts=True)
 _ATARI = ("PongNoFrameskip-v4", "BreakoutNoFrameskip-v4")
 _MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5")
+_MUJOCO_V5 = (*_MUJOCO, "Humanoid-v5")
 # rl-baselines3-zoo sac.yml LunarLanderContinuous: its row differs from BipedalWalker's, which
 # SAC's box2d() defaults carry.
 SAC_LUNAR = dict(lr=7.3e-4, buffer_size=1_000_000, gamma=0.99, tau=0.01, train_freq=1,
@@ -92,6 +94,12 @@ PRESETS: dict[str, list[RunSpec]] = {
     "mujoco": [RunSpec(name, "ddpg" if name == "td3" else name, env, 1_000_000, seeds=(0,),
                        extra=TD3 if name == "td3" else {})
                for env in _MUJOCO for name in ("ppo", "td3", "ddpg", "sac", "a2c")],
+    # The first MuJoCo-v5 table (issue 32): the on-policy algorithms at the CLI's mujoco()
+    # defaults, 1e6 steps, 5 seeds, so every row has an IQM and a confidence interval.
+    # 75 runs of 10-40 min each on 2 shared cores: run it in parts (--algs/--envs/--seeds),
+    # rerunning the same command resumes.
+    "mujoco-v5": [RunSpec(name, name, env, 1_000_000, seeds=(0, 1, 2, 3, 4))
+                  for name in ("ppo", "a2c", "trpo") for env in _MUJOCO_V5],
     # Box2D continuous control at the rl-zoo budgets (seed 0).
     "box2d": [
         RunSpec("sac", "sac", "BipedalWalker-v3", 500_000, seeds=(0,)),
