@@ -1,0 +1,107 @@
+"""Does ``precision='mixed_bfloat16'`` pay on this machine? float32 against bfloat16 GFLOP/s
+for the shapes rlbase trains most: the TD3 critic's (256 x 400 x 300) and SAC's
+(256 x 256 x 256) matmuls and the Nature CNN's convolutions on a batch of 32 Atari frames.
+
+    python -m rlbase.bench.precision [--repeats 30] [--jit]
+
+bfloat16 is fast only where the hardware multiplies it (GPUs; CPUs with AVX512-BF16 or AMX,
+see the ``flags`` line of /proc/cpuinfo); elsewhere TensorFlow converts it and it is slower
+than float32. rlbase/docs/precision.md has the figures measured for rlbase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: (name, the input's shape, the weight's shape, stride): matmuls have stride 0
+SHAPES: tuple[tuple[str, tuple[int, ...], tuple[int, ...], int], ...] = (
+    ("td3 critic 256x400 @ 400x300", (256, 400), (400, 300), 0),
+    ("sac 256x256 @ 256x256", (256, 256), (256, 256), 0),
+    ("nature conv1 32x84x84x4, 8x8/4 -> 32", (32, 84, 84, 4), (8, 8, 4, 32), 4),
+    ("nature conv2 32x20x20x32, 4x4/2 -> 64", (32, 20, 20, 32), (4, 4, 32, 64), 2),
+    ("nature conv3 32x9x9x64, 3x3/1 -> 64", (32, 9, 9, 64), (3, 3, 64, 64), 1),
+)
+
+
+def flops(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int) -> float:
+    """Multiply-adds x 2 of one matmul or VALID convolution."""
+    if stride == 0:
+        return 2.0 * x_shape[0] * x_shape[1] * w_shape[1]
+    out_h = (x_shape[1] - w_shape[0]) // stride + 1
+    out_w = (x_shape[2] - w_shape[1]) // stride + 1
+    return 2.0 * x_shape[0] * out_h * out_w * w_shape[0] * w_shape[1] * w_shape[2] * w_shape[3]
+
+
+def seconds_per_call(fn: Callable[[], Any], repeats: int) -> float:
+    """The median of ``repeats`` timed calls (after two warm-up calls that trace)."""
+    fn()
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def measure(repeats: int = 30, jit: bool = False) -> list[dict[str, Any]]:
+    """One row per shape: GFLOP/s in float32 and in bfloat16, and their ratio."""
+    import tensorflow as tf
+
+    rows = []
+    for name, x_shape, w_shape, stride in SHAPES:
+        rates = {}
+        for dtype in (tf.float32, tf.bfloat16):
+            x = tf.cast(tf.random.normal(x_shape), dtype)
+            w = tf.cast(tf.random.normal(w_shape) * 0.05, dtype)
+
+            @tf.function(jit_compile=jit)
+            def op(x: tf.Tensor = x, w: tf.Tensor = w, s: int = stride) -> tf.Tensor:
+                out = tf.matmul(x, w) if s == 0 else tf.nn.conv2d(x, w, s, "VALID")
+                return tf.reduce_sum(tf.cast(out, tf.float32))
+
+            seconds = seconds_per_call(lambda: op().numpy(), repeats)
+            rates[dtype.name] = flops(x_shape, w_shape, stride) / seconds / 1e9
+        rows.append({"shape": name, "float32_gflops": rates["float32"],
+                     "bfloat16_gflops": rates["bfloat16"],
+                     "bfloat16_speedup": rates["bfloat16"] / rates["float32"]})
+    return rows
+
+
+def cpu_flags() -> str:
+    """The CPU's bfloat16 features (Linux), or '' when /proc/cpuinfo cannot say."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return ""
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+    have = set(flags.split())
+    return ", ".join(f"{w} {'yes' if w in have else 'no'}" for w in wanted)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rlbase.bench.precision",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=30, help="timed calls per shape")
+    parser.add_argument("--jit", action="store_true", help="compile with XLA (as SAC and "
+                        "TD3 train by default)")
+    args = parser.parse_args(argv)
+    from rlbase.common.misc_util import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
+    import tensorflow as tf
+
+    devices = ", ".join(d.device_type for d in tf.config.list_logical_devices())
+    print(f"devices: {devices}; CPU: {cpu_flags() or 'unknown'}; XLA: {args.jit}")
+    print(f"{'shape':42s} {'float32 GFLOP/s':>16s} {'bfloat16 GFLOP/s':>17s} {'speed-up':>9s}")
+    for row in measure(args.repeats, args.jit):
+        print(f"{row['shape']:42s} {row['float32_gflops']:16.1f} {row['bfloat16_gflops']:17.1f} "
+              f"{row['bfloat16_speedup']:8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
