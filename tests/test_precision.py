@@ -140,3 +140,27 @@ def test_cli_flag_plumbs_through_and_bad_value_exits_2(tmp_path):
                 cwd=str(tmp_path))
     assert good.returncode == 0, good.stderr[-2000:]
     assert load_file(path)[0]["hyperparameters"]["precision"] == "mixed_bfloat16"
+
+
+def test_model_class_takes_precision():
+    import rlbase
+
+    model = rlbase.PPO("MlpPolicy", "CartPole-v1", precision="mixed_bfloat16", n_steps=8)
+    assert model.model.policy.torso.hidden[0].dtype_policy.name == "mixed_bfloat16"
+    assert model.model.policy.pd_head.dtype_policy.name == "float32"
+
+
+def test_bench_suite_precision_switch():
+    from rlbase.bench.suite import available, select, suite_command, with_precision
+
+    specs = {(s.name, s.env): with_precision(s, "mixed_bfloat16")
+             for s in select("classic", ["td3", "es"], ["Pendulum-v1"])}
+    td3 = specs[("td3", "Pendulum-v1")]
+    assert td3.extra == {"twin_q": True, "policy_delay": 2, "target_noise": 0.2,
+                         "precision": "mixed_bfloat16"}
+    assert available(td3) is None
+    assert available(specs[("es", "Pendulum-v1")]).startswith(
+        "es refuses precision='mixed_bfloat16' (ES evaluates")
+    assert with_precision(td3, "float32") is td3
+    assert suite_command("classic", ["td3"], None, None, "mixed_bfloat16") == \
+        "python -m rlbase.bench suite --preset=classic --algs=td3 --precision=mixed_bfloat16"
