@@ -12,6 +12,7 @@ than float32. rlbase/docs/precision.md has the figures measured for rlbase.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,16 +36,23 @@ def flops(x_shape: tuple[int, ...], w_shape: tuple[int, ...], stride: int) -> fl
     return 2.0 * x_shape[0] * out_h * out_w * w_shape[0] * w_shape[1] * w_shape[2] * w_shape[3]
 
 
-def seconds_per_call(fn: Callable[[], Any], repeats: int) -> float:
-    """The median of ``repeats`` timed calls (after two warm-up calls that trace)."""
-    fn()
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def median_seconds(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """The median time of one call of each function, timed in turns (one call of each per
+    round, after two warm-up calls that trace), so a busy machine slows both alike."""
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+
+
+def _run(op: Callable[[], Any]) -> Any:
+    return op().numpy()
 
 
 def measure(repeats: int = 30, jit: bool = False) -> list[dict[str, Any]]:
@@ -53,7 +61,7 @@ def measure(repeats: int = 30, jit: bool = False) -> list[dict[str, Any]]:
 
     rows = []
     for name, x_shape, w_shape, stride in SHAPES:
-        rates = {}
+        fns: dict[str, Callable[[], Any]] = {}
         for dtype in (tf.float32, tf.bfloat16):
             x = tf.cast(tf.random.normal(x_shape), dtype)
             w = tf.cast(tf.random.normal(w_shape) * 0.05, dtype)
@@ -63,11 +71,12 @@ def measure(repeats: int = 30, jit: bool = False) -> list[dict[str, Any]]:
                 out = tf.matmul(x, w) if s == 0 else tf.nn.conv2d(x, w, s, "VALID")
                 return tf.reduce_sum(tf.cast(out, tf.float32))
 
-            seconds = seconds_per_call(lambda: op().numpy(), repeats)
-            rates[dtype.name] = flops(x_shape, w_shape, stride) / seconds / 1e9
-        rows.append({"shape": name, "float32_gflops": rates["float32"],
-                     "bfloat16_gflops": rates["bfloat16"],
-                     "bfloat16_speedup": rates["bfloat16"] / rates["float32"]})
+            fns[dtype.name] = functools.partial(_run, op)
+        seconds = median_seconds(fns, repeats)
+        work = flops(x_shape, w_shape, stride) / 1e9
+        f32, bf16 = work / seconds["float32"], work / seconds["bfloat16"]
+        rows.append({"shape": name, "float32_gflops": f32, "bfloat16_gflops": bf16,
+                     "bfloat16_speedup": bf16 / f32})
     return rows
 
 
