@@ -164,3 +164,14 @@ def test_bench_suite_precision_switch():
     assert with_precision(td3, "float32") is td3
     assert suite_command("classic", ["td3"], None, None, "mixed_bfloat16") == \
         "python -m rlbase.bench suite --preset=classic --algs=td3 --precision=mixed_bfloat16"
+
+
+def test_precision_microbenchmark_counts_flops_and_runs():
+    from rlbase.bench.precision import flops, measure
+
+    assert flops((256, 400), (400, 300), 0) == 2 * 256 * 400 * 300
+    # conv1 of the Nature CNN: 84 -> 20 positions per side
+    assert flops((32, 84, 84, 4), (8, 8, 4, 32), 4) == 2 * 32 * 20 * 20 * 8 * 8 * 4 * 32
+    rows = measure(repeats=1)
+    assert [r["shape"].split()[0] for r in rows] == ["td3", "sac", "nature", "nature", "nature"]
+    assert all(r["float32_gflops"] > 0 and r["bfloat16_gflops"] > 0 for r in rows)

@@ -2,7 +2,10 @@
 for the shapes rlbase trains most: the TD3 critic's (256 x 400 x 300) and SAC's
 (256 x 256 x 256) matmuls and the Nature CNN's convolutions on a batch of 32 Atari frames.
 
-    python -m rlbase.bench.precision [--repeats 30] [--jit]
+    python -m rlbase.bench.precision [--repeats 30] [--jit] [--train]
+
+``--train`` also times whole SAC and TD3 gradient steps (Pendulum-v1, the zoo's networks: SAC
+256x256, TD3 400x300) with each precision, in turns in one process.
 
 bfloat16 is fast only where the hardware multiplies it (GPUs; CPUs with AVX512-BF16 or AMX,
 see the ``flags`` line of /proc/cpuinfo); elsewhere TensorFlow converts it and it is slower
@@ -80,6 +83,41 @@ def measure(repeats: int = 30, jit: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
+#: the networks of the zoo's Pendulum rows (rlbase/hyperparams)
+TRAIN_SETTINGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sac": ("sac", dict(num_layers=2, num_hidden=256, activation="relu")),
+    "td3": ("ddpg", dict(layer_sizes=(400, 300), activation="relu", twin_q=True, policy_delay=2,
+                         target_noise=0.2, noise_type="normal_0.1")),
+}
+
+
+def train_step_seconds(repeats: int = 300) -> dict[str, dict[str, float]]:
+    """Per algorithm and precision: the median seconds of one training call (one gradient
+    step, then acting on one observation), after 300 env steps fill the replay buffer."""
+    import tempfile
+
+    import numpy as np
+
+    from rlbase import registry
+    from rlbase.common import logger
+    from rlbase.common.precision import PRECISIONS
+
+    out = {}
+    obs = np.zeros((1, 3), np.float32)
+    for name, (alg, settings) in TRAIN_SETTINGS.items():
+        learn = registry.get_algorithm(alg).learn
+        fns: dict[str, Callable[[], Any]] = {}
+        for precision in PRECISIONS:
+            with tempfile.TemporaryDirectory() as folder, \
+                    logger.scoped_configure(folder, format_strs=[]):
+                model = learn("mlp", "Pendulum-v1", total_timesteps=400, seed=0,
+                              learning_starts=300, precision=precision, **settings)
+            lrs = (1e-3,) if alg == "sac" else (1e-3, 1e-3)
+            fns[precision] = functools.partial(model.train_and_act, obs, *lrs)
+        out[name] = median_seconds(fns, repeats)
+    return out
+
+
 def cpu_flags() -> str:
     """The CPU's bfloat16 features (Linux), or '' when /proc/cpuinfo cannot say."""
     try:
@@ -98,6 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=30, help="timed calls per shape")
     parser.add_argument("--jit", action="store_true", help="compile with XLA (as SAC and "
                         "TD3 train by default)")
+    parser.add_argument("--train", action="store_true", help="also time SAC's and TD3's "
+                        "gradient steps on Pendulum-v1 with each precision")
     args = parser.parse_args(argv)
     from rlbase.common.misc_util import import_tensorflow_quietly
 
@@ -110,6 +150,11 @@ def main(argv: list[str] | None = None) -> None:
     for row in measure(args.repeats, args.jit):
         print(f"{row['shape']:42s} {row['float32_gflops']:16.1f} {row['bfloat16_gflops']:17.1f} "
               f"{row['bfloat16_speedup']:8.2f}x")
+    if args.train:
+        for name, seconds in train_step_seconds(10 * args.repeats).items():
+            f32, mixed = seconds["float32"], seconds["mixed_bfloat16"]
+            print(f"{name} Pendulum-v1, one gradient step + act: float32 {f32 * 1e3:.2f} ms, "
+                  f"mixed_bfloat16 {mixed * 1e3:.2f} ms ({f32 / mixed:.2f}x)")
 
 
 if __name__ == "__main__":
