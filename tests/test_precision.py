@@ -104,6 +104,11 @@ def test_sac_trains_mixed_saves_float32_and_loads_either_way(tmp_path):
         assert mine.keys() == theirs.keys()
         for key in mine:
             np.testing.assert_array_equal(mine[key], theirs[key], err_msg=key)
+    continued = learn("mlp", "Pendulum-v1", total_timesteps=0, load_path=path, seed=1,
+                      precision="float32")
+    assert continued.actor.torso.hidden[0].dtype_policy.name == "float32"
+    np.testing.assert_array_equal(continued.actor.weights[0].numpy(),
+                                  model.actor.weights[0].numpy())
     obs = np.array([[0.3, -0.2, 0.5]], np.float32)
     np.testing.assert_allclose(as_float32.act(obs, deterministic=True),
                                model.act(obs, deterministic=True), atol=5e-2)
