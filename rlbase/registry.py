@@ -121,8 +121,11 @@ def build_model(algorithm: str, observation_space: Any, action_space: Any, num_e
     their warnings, before)."""
     entry = get_algorithm(algorithm)
     config = entry.config.build(hyperparameters or {}, num_envs, warn=warn)
-    return entry.build_model(observation_space, action_space, num_envs, network,
-                             dict(network_kwargs or {}), config)
+    from rlbase.common.precision import precision_scope
+
+    with precision_scope(config.precision):
+        return entry.build_model(observation_space, action_space, num_envs, network,
+                                 dict(network_kwargs or {}), config)
 
 
 def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,

@@ -27,14 +27,16 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           normalize_advantage: bool = C.normalize_advantage,
           jit_compile: bool | None = C.jit_compile,
           log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
-          eval_episodes: int = C.eval_episodes, checkpoint_interval: int = C.checkpoint_interval,
+          eval_episodes: int = C.eval_episodes,
+          checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
           resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with A2C and return the :class:`~rlbase.a2c.model.Model`.
 
-    The keyword arguments from ``nsteps`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``nsteps`` to ``precision`` are the fields of
     :class:`~rlbase.a2c.config.A2CConfig` (type, unit, range and meaning there, and in
     rlbase/docs/algorithms/a2c.md); Stable-Baselines3's names (``n_steps``,
     ``learning_rate``, ``rms_prop_eps``, ``gae_lambda``) are accepted too, and the

@@ -32,13 +32,14 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
           eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
           checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
           resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with ACER and return the :class:`~rlbase.acer.model.Model`.
 
-    The keyword arguments from ``nsteps`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``nsteps`` to ``precision`` are the fields of
     :class:`~rlbase.acer.config.ACERConfig` (type, unit, range and meaning there, and in
     rlbase/docs/algorithms/acer.md); ``n_steps`` and ``learning_rate`` are accepted too, and
     Baselines' deprecated ``rprop_alpha``, ``rprop_epsilon`` (now ``rms_alpha``,

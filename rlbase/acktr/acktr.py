@@ -27,14 +27,16 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           cold_iter: int = C.cold_iter, inverse_interval: int = C.inverse_interval,
           is_async: bool = C.is_async, gamma: float = C.gamma,
           log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
-          eval_episodes: int = C.eval_episodes, checkpoint_interval: int = C.checkpoint_interval,
+          eval_episodes: int = C.eval_episodes,
+          checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
           resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with ACKTR and return the :class:`~rlbase.acktr.model.Model`.
 
-    The keyword arguments from ``nsteps`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``nsteps`` to ``precision`` are the fields of
     :class:`~rlbase.acktr.config.ACKTRConfig` (type, unit, range and meaning there).
 
     network: mlp, cnn or another network of Dense and Conv2D layers (recurrent ones are

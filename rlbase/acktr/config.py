@@ -14,6 +14,8 @@ from rlbase.common.schedules import SHAPES
 @dataclass(frozen=True)
 class ACKTRConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "acktr"
+    mixed_precision_refused: ClassVar[str] = (
+        "K-FAC's Kronecker factors and their inverses need float32 activations and gradients")
 
     nsteps: int = param(20, "env steps per env per update (batch = nsteps * num_envs)",
                         unit="env steps per env", low=1, architecture=True)

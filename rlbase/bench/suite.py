@@ -5,6 +5,7 @@
     python -m rlbase.bench suite --preset=throughput
     python -m rlbase.bench suite --preset=mujoco-v5 --algs=ppo --envs=Hopper-v5
     python -m rlbase.bench suite --preset=classic --algs=ppo,dqn --seeds=2 --readme=README.md
+    python -m rlbase.bench suite --preset=classic --algs=td3,sac --precision=mixed_bfloat16
 
 Each run trains in its own process (``--jobs`` at a time) through ``rlbase.bench``'s
 ``train_and_evaluate`` (the env-type row of ``rlbase/hyperparams/<alg>.yml`` merged with
@@ -24,10 +25,11 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.precision import FLOAT32, PRECISIONS
 
 RAW = "random"  # the name of raw env steps/s rows (random actions, no learning)
 
@@ -154,13 +156,26 @@ def select(preset: str, algs: list[str] | None = None, envs: list[str] | None = 
     return specs
 
 
+def with_precision(spec: RunSpec, precision: str) -> RunSpec:
+    """``spec`` trained at ``precision`` (its ``extra``'s ``precision``; float32 and the raw
+    env-steps rows unchanged)."""
+    if precision == FLOAT32 or spec.alg == RAW:
+        return spec
+    return replace(spec, extra={**spec.extra, "precision": precision})
+
+
 def available(spec: RunSpec) -> str | None:
-    """Why this setting cannot run here (its algorithm or env is missing), or None."""
+    """Why this setting cannot run here (its algorithm or env is missing, or it refuses the
+    precision asked for), or None."""
     if spec.alg != RAW:
-        from rlbase.registry import available_algorithms
+        from rlbase.registry import available_algorithms, config_class
 
         if spec.alg not in available_algorithms():
             return f"algorithm '{spec.alg}' is not in this rlbase (not landed yet)"
+        refused = config_class(spec.alg).mixed_precision_refused
+        precision = spec.extra.get("precision", FLOAT32)
+        if precision != FLOAT32 and refused:
+            return f"{spec.alg} refuses precision={precision!r} ({refused})"
     try:
         from rlbase.common.cmd_util import check_env_id
 
@@ -205,7 +220,8 @@ def run_one(run_dir: str) -> dict[str, Any]:
                                  spec.eval_episodes, dict(spec.extra), monitor_dir=run_dir)
         out.pop("settings", None)
     out.update(hardware=hardware(), name=spec.name, alg=spec.alg, env=spec.env, seed=seed,
-               timesteps=spec.timesteps, train_return_last100=_last_episodes_mean(run_dir))
+               timesteps=spec.timesteps, train_return_last100=_last_episodes_mean(run_dir),
+               precision=spec.extra.get("precision", FLOAT32))
     tmp = os.path.join(run_dir, "result.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(out, f)
@@ -257,8 +273,9 @@ def _run_in_process(run_dir: str) -> str | None:
 def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None = None,
               envs: list[str] | None = None, seeds: int | None = None,
               in_process: bool = False, progress: bool = True, plots: bool = True,
-              readme: str | None = None) -> dict[str, Any]:
+              readme: str | None = None, precision: str = FLOAT32) -> dict[str, Any]:
     """Run every pending run of the preset, then write the report into ``out_dir``.
+    ``precision``: every run's (rlbase.common.precision).
 
     :return: counts ``ran``, ``skipped`` (finished earlier), ``failed`` (messages by run id)
         and ``unavailable`` (settings whose algorithm or env is missing, with the reason).
@@ -269,7 +286,7 @@ def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None =
 
     if jobs < 1:
         raise RLBaseError(f"--jobs must be at least 1, got {jobs}")
-    specs = select(preset, algs, envs, seeds)
+    specs = [with_precision(s, precision) for s in select(preset, algs, envs, seeds)]
     unavailable = {f"{s.name} {s.env}": why for s in specs if (why := available(s))}
     for key, why in unavailable.items():
         print(f"rlbase.bench suite: skipping {key}: {why}", file=sys.stderr, flush=True)
@@ -301,13 +318,13 @@ def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None =
         bar.update(1)
     bar.close()
     bench_report.write_report(out_dir, preset, plots=plots, readme=readme,
-                              command=suite_command(preset, algs, envs, seeds))
+                              command=suite_command(preset, algs, envs, seeds, precision))
     return {"ran": len(pending) - len(failed), "skipped": skipped, "failed": failed,
             "unavailable": unavailable}
 
 
 def suite_command(preset: str, algs: list[str] | None, envs: list[str] | None,
-                  seeds: int | None) -> str:
+                  seeds: int | None, precision: str = FLOAT32) -> str:
     """The command that reproduces a suite (shown beside its results)."""
     parts = ["python -m rlbase.bench suite", f"--preset={preset}"]
     if algs:
@@ -316,6 +333,8 @@ def suite_command(preset: str, algs: list[str] | None, envs: list[str] | None,
         parts.append(f"--envs={','.join(envs)}")
     if seeds is not None:
         parts.append(f"--seeds={seeds}")
+    if precision != FLOAT32:
+        parts.append(f"--precision={precision}")
     return " ".join(parts)
 
 
@@ -339,6 +358,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no_progress", action="store_true")
     parser.add_argument("--readme", default=None,
                         help="also replace this README's '## Results' section with the table")
+    parser.add_argument("--precision", choices=PRECISIONS, default=FLOAT32,
+                        help="every run's precision (mixed_bfloat16: bfloat16 matmuls, see "
+                             "rlbase/docs/precision.md); algorithms that refuse it are skipped")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a worker process
     args = parser.parse_args(argv)
     from rlbase.common.misc_util import import_tensorflow_quietly
@@ -347,11 +369,12 @@ def main(argv: list[str] | None = None) -> None:
         import_tensorflow_quietly()
         run_one(args.one)
         return
-    out = args.out or os.path.join("bench_results", args.preset)
+    suffix = "" if args.precision == FLOAT32 else f"-{args.precision}"
+    out = args.out or os.path.join("bench_results", args.preset + suffix)
     summary = run_suite(args.preset, out, args.jobs, _csv_list(args.algs),
                         _csv_list(args.envs), args.seeds, args.in_process,
                         progress=not args.no_progress, plots=not args.no_plots,
-                        readme=args.readme)
+                        readme=args.readme, precision=args.precision)
     print(f"suite {args.preset}: {summary['ran']} ran, {summary['skipped']} already done, "
           f"{len(summary['failed'])} failed, {len(summary['unavailable'])} unavailable; "
           f"results in {out}/results.md and results.csv", flush=True)

@@ -27,6 +27,7 @@ from numbers import Integral, Real
 from typing import Any, ClassVar, TypeVar
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.precision import PRECISION_DOC, PRECISIONS
 
 # A conversion of another spelling's value: ``convert(value, given, num_envs)`` -> the field's
 # value (``given``: every argument as passed, under any spelling).
@@ -204,6 +205,8 @@ class AlgorithmConfig:
     #: Stable-Baselines3 names accepted only with the one value rlbase always uses
     sb3_fixed: ClassVar[dict[str, Any]] = {"device": ("auto", "cpu", "cuda", "gpu"),
                                            "stats_window_size": 100}
+    #: why precision='mixed_bfloat16' is refused ('': it is supported)
+    mixed_precision_refused: ClassVar[str] = ""
 
     seed: int | None = param(None, "seeds python, numpy, TensorFlow and the envs (None: "
                              "unseeded)")
@@ -214,6 +217,7 @@ class AlgorithmConfig:
     checkpoint_interval: int = param(0, "write a resumable checkpoint every this many env steps "
                                      "(0: never; under MPI rank 0 writes)", unit="env steps",
                                      low=0)
+    precision: str = param("float32", PRECISION_DOC, choices=PRECISIONS)
 
     # -- checks ----------------------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -228,6 +232,9 @@ class AlgorithmConfig:
             if coerced is not value:
                 object.__setattr__(self, f.name, coerced)
             self._check_range(f, coerced)
+        if self.precision != "float32" and self.mixed_precision_refused:
+            raise RLBaseError(f"{self.algorithm}: precision={self.precision!r} is not supported "
+                              f"({self.mixed_precision_refused}); use precision='float32'")
         self.check()
 
     def check(self) -> None:

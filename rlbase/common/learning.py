@@ -26,6 +26,7 @@ from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
+from rlbase.common.precision import precision_scope
 from rlbase.common.serialization import load_file
 from rlbase.common.vec_env.base import VecEnv
 
@@ -103,9 +104,10 @@ def start_learning(config_class: type[AlgorithmConfig], build_model: BuildModel[
     if load_path is not None:
         network, network_kwargs, arch = saved_architecture(load_path, config_class)
         config = config.replace(**arch)
-    model = build_model(env.observation_space, env.action_space, env.num_envs, network,
-                        network_kwargs, config,
-                        total_timesteps=int(arguments.get("total_timesteps") or 0))
+    with precision_scope(config.precision):
+        model = build_model(env.observation_space, env.action_space, env.num_envs, network,
+                            network_kwargs, config,
+                            total_timesteps=int(arguments.get("total_timesteps") or 0))
     if load_path is not None:
         model.load(load_path)
     model.attach_env(env)

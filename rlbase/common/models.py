@@ -18,6 +18,7 @@ from keras import layers
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.memory import check_fits
+from rlbase.common.precision import network_dtype_policy, to_float32
 
 NetworkBuilder = Callable[..., keras.layers.Layer]
 _REGISTRY: dict[str, NetworkBuilder] = {}
@@ -88,7 +89,10 @@ def build_network(name: str | NetworkBuilder, **kwargs: Any) -> keras.layers.Lay
             raise RLBaseError(f"network '{getattr(name, '__name__', name)}' does not take "
                               f"{', '.join(unknown)}; it takes: "
                               f"{', '.join(network_kwarg_names(name)) or 'no arguments'}")
-    return builder(**kwargs)
+    # Under precision='mixed_bfloat16' (rlbase.common.precision) the layers made here compute
+    # in bfloat16 on float32 variables; the registry's networks return float32.
+    with network_dtype_policy():
+        return builder(**kwargs)
 
 
 def is_recurrent(network: keras.layers.Layer) -> bool:
@@ -153,7 +157,7 @@ class MLP(keras.layers.Layer):
             if self.norms:
                 h = self.norms[i](h)
             h = self.act(h)
-        return h
+        return to_float32(h)
 
 
 @register("mlp")
@@ -191,7 +195,7 @@ class ConvStack(keras.layers.Layer):
         h = self.flatten(h)
         for dense in self.dense:
             h = self.act(dense(h))
-        return h
+        return to_float32(h)
 
 
 def _padding(pad: str) -> str:
@@ -228,11 +232,13 @@ class LSTMCore(keras.layers.Layer):
     """An LSTM over a feature extractor's output whose state resets where an episode starts.
 
     State is ``[B, 2 * nlstm]`` (cell and hidden concatenated), so every policy stores one array.
+    The recurrence runs in float32 whatever the precision (its state is carried from call to
+    call); under mixed precision the torso and the input projection compute in bfloat16.
     """
 
     def __init__(self, torso: keras.layers.Layer | None, nlstm: int, layer_norm: bool,
                  **kwargs: Any):
-        super().__init__(**kwargs)
+        super().__init__(**{"dtype": "float32", **kwargs})
         self.torso = torso
         self.nlstm = nlstm
         self.layer_norm = layer_norm
@@ -242,7 +248,8 @@ class LSTMCore(keras.layers.Layer):
         # The input projection is a Dense sub-layer so it sizes itself on first call.
         self.input_proj = Dense(4 * nlstm, kernel_initializer=ortho(1.0))
         self.wh = self.add_weight(shape=(nlstm, 4 * nlstm), initializer=ortho(1.0), name="wh")
-        self.norms = [layers.LayerNormalization() for _ in range(5)] if layer_norm else []
+        self.norms = [layers.LayerNormalization(dtype="float32") for _ in range(5)] \
+            if layer_norm else []
 
     def _features(self, x: tf.Tensor) -> tf.Tensor:
         return self.flatten(self.torso(x) if self.torso is not None else x)
@@ -253,7 +260,7 @@ class LSTMCore(keras.layers.Layer):
         flat = tf.reshape(x, tf.concat([[batch * steps], tf.shape(x)[2:]], axis=0))
         feats = self._features(flat)
         # Input projection for all steps at once; only the recurrence is sequential.
-        xw = tf.reshape(self.input_proj(feats), [batch, steps, 4 * self.nlstm])
+        xw = tf.reshape(to_float32(self.input_proj(feats)), [batch, steps, 4 * self.nlstm])
         c0, h0 = tf.split(state, 2, axis=1)
 
         def step(carry: tuple[tf.Tensor, tf.Tensor], elems: tuple[tf.Tensor, tf.Tensor]

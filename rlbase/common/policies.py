@@ -29,6 +29,7 @@ from rlbase.common.models import (
     recurrent_state_size,
 )
 from rlbase.common.nested import is_nested, leaf_spaces
+from rlbase.common.precision import network_dtype_policy
 
 LEAF_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
                gym.spaces.MultiBinary)
@@ -105,7 +106,9 @@ class ObservationEncoder(keras.layers.Layer):
                     # The Nature strides need 36x36 or more; smaller images keep their size.
                     pad = "VALID" if min((leaf.shape or (0,))[:2]) >= 36 else "SAME"
                     self._image_index[i] = len(self.image_nets)
-                    self.image_nets.append(ConvStack(NATURE_CONVS, [image_features], pad=pad))
+                    with network_dtype_policy():  # (bfloat16 under mixed precision)
+                        net = ConvStack(NATURE_CONVS, [image_features], pad=pad)
+                    self.image_nets.append(net)
 
     def call(self, obs: Any) -> tf.Tensor:
         if not self.nested:

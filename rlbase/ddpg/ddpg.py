@@ -50,6 +50,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
           jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
           eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
           checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
@@ -57,7 +58,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
     """Train a deterministic actor and its critic(s) with DDPG (TD3 with twin_q, policy_delay
     and target_noise) and return the :class:`~rlbase.ddpg.model.Model`.
 
-    The keyword arguments from ``buffer_size`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``buffer_size`` to ``precision`` are the fields of
     :class:`~rlbase.ddpg.config.DDPGConfig` (type, unit, range and meaning there, and in
     rlbase/docs/algorithms/ddpg.md); Stable-Baselines3's names (``learning_rate``,
     ``target_policy_noise``, ``train_freq=(n, "step")``, ...) are accepted too.

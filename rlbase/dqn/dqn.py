@@ -57,13 +57,14 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 100
           jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
           eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
           checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
           resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a Q-network with DQN and return the :class:`~rlbase.dqn.model.Model`.
 
-    The keyword arguments from ``lr`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``lr`` to ``precision`` are the fields of
     :class:`~rlbase.dqn.config.DQNConfig` (type, unit, range and meaning there, and in
     rlbase/docs/algorithms/dqn.md); Stable-Baselines3's names (``learning_rate``,
     ``train_freq=(n, "step")``, ``gradient_steps=-1``, ...) and Baselines' deepq spellings

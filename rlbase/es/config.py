@@ -14,6 +14,8 @@ from rlbase.es.optimizer import FITNESS_SHAPINGS
 @dataclass(frozen=True)
 class ESConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "es"
+    mixed_precision_refused: ClassVar[str] = (
+        "ES evaluates its network in numpy on float32 parameter vectors and takes no gradient")
 
     popsize: int = param(40, "perturbed parameter vectors per generation, over all ranks (even "
                          "when antithetic: popsize / 2 mirrored pairs)",

@@ -43,14 +43,16 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 1_0
           action_noise: float = C.action_noise, max_episode_steps: int | None = C.max_episode_steps,
           paired_starts: bool = C.paired_starts, noise_table_size: int | None = C.noise_table_size,
           log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
-          eval_episodes: int = C.eval_episodes, checkpoint_interval: int = C.checkpoint_interval,
+          eval_episodes: int = C.eval_episodes,
+          checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
           resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with evolution strategies and return the :class:`~rlbase.es.model.Model`.
 
-    The keyword arguments from ``popsize`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``popsize`` to ``precision`` are the fields of
     :class:`~rlbase.es.config.ESConfig` (type, unit, range and meaning there, and in
     rlbase/docs/algorithms/es.md); Stable-Baselines3's ``learning_rate`` is accepted too. A
     checkpoint holds the model file plus every rank's generator, the noise-table seed and size

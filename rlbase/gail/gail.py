@@ -41,6 +41,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           vf_batch_size: int = C.vf_batch_size, log_interval: int = C.log_interval,
           eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
           checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
@@ -48,7 +49,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     """Imitate the expert in ``expert_path`` with GAIL and return the
     :class:`~rlbase.gail.model.Model`.
 
-    The keyword arguments from ``expert_path`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``expert_path`` to ``precision`` are the fields of
     :class:`~rlbase.gail.config.GAILConfig` (type, unit, range and meaning there).
 
     network: mlp or another feed-forward network, or a builder callable; the value gets its

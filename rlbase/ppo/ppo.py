@@ -34,7 +34,9 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           target_kl: float | None = C.target_kl,
           jit_compile: bool | None = C.jit_compile,
           log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
-          eval_episodes: int = C.eval_episodes, checkpoint_interval: int = C.checkpoint_interval,
+          eval_episodes: int = C.eval_episodes,
+          checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
@@ -42,7 +44,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           **network_kwargs: Any) -> Model:
     """Train a policy with PPO and return the :class:`~rlbase.ppo.model.Model`.
 
-    The keyword arguments from ``nsteps`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``nsteps`` to ``precision`` are the fields of
     :class:`~rlbase.ppo.config.PPOConfig` (type, unit, range and meaning there, and in
     rlbase/docs/algorithms/ppo.md); Stable-Baselines3's names (``n_steps``, ``batch_size``,
     ``learning_rate``, ...) are accepted too.

@@ -20,6 +20,7 @@ def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
 @dataclass(frozen=True)
 class QLearningConfig(AlgorithmConfig):
     algorithm: ClassVar[str] = "qlearning"
+    mixed_precision_refused: ClassVar[str] = "tabular Q-learning has no network"
 
     lr: float | Callable[[float], float] = param(
         0.1, "step size of the update Q += lr * (target - Q), or a function of the fraction of "

@@ -25,14 +25,16 @@ def learn(network: Any, env: VecEnv | Any, total_timesteps: int = 100000,
           exploration_final_eps: float = C.exploration_final_eps,
           exploration_decay: float | None = C.exploration_decay, grid_size: int = C.grid_size,
           log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
-          eval_episodes: int = C.eval_episodes, checkpoint_interval: int = C.checkpoint_interval,
+          eval_episodes: int = C.eval_episodes,
+          checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
           resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a Q-table with one-step Q-learning and return the :class:`Model`.
 
-    The keyword arguments from ``lr`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``lr`` to ``precision`` are the fields of
     :class:`~rlbase.qlearning.config.QLearningConfig` (type, unit, range and meaning there,
     and in rlbase/docs/algorithms/qlearning.md); Stable-Baselines3's ``learning_rate`` is
     accepted too, and the deprecated ``epsilon``, ``epsilon_min``, ``epsilon_decay`` and

@@ -30,6 +30,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
           eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
           checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
@@ -37,7 +38,7 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     """Train a squashed-Gaussian actor, twin critics and the entropy coefficient with SAC and
     return the :class:`~rlbase.sac.model.Model`.
 
-    The keyword arguments from ``lr`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``lr`` to ``precision`` are the fields of
     :class:`~rlbase.sac.config.SACConfig` (type, unit, range and meaning there, and in
     rlbase/docs/algorithms/sac.md); Stable-Baselines3's names (``learning_rate``,
     ``target_update_interval``, ``train_freq=(n, "step")``, ...) are accepted too.

@@ -28,13 +28,14 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
           vf_batch_size: int = C.vf_batch_size, log_interval: int = C.log_interval,
           eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
           checkpoint_interval: int = C.checkpoint_interval,
+          precision: str = C.precision,
           eval_env: VecEnv | Any | None = None,
           callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
           load_path: str | None = None, checkpoint_path: str | None = None,
           resume: bool = False, **network_kwargs: Any) -> Model:
     """Train a policy with TRPO and return the :class:`~rlbase.trpo.model.Model`.
 
-    The keyword arguments from ``nsteps`` to ``checkpoint_interval`` are the fields of
+    The keyword arguments from ``nsteps`` to ``precision`` are the fields of
     :class:`~rlbase.trpo.config.TRPOConfig` (type, unit, range and meaning there).
 
     network: mlp, cnn or another feed-forward network (recurrent ones are refused), or a
