@@ -55,3 +55,24 @@ def two_worker_arrays(worker: str, out_dir, *args: str) -> tuple:
                            str(out_dir), *args], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return tuple(np.load(os.path.join(str(out_dir), f"rank{r}_of_2.npy")) for r in (0, 1))
+
+
+def cli_in_process(capsys, *args: str, command: str = "rlbase.run") -> tuple[int, str, str]:
+    """``python -m COMMAND ARGS`` run in this process, for a mistake's error path (it stops
+    before training): (exit status, stdout, stderr). The same ``run_cli`` wrapper prints the
+    one line and exits 2; what a child process would add is ~7 s of importing TensorFlow (the
+    real process's exit status is checked by one case per command)."""
+    from rlbase.cli import main as rlbase_main
+    from rlbase.run import main as run_main
+    from rlbase.run import run_cli
+
+    entry = {"rlbase.run": run_main, "rlbase.cli": rlbase_main}[command]
+    capsys.readouterr()
+    try:
+        run_cli(lambda: entry(list(args)))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    else:
+        raise AssertionError(f"{command} {' '.join(args)} succeeded; expected an error")
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -1,10 +1,12 @@
-"""The command line, run as a user would: a subprocess, its exit code and its output."""
+"""The command line, run as a user would: a subprocess, its exit code and its output (the
+error paths of bad flags in this process, through the same wrapper)."""
 
 import os
 import subprocess
 import sys
 
 import pytest
+from process_util import cli_in_process
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
@@ -37,9 +39,16 @@ def assert_one_line_error(code, err, *fragments):
     (["--lrschedule=sideways"], ["sideways", "linear"]),
     (["--save_plots"], ["--save_plots", "--log_path"]),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, fragments):
-    code, _, err = run_cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=100", *args)
+def test_bad_input_is_one_line_and_exit_2(capsys, args, fragments):
+    code, _, err = cli_in_process(capsys, "--alg=a2c", "--env=CartPole-v1",
+                                  "--num_timesteps=100", *args)
     assert_one_line_error(code, err, *fragments)
+
+
+def test_bad_input_exits_2_from_a_real_process():
+    code, _, err = run_cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=100",
+                           "--num_env=0")
+    assert_one_line_error(code, err, "--num_env", "0")
 
 
 def test_corrupt_model_file(tmp_path):

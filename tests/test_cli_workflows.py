@@ -11,11 +11,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+from process_util import cli_in_process
 
 import rlbase
 from rlbase.common.errors import RLBaseError
@@ -118,10 +120,11 @@ def test_custom_env_by_module_id_and_gym_packages(tmp_path):
         sys.path.remove(str(tmp_path))
 
 
-def test_unknown_env_type_is_refused():
-    proc = cli("--alg=a2c", "--env_type=clasic_control", "--num_timesteps=10")
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
+def test_unknown_env_type_is_refused(capsys):
+    code, _, err = cli_in_process(capsys, "--alg=a2c", "--env_type=clasic_control",
+                                  "--num_timesteps=10")
+    assert code == 2
+    assert err.strip().splitlines() == [
         "rlbase: error: unknown env type 'clasic_control'; did you mean classic_control? "
         "(allowed: atari, classic_control, box2d, mujoco, toy_text, custom)"]
 
@@ -221,7 +224,7 @@ def test_a_save_that_fails_at_the_end_keeps_the_model(tmp_path, capsys):
 def test_rlbase_command_subcommands(tmp_path):
     from rlbase.cli import main
 
-    main(["train", "--alg=a2c", "--num_timesteps=40", "--num_env=2",
+    main(["train", "--alg=a2c", "--num_timesteps=40", "--num_env=2", "--seed=0",
           f"--save_path={tmp_path / 'm.zip'}", f"--log_path={tmp_path / 'log'}", *QUIET])
     main(["--alg=a2c", "--num_timesteps=40", "--num_env=2", *QUIET])  # flags alone: train
     main(["play", "--alg=a2c", f"--load_path={tmp_path / 'm.zip'}", "--play_episodes=1",
@@ -230,5 +233,7 @@ def test_rlbase_command_subcommands(tmp_path):
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(RLBaseError, match="unknown command 'fly'"):
         main(["fly"])
-    proc = subprocess.run(["rlbase", "--version"], capture_output=True, text=True)
+    # the console script installed beside this interpreter, whether or not its venv is on PATH
+    script = Path(sys.executable).parent / "rlbase"
+    proc = subprocess.run([str(script), "--version"], capture_output=True, text=True)
     assert proc.stdout.strip() == f"rlbase {rlbase.__version__}"

@@ -14,7 +14,7 @@ import identity_envs as ie
 import numpy as np
 import pytest
 import tensorflow as tf
-from process_util import ENV, ROOT, kill_after_checkpoints, start_cli
+from process_util import ENV, ROOT, cli_in_process, kill_after_checkpoints, start_cli
 
 from rlbase import registry
 from rlbase.common import logger
@@ -669,12 +669,11 @@ def test_save_load_round_trip_with_statistics(tmp_path):
         smaller.load(path)
 
 
-def test_cli_rejects_discrete_actions():
-    proc = subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=ddpg",
-                           "--env=CartPole-v1", "--num_timesteps=100"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "Box" in proc.stderr, proc.stderr[-500:]
-    assert "Traceback" not in proc.stderr
+def test_cli_rejects_discrete_actions(capsys):
+    code, _, err = cli_in_process(capsys, "--alg=ddpg", "--env=CartPole-v1",
+                                  "--num_timesteps=100")
+    assert code == 2 and "Box" in err, err[-500:]
+    assert "Traceback" not in err
 
 
 # -- MPI ------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import pytest
 from legacy_format import save_model
+from process_util import cli_in_process
 
 from rlbase import registry
 from rlbase.common.checkpoint import list_checkpoints
@@ -678,8 +679,9 @@ def run_cli(*args):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def test_cli_continuous_env_is_one_line_error():
-    code, _, err = run_cli("--alg=dqn", "--env=Pendulum-v1", "--num_timesteps=100")
+def test_cli_continuous_env_is_one_line_error(capsys):
+    code, _, err = cli_in_process(capsys, "--alg=dqn", "--env=Pendulum-v1",
+                                  "--num_timesteps=100")
     lines = [line for line in err.strip().splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1, err
     assert lines[0].startswith("rlbase: error: dqn needs a Discrete action space, got Box")

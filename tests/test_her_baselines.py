@@ -73,17 +73,9 @@ def test_random_eps_replaces_whole_rows_by_uniform_actions():
 
 def test_targets_move_every_target_update_gradient_steps():
     model = make_model(tau=0.25, target_update_gradient_steps=3, gradient_steps=1)
-    rng = np.random.default_rng(0)
-    mean, std, lr = np.zeros(2, np.float32), np.ones(2, np.float32), np.float32(1e-3)
     before = [v.numpy().copy() for v in model.target_actor.weights]
-    for step in range(1, 4):
-        batch = _batch(rng)
-        noise = np.zeros(batch[1].shape, np.float32)
-        model.train_fn(*batch, noise, batch[0][0, :1], mean, std, lr, lr)
-        moved = [not np.array_equal(b, v.numpy()) for b, v in zip(before,
-                                                                 model.target_actor.weights)]
-        if step < 3:
-            assert not any(moved)
+    for step, targets_same in _gradient_steps(model, before, 3):
+        assert targets_same == (step < 3), step
     for b, online, target in zip(before, model.actor.weights, model.target_actor.weights):
         np.testing.assert_allclose(target.numpy(), 0.75 * b + 0.25 * online.numpy(),
                                    rtol=1e-6, atol=1e-7)
@@ -189,13 +181,19 @@ def test_target_updates_with_a_policy_delay_wait_for_an_actor_step():
     """policy_delay 2, target_update_gradient_steps 3: the targets first move at gradient step
     6, the first that is both a multiple of 3 and an actor step."""
     model = make_model(tau=0.25, policy_delay=2, target_update_gradient_steps=3)
+    before = [v.numpy().copy() for v in model.target_actor.weights]
+    for step, targets_same in _gradient_steps(model, before, 6):
+        assert targets_same == (step < 6), step
+
+
+def _gradient_steps(model, before, count):
+    """Runs `count` gradient steps on random batches without target noise; yields each step's
+    number and whether the target actor still equals `before`."""
     rng = np.random.default_rng(0)
     mean, std, lr = np.zeros(2, np.float32), np.ones(2, np.float32), np.float32(1e-3)
-    before = [v.numpy().copy() for v in model.target_actor.weights]
-    for step in range(1, 7):
+    for step in range(1, count + 1):
         batch = _batch(rng)
-        model.train_fn(*batch, np.zeros(batch[1].shape, np.float32), batch[0][0, :1], mean,
-                       std, lr, lr)
-        same = all(np.array_equal(b, v.numpy()) for b, v in zip(before,
-                                                                model.target_actor.weights))
-        assert same == (step < 6), step
+        noise = np.zeros(batch[1].shape, np.float32)
+        model.train_fn(*batch, noise, batch[0][0, :1], mean, std, lr, lr)
+        yield step, all(np.array_equal(b, v.numpy())
+                        for b, v in zip(before, model.target_actor.weights))

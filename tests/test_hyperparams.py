@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import yaml
+from process_util import cli_in_process
 
 from rlbase import registry
 from rlbase.common import hyperparams as hp
@@ -144,9 +145,11 @@ def test_a_zoo_users_own_file_works_unchanged(tmp_path):
     (["--env", "Taxi-v3"], "no row for Taxi-v3"),
     (["--hyperparams", "use_sde:True"], "use_sde must be False"),
 ])
-def test_bad_zoo_input_is_one_line_and_exit_2(tmp_path, args, fragment):
+def test_bad_zoo_input_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, args, fragment):
     env = [] if "--env" in args else ["--env", "CartPole-v1"]
-    code, _, err = train("--algo", "ppo", *env, "-n", "100", *args, cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli_in_process(capsys, "train", "--algo", "ppo", *env, "-n", "100", *args,
+                                  command="rlbase.cli")
     assert code == 2, err
     lines = [line for line in err.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("rlbase: error:"), err

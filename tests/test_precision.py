@@ -4,23 +4,18 @@ for a bad value and for the algorithms that refuse it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import gymnasium as gym
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from process_util import cli_in_process
 
 from rlbase import registry
 from rlbase.common.errors import RLBaseError
 from rlbase.common.models import build_network
 from rlbase.common.precision import current_precision, precision_scope
 from rlbase.common.serialization import load_file
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_mlp_computes_in_bfloat16_on_float32_variables_and_returns_float32():
@@ -127,23 +122,17 @@ def test_bad_precision_and_refusals_are_one_line():
         assert registry.get_algorithm(alg).config.build({}).precision == "float32"
 
 
-def _cli(*args: str, cwd: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, "-m", "rlbase.run", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=300)
+def test_cli_flag_plumbs_through_and_bad_value_exits_2(tmp_path, capsys):
+    from rlbase.run import main
 
-
-def test_cli_flag_plumbs_through_and_bad_value_exits_2(tmp_path):
-    bad = _cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=10", "--precision=float16",
-               cwd=str(tmp_path))
-    assert bad.returncode == 2
-    assert "precision must be one of 'float32', 'mixed_bfloat16', got 'float16'" in bad.stderr
-    assert "Traceback" not in bad.stderr
+    code, _, err = cli_in_process(capsys, "--alg=a2c", "--env=CartPole-v1",
+                                  "--num_timesteps=10", "--precision=float16")
+    assert code == 2
+    assert "precision must be one of 'float32', 'mixed_bfloat16', got 'float16'" in err
+    assert "Traceback" not in err
     path = str(tmp_path / "a2c.zip")
-    good = _cli("--alg=a2c", "--env=CartPole-v1", "--num_timesteps=10", "--num_env=1",
-                "--precision=mixed_bfloat16", f"--save_path={path}", "--no_progress",
-                cwd=str(tmp_path))
-    assert good.returncode == 0, good.stderr[-2000:]
+    main(["--alg=a2c", "--env=CartPole-v1", "--num_timesteps=10", "--num_env=1",
+          "--precision=mixed_bfloat16", f"--save_path={path}", "--no_progress"])
     assert load_file(path)[0]["hyperparameters"]["precision"] == "mixed_bfloat16"
 
 

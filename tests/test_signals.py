@@ -61,7 +61,9 @@ def assert_stopped_and_saved(rc: int, text: str, save, ckpt_dir) -> None:
     assert load_file(newest)[0]["num_timesteps"] == steps
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+# SIGINT's save alone: test_reliability.py's Ctrl-C test; both under mpiexec below.
+@pytest.mark.parametrize("sig", [signal.SIGTERM,
+                                 pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
 def test_a_signal_saves_the_model_and_a_stop_checkpoint(tmp_path, sig):
     out, save, ckpt = tmp_path / "out.txt", tmp_path / "m.zip", tmp_path / "ckpt"
     proc = start([sys.executable, "-m", "rlbase.run", *PPO, f"--save_path={save}",

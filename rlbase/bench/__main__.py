@@ -1,4 +1,5 @@
-"""``python -m rlbase.bench {run,compare,suite,report,export-speed} ...`` (see rlbase.bench)."""
+"""``python -m rlbase.bench {run,compare,suite,report,export-speed,env-limit} ...``
+(see rlbase.bench)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 
 from rlbase.common.errors import RLBaseError
 
-COMMANDS = ("run", "compare", "suite", "report", "export-speed")
+COMMANDS = ("run", "compare", "suite", "report", "export-speed", "env-limit")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,6 +24,10 @@ def main(argv: list[str] | None = None) -> None:
         from rlbase.bench.export_speed import main as speed_main
 
         speed_main(argv[1:])
+    elif command == "env-limit":
+        from rlbase.bench.env_limit import main as limit_main
+
+        limit_main(argv[1:])
     elif command == "report":
         from rlbase.bench.report import main as report_main
 

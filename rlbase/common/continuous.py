@@ -24,7 +24,7 @@ from keras import layers
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import build_network, is_recurrent
+from rlbase.common.models import Composite, build_network, is_recurrent
 from rlbase.common.policies import ObservationEncoder, check_network_for_space
 from rlbase.common.policies import check_observation_space as check_leaf_spaces
 
@@ -84,7 +84,7 @@ def build_torso(network: str | Callable[..., keras.layers.Layer],
     return torso
 
 
-class ObservationFeatures(keras.layers.Layer):
+class ObservationFeatures(Composite, keras.layers.Layer):
     """An observation -> the flat float features an actor's or a critic's torso takes.
 
     A Box observation is flattened (it arrives as float32, already normalized by the
@@ -99,10 +99,6 @@ class ObservationFeatures(keras.layers.Layer):
         self.encoder = None if isinstance(space, gym.spaces.Box) else ObservationEncoder(space)
         self.nested = nested.is_nested(space)
         self.flatten = layers.Flatten()
-
-    def build(self, input_shape: Any) -> None:
-        # Nothing of its own: the encoder builds its convnets at its first call.
-        self.built = True
 
     def call(self, obs: Any) -> tf.Tensor:
         if self.encoder is None:
@@ -128,7 +124,7 @@ def final_layer(units: int, activation: str | None = None,
                         bias_initializer=uniform)
 
 
-class Critic(keras.Model):
+class Critic(Composite, keras.Model):
     """Q(s, a): the action concatenated to the observation's features before the first layer
     (as in Baselines' and SB3's DDPG, TD3 and SAC), a registry torso, one linear output.
     Output shape ``[B]``. Twin critics are two of these.

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import Dense
+from rlbase.common.models import Composite, Dense
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -176,7 +176,7 @@ class DiagGaussian(Distribution):
         return tf.reduce_sum(other.logstd - self.logstd + ratio - 0.5, axis=-1)
 
 
-class DistributionHead(keras.layers.Layer):
+class DistributionHead(Composite, keras.layers.Layer):
     """Maps a latent vector to the distribution of an action space.
 
     ``call`` returns the flat parameters (logits, or mean and log-std concatenated);

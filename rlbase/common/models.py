@@ -129,7 +129,20 @@ def _activation(name: str | Callable) -> Callable:
                           "tanh, relu, elu, gelu, or a callable") from None
 
 
-class MLP(keras.layers.Layer):
+class Composite:
+    """Mixin for a Keras layer or model whose weights are created in ``__init__`` or by its
+    sub-layers: it counts as built once called, and its sub-layers build themselves at that
+    first call. Without it Keras first traces ``call`` symbolically to build it, which costs
+    0.1-0.7 s per layer and is thrown away when the first call is eager (every model here is
+    built by an eager call on dummy observations)."""
+
+    built: bool
+
+    def build(self, input_shape: Any) -> None:
+        self.built = True
+
+
+class MLP(Composite, keras.layers.Layer):
     """Fully connected layers on flattened observations: ``num_layers`` of ``num_hidden``
     units, or one layer per entry of ``sizes`` when given."""
 
@@ -170,7 +183,7 @@ def mlp(num_layers: int = 2, num_hidden: int = 64, activation: str | Callable = 
                sizes=None if layer_sizes is None else [int(n) for n in layer_sizes])
 
 
-class ConvStack(keras.layers.Layer):
+class ConvStack(Composite, keras.layers.Layer):
     """Convolutions (filters, kernel, stride), flattened, then optional dense layers.
 
     pad: 'VALID' (Baselines' default: no padding) or 'SAME' (keeps small images, such as
@@ -228,7 +241,7 @@ def conv_only(convs: Sequence[tuple[int, int, int]] = NATURE_CONVS,
     return ConvStack([(int(f), int(k), int(s)) for f, k, s in convs], [], activation, pad)
 
 
-class LSTMCore(keras.layers.Layer):
+class LSTMCore(Composite, keras.layers.Layer):
     """An LSTM over a feature extractor's output whose state resets where an episode starts.
 
     State is ``[B, 2 * nlstm]`` (cell and hidden concatenated), so every policy stores one array.

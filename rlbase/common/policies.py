@@ -20,6 +20,7 @@ from rlbase.common.distributions import Distribution, DistributionHead
 from rlbase.common.errors import RLBaseError
 from rlbase.common.models import (
     NATURE_CONVS,
+    Composite,
     ConvStack,
     Dense,
     LSTMCore,
@@ -82,7 +83,7 @@ def encode_observation(space: gym.Space, obs: tf.Tensor) -> tf.Tensor:
     return tf.cast(obs, tf.float32)
 
 
-class ObservationEncoder(keras.layers.Layer):
+class ObservationEncoder(Composite, keras.layers.Layer):
     """Observations -> what networks take.
 
     Box, Discrete, MultiDiscrete and MultiBinary spaces are encoded without weights (see
@@ -124,7 +125,7 @@ class ObservationEncoder(keras.layers.Layer):
         return tf.concat(parts, axis=-1)
 
 
-class ActorCriticPolicy(keras.Model):
+class ActorCriticPolicy(Composite, keras.Model):
     """A policy head and a value head (and optionally a Q head) on a registry network.
 
     ob_space / ac_space: the env's single observation and action spaces.

@@ -11,9 +11,10 @@ import tensorflow as tf
 from keras import layers
 
 from rlbase.common.continuous import ObservationFeatures, dummy_observations, final_layer
+from rlbase.common.models import Composite
 
 
-class Actor(keras.Model):
+class Actor(Composite, keras.Model):
     """Observation -> actions in [-1, 1]. A Box observation arrives normalized as float32; a
     Dict/Tuple one nested, its Box vectors normalized (see
     :class:`~rlbase.common.continuous.ObservationFeatures`)."""

@@ -13,7 +13,7 @@ from keras import layers
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import Dense, build_network, get_network_builder, is_recurrent
+from rlbase.common.models import Composite, Dense, build_network, get_network_builder, is_recurrent
 from rlbase.common.policies import ObservationEncoder, check_network_for_space
 
 # What each action space can be trained with, for the error DQN gives on the others.
@@ -76,7 +76,7 @@ def fan_in_uniform_init(model: keras.layers.Layer) -> None:
                 layer.bias.assign(init(layer.bias.shape))
 
 
-class Stream(keras.layers.Layer):
+class Stream(Composite, keras.layers.Layer):
     """Dense hidden layers (ReLU, optional layer norm) and a linear output of ``units``."""
 
     def __init__(self, hiddens: Sequence[int], units: int, layer_norm: bool, **kwargs: Any):
@@ -94,7 +94,7 @@ class Stream(keras.layers.Layer):
         return self.out(x)
 
 
-class QNetwork(keras.Model):
+class QNetwork(Composite, keras.Model):
     """Q(s, .) for every action of a Discrete space.
 
     observation_space / action_space: the env's single observation and (Discrete) action

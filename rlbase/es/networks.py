@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import MLP, Dense, build_network, ortho
+from rlbase.common.models import MLP, Composite, Dense, build_network, ortho
 from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
 from rlbase.common.policies import (
     check_observation_space,
@@ -66,7 +66,7 @@ def flat_encoder(space: gym.Space) -> Callable[[Any], np.ndarray]:
     return encode
 
 
-class PolicyNet(keras.Model):
+class PolicyNet(Composite, keras.Model):
     """The registry's torso and a linear head: logits (Discrete) or the action mean (Box)."""
 
     def __init__(self, torso: keras.layers.Layer, num_outputs: int, **kwargs: Any):

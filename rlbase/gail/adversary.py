@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
+from rlbase.common.models import Composite
 from rlbase.common.policies import ObservationEncoder, is_image_space
 
 #: floor of the observation standard deviation the classifier divides by
@@ -48,7 +49,7 @@ def encode_action(space: gym.Space, actions: tf.Tensor) -> tf.Tensor:
     return x
 
 
-class Discriminator(keras.Model):
+class Discriminator(Composite, keras.Model):
     """logit(s, a) of an MLP on the normalized observation features and the encoded action.
 
     The observation features are normalized by their running mean and standard deviation over

@@ -18,10 +18,11 @@ import tensorflow as tf
 from keras import layers
 
 from rlbase.common.continuous import Critic, ObservationFeatures, dummy_observations
+from rlbase.common.models import Composite
 from rlbase.sac.losses import clip_log_std
 
 
-class Actor(keras.Model):
+class Actor(Composite, keras.Model):
     """Observations -> ``(mean, log_std)`` of the pre-tanh Gaussian over actions, each
     ``[B, num_actions]``; ``log_std`` clipped to [-20, 2]. The squashing and its
     log-probability are in rlbase.sac.losses.
