@@ -191,15 +191,15 @@ def test_plot_results_seed_suffixes_share_a_panel_and_group(tmp_path):
 # ---- 5. --save_plots for TD3 -------------------------------------------------------------------
 
 
-def test_save_plots_names_td3_and_draws_raw_smoothed_and_evaluation(tmp_path):
+def test_save_plots_names_td3_and_draws_raw_smoothed_and_evaluation(tmp_path, capsys):
     from rlbase.common import plot_util as pu
+    from rlbase.run import main
 
     log = tmp_path / "log"
-    proc = rlbase_cli("--alg=td3", "--env=Pendulum-v1", "--num_timesteps=600", "--num_env=1",
-                      "--learning_starts=100", "--eval_freq=200", "--eval_episodes=1",
-                      f"--log_path={log}", "--save_plots")
-    assert proc.returncode == 0, proc.stderr
-    assert "Training td3 (ddpg) on Pendulum-v1" in proc.stdout
+    main(["--alg=td3", "--env=Pendulum-v1", "--num_timesteps=600", "--num_env=1",
+          "--learning_starts=100", "--eval_freq=200", "--eval_episodes=1", f"--log_path={log}",
+          "--save_plots"])
+    assert "Training td3 (ddpg) on Pendulum-v1" in capsys.readouterr().out
     assert (log / "learning_curves.png").stat().st_size > 1000
     (result,) = pu.load_results(log)
     fig = pu.learning_curve_figure(result, str(result.metadata["algorithm"]))

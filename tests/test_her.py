@@ -5,13 +5,13 @@ SAC, DDPG and TD3 through their configs, classes and command line."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from process_util import cli_in_process
 
 from rlbase.common.checkpoint import object_state, restore_object_state
 from rlbase.common.episodes import EpisodeStats
@@ -404,28 +404,26 @@ def test_success_rate_from_is_success_at_episode_ends():
     assert restored.success_rate() == 0.5
 
 
-def test_cli_her_flags(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
-    out = subprocess.run(
-        [sys.executable, "-m", "rlbase.run", "--alg=dqn", "--env=rlbase.envs:BitFlippingEnv-v0",
-         "--env_kwargs={'n_bits': 3}", "--num_timesteps=80", "--num_env=2", "--her",
-         "--replay_buffer_kwargs=dict(n_sampled_goal=2, goal_selection_strategy='final')",
-         "--learning_starts=10", "--batch_size=8", f"--log_path={tmp_path}"],
-        capture_output=True, text=True, env=env, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "'replay_buffer_class': 'her'" in out.stdout
-    assert "'goal_selection_strategy': 'final'" in out.stdout
-    assert "rollout/success_rate" in out.stdout
+def test_cli_her_flags(tmp_path, capsys):
     from rlbase.cli import main
+    from rlbase.run import main as run_main
+
+    run_main(["--alg=dqn", "--env=rlbase.envs:BitFlippingEnv-v0", "--env_kwargs={'n_bits': 3}",
+              "--num_timesteps=80", "--num_env=2", "--her",
+              "--replay_buffer_kwargs=dict(n_sampled_goal=2, goal_selection_strategy='final')",
+              "--learning_starts=10", "--batch_size=8", f"--log_path={tmp_path}"])
+    out = capsys.readouterr().out
+    assert "'replay_buffer_class': 'her'" in out
+    assert "'goal_selection_strategy': 'final'" in out
+    assert "rollout/success_rate" in out
 
     png = tmp_path / "success.png"
     main(["plot", str(tmp_path), "--y=rollout/success_rate", f"--out={png}"])
     assert png.stat().st_size > 0
-    bad = subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=dqn", "--env=CartPole-v1",
-                          "--num_timesteps=10", "--her"], capture_output=True, text=True,
-                         env=env, timeout=300)
-    assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines()[-1].startswith("rlbase: error: HER")
+    code, _, err = cli_in_process(capsys, "--alg=dqn", "--env=CartPole-v1",
+                                  "--num_timesteps=10", "--her")
+    assert code == 2
+    assert err.strip().splitlines()[-1].startswith("rlbase: error: HER")
 
 
 def test_missing_robotics_package_names_the_extra(monkeypatch):

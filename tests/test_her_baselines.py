@@ -3,14 +3,12 @@ actions, target update interval, normalizer clip and floor) by exact values on t
 Baselines' spellings, the settings derived from the episode length, and the command line."""
 
 import copy
-import os
-import subprocess
-import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
+from process_util import cli_in_process
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.her_baselines import BASELINES_HER, horizon_settings, refuse_baselines_names
@@ -151,19 +149,15 @@ def test_baselines_names_without_a_meaning_here_are_refused():
         learn("mlp", env, 10, layers=3)
 
 
-def _run(*args, timeout=300):
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
-    return subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=her",
-                           "--env=rlbase.envs:BitFlippingEnv-v0", *args],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+def test_cli_alg_her(tmp_path, capsys):
+    from rlbase.run import main
 
-
-def test_cli_alg_her(tmp_path):
-    kwargs = "--env_kwargs={'n_bits': 3, 'continuous': True, 'max_episode_steps': 4}"
-    out = _run(kwargs, "--num_timesteps=40", "--batch_size=8", "--gradient_steps=2",
-               f"--log_path={tmp_path}")
-    assert out.returncode == 0, out.stderr[-2000:]
-    banner = out.stdout
+    flags = ["--alg=her", "--env=rlbase.envs:BitFlippingEnv-v0",
+             "--env_kwargs={'n_bits': 3, 'continuous': True, 'max_episode_steps': 4}"]
+    capsys.readouterr()
+    main([*flags, "--num_timesteps=40", "--batch_size=8", "--gradient_steps=2",
+          f"--log_path={tmp_path}"])
+    banner = capsys.readouterr().out
     assert "Training her (ddpg)" in banner and "with 1 env(s)" in banner
     for text in ("'num_layers': 3, 'num_hidden': 256",
                  "'target_update_gradient_steps': 40",
@@ -171,10 +165,9 @@ def test_cli_alg_her(tmp_path):
                  "'target_min': -4.0", "'target_max': 0.0", "'random_eps': 0.3",
                  "'replay_buffer_class': 'her'"):
         assert text in banner, text
-    bad = _run(kwargs, "--num_timesteps=40", "--n_cycles=10")
-    assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines()[-1].startswith("rlbase: error: her: Baselines' "
-                                                          "n_cycles")
+    code, _, err = cli_in_process(capsys, *flags, "--num_timesteps=40", "--n_cycles=10")
+    assert code == 2
+    assert err.strip().splitlines()[-1].startswith("rlbase: error: her: Baselines' n_cycles")
 
 
 def test_target_updates_with_a_policy_delay_wait_for_an_actor_step():
