@@ -109,12 +109,15 @@ def normalized_model(tmp_path_factory):
     return path
 
 
-def test_play_reads_the_algorithm_from_the_file(normalized_model):
-    proc = rlbase_cli("--env=Pendulum-v1", "--num_timesteps=0", f"--load_path={normalized_model}",
-                      "--normalize", "--play", "--play_episodes=1")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("Playing ppo on Pendulum-v1")
-    assert "mean return over 1 episodes" in proc.stdout
+def test_play_reads_the_algorithm_from_the_file(normalized_model, capsys):
+    from rlbase.run import main
+
+    capsys.readouterr()
+    main(["--env=Pendulum-v1", "--num_timesteps=0", f"--load_path={normalized_model}",
+          "--normalize", "--play", "--play_episodes=1"])
+    out = capsys.readouterr().out
+    assert out.startswith("Playing ppo on Pendulum-v1")
+    assert "mean return over 1 episodes" in out
 
 
 def test_an_alg_that_disagrees_with_the_file_is_one_line(normalized_model):

@@ -694,14 +694,14 @@ def test_cli_help_lists_the_config_fields():
         " ".join(out.split())
 
 
-def test_cli_train_save_and_play(tmp_path):
+def test_cli_train_save_and_play(tmp_path, capsys):
+    from rlbase.run import main
+
     path = tmp_path / "dqn.zip"
-    code, out, err = run_cli("--alg=dqn", "--env=CartPole-v1", "--num_timesteps=600",
-                             "--seed=0", "--learning_starts=100", "--gradient_steps=4",
-                             "--num_hidden=16", f"--save_path={path}", "--play",
-                             "--play_episodes=2")
-    assert code == 0, err
-    assert path.is_file() and "episode 2: return" in out
+    main(["--alg=dqn", "--env=CartPole-v1", "--num_timesteps=600", "--seed=0",
+          "--learning_starts=100", "--gradient_steps=4", "--num_hidden=16",
+          f"--save_path={path}", "--play", "--play_episodes=2", "--no_progress"])
+    assert path.is_file() and "episode 2: return" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -1,7 +1,5 @@
 """Tabular Q-learning: exact values on a deterministic chain, state indexing, saving, the CLI."""
 
-import os
-import subprocess
 import sys
 import warnings
 
@@ -298,15 +296,13 @@ def test_retired_taxi_v3_is_taxi_v4():
     assert traces[0] == traces[1] and envs[0].spec.max_episode_steps == 200
 
 
-def test_cli_taxi_train_save_play(tmp_path):
+def test_cli_taxi_train_save_play(tmp_path, capsys):
+    from rlbase.run import main
+
     path = tmp_path / "taxi.zip"
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-m", "rlbase.run", "--alg=qlearning",
-                           "--env=Taxi-v3", "--num_timesteps=3e4", "--seed=0",
-                           f"--save_path={path}", "--play", "--play_episodes=2"],
-                          capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert path.is_file() and "episode 2: return" in proc.stdout
+    main(["--alg=qlearning", "--env=Taxi-v3", "--num_timesteps=3e4", "--seed=0",
+          f"--save_path={path}", "--play", "--play_episodes=2", "--no_progress"])
+    assert path.is_file() and "episode 2: return" in capsys.readouterr().out
 
 
 def test_checkpoint_resume_restores_table_exploration_and_rngs(tmp_path):
