@@ -58,8 +58,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--vec_env", default="auto")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.num_env < 1:
-        raise RLBaseError(f"num_env must be at least 1, got {args.num_env}")
     result = measure(args.env, args.num_env, int(args.num_timesteps), args.vec_env, args.seed)
     print(json.dumps(result))
     return result
