@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import os
 import re
 import sys
@@ -18,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rlbase.common.arg_types import parse_count
 from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.errors import RLBaseError
 
@@ -27,16 +27,12 @@ CLI_OWNED = {"env", "network", "seed", "total_timesteps", "load_path", "checkpoi
 
 
 def parse_num_timesteps(text: str, allow_zero: bool) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    low = 0 if allow_zero else 1
-    if not math.isfinite(value) or value < low:
+    value = parse_count(text, 0 if allow_zero else 1)
+    if value is None:
         what = "a number >= 0 (0 with --load_path: play without training)" if allow_zero \
             else "a positive number such as 2e5 (0 only with --load_path)"
         raise RLBaseError(f"--num_timesteps must be {what}, got '{text}'")
-    return int(value)
+    return value
 
 
 def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) -> None:

@@ -23,3 +23,21 @@ def test_bad_counts_are_one_line_errors():
         main(["env-limit", "--env=CartPole-v1", "--num_env=0"])
     with pytest.raises(RLBaseError, match=r"num_timesteps must be at least num_env \(4\)"):
         main(["env-limit", "--env=CartPole-v1", "--num_env=4", "--num_timesteps=2"])
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-5", "0", "abc"])
+def test_num_timesteps_not_a_positive_count_is_argparse_error(capsys, text):
+    with pytest.raises(SystemExit) as stop:
+        main(["env-limit", "--env=CartPole-v1", f"--num_timesteps={text}"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(f"argument --num_timesteps: must be a positive number such as 2e5, "
+                        f"got '{text}'")
+
+
+def test_parse_count_reads_scientific_notation_and_refuses_non_counts():
+    from rlbase.common.arg_types import parse_count
+
+    assert parse_count("2e5", 1) == 200_000
+    assert parse_count("0", 0) == 0
+    assert [parse_count(t, 1) for t in ("0", "nan", "inf", "-1", "x", "")] == [None] * 6

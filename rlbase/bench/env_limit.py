@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rlbase.common.arg_types import timesteps_arg
 from rlbase.common.errors import RLBaseError
 
 
@@ -54,10 +55,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", required=True)
     parser.add_argument("--num_env", type=int, default=1)
-    parser.add_argument("--num_timesteps", type=float, default=2e4)
+    parser.add_argument("--num_timesteps", type=timesteps_arg, default=2e4)
     parser.add_argument("--vec_env", default="auto")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    result = measure(args.env, args.num_env, int(args.num_timesteps), args.vec_env, args.seed)
+    result = measure(args.env, args.num_env, args.num_timesteps, args.vec_env, args.seed)
     print(json.dumps(result))
     return result

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from rlbase.bench.settings import PEER_SETTINGS
+from rlbase.common.arg_types import timesteps_arg
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("command", choices=["run", "compare"])
     parser.add_argument("--alg", default="a2c")
     parser.add_argument("--env", default="CartPole-v1")
-    parser.add_argument("--num_timesteps", type=float, default=5e4)
+    parser.add_argument("--num_timesteps", type=timesteps_arg, default=5e4)
     parser.add_argument("--num_env", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, default=1, help="run seeds seed..seed+N-1")
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     args, unknown = parser.parse_known_args(argv)
     import_tensorflow_quietly()
     extra = parse_unknown_args(unknown)
-    steps = int(args.num_timesteps)
+    steps = args.num_timesteps
     ours_evals: list[float] = []
     peer_evals: list[float] = []
     for seed in range(args.seed, args.seed + args.seeds):
