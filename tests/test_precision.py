@@ -64,8 +64,9 @@ def test_policy_restored_when_the_build_fails():
 
 def test_ppo_policy_outputs_and_losses_are_float32():
     env_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
-    model = registry.build_model("ppo", env_space, gym.spaces.Discrete(2), 1, "mlp", {},
-                                 {"precision": "mixed_bfloat16"})
+    with pytest.warns(UserWarning, match="ppo: precision='mixed_bfloat16'"):
+        model = registry.build_model("ppo", env_space, gym.spaces.Discrete(2), 1, "mlp", {},
+                                     {"precision": "mixed_bfloat16"})
     policy = model.policy
     assert policy.torso.hidden[0].dtype_policy.name == "mixed_bfloat16"
     assert policy.value_head.dtype_policy.name == "float32"
@@ -122,6 +123,19 @@ def test_bad_precision_and_refusals_are_one_line():
         assert registry.get_algorithm(alg).config.build({}).precision == "float32"
 
 
+def test_ppo_warns_that_mixed_precision_hurt_it_and_others_do_not_warn():
+    import warnings
+
+    with pytest.warns(UserWarning, match=r"^ppo: precision='mixed_bfloat16' ended below every "
+                                         r"float32 run .*precision='float32' is the safe"):
+        registry.get_algorithm("ppo").config.build({"precision": "mixed_bfloat16"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        for alg in ("a2c", "sac", "ddpg"):
+            registry.get_algorithm(alg).config.build({"precision": "mixed_bfloat16"})
+        registry.get_algorithm("ppo").config.build({})
+
+
 def test_cli_flag_plumbs_through_and_bad_value_exits_2(tmp_path, capsys):
     from rlbase.run import main
 
@@ -139,7 +153,8 @@ def test_cli_flag_plumbs_through_and_bad_value_exits_2(tmp_path, capsys):
 def test_model_class_takes_precision():
     import rlbase
 
-    model = rlbase.PPO("MlpPolicy", "CartPole-v1", precision="mixed_bfloat16", n_steps=8)
+    with pytest.warns(UserWarning, match="ppo: precision='mixed_bfloat16'"):
+        model = rlbase.PPO("MlpPolicy", "CartPole-v1", precision="mixed_bfloat16", n_steps=8)
     assert model.model.policy.torso.hidden[0].dtype_policy.name == "mixed_bfloat16"
     assert model.model.policy.pd_head.dtype_policy.name == "float32"
 

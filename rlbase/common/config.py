@@ -207,6 +207,9 @@ class AlgorithmConfig:
                                            "stats_window_size": 100}
     #: why precision='mixed_bfloat16' is refused ('': it is supported)
     mixed_precision_refused: ClassVar[str] = ""
+    #: what measurements showed going wrong with precision='mixed_bfloat16' ('': nothing);
+    #: accepted, with a warning saying so
+    mixed_precision_caution: ClassVar[str] = ""
 
     seed: int | None = param(None, "seeds python, numpy, TensorFlow and the envs (None: "
                              "unseeded)")
@@ -235,6 +238,10 @@ class AlgorithmConfig:
         if self.precision != "float32" and self.mixed_precision_refused:
             raise RLBaseError(f"{self.algorithm}: precision={self.precision!r} is not supported "
                               f"({self.mixed_precision_refused}); use precision='float32'")
+        if self.precision != "float32" and self.mixed_precision_caution:
+            warnings.warn(f"{self.algorithm}: precision={self.precision!r} "
+                          f"{self.mixed_precision_caution}; precision='float32' is the safe "
+                          "choice (rlbase/docs/precision.md)", UserWarning, stacklevel=3)
         self.check()
 
     def check(self) -> None:
