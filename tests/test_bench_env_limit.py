@@ -18,6 +18,13 @@ def test_steps_the_cli_env_with_random_actions(capsys):
     assert result["us_per_vector_step"] == pytest.approx(result["seconds"] / 200 * 1e6, abs=6)
 
 
+def test_default_budget_is_a_whole_step_count(capsys):
+    # argparse does not pass a non-string default through type=: it must be an int already
+    main(["env-limit", "--env=CartPole-v1", "--num_env=2"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["timesteps"] == 20_000 and isinstance(result["timesteps"], int)
+
+
 def test_bad_counts_are_one_line_errors():
     with pytest.raises(RLBaseError, match="num_env must be at least 1, got 0"):
         main(["env-limit", "--env=CartPole-v1", "--num_env=0"])

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", required=True)
     parser.add_argument("--num_env", type=int, default=1)
-    parser.add_argument("--num_timesteps", type=timesteps_arg, default=2e4)
+    parser.add_argument("--num_timesteps", type=timesteps_arg, default=20_000)
     parser.add_argument("--vec_env", default="auto")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

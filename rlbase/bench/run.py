@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("command", choices=["run", "compare"])
     parser.add_argument("--alg", default="a2c")
     parser.add_argument("--env", default="CartPole-v1")
-    parser.add_argument("--num_timesteps", type=timesteps_arg, default=5e4)
+    parser.add_argument("--num_timesteps", type=timesteps_arg, default=50_000)
     parser.add_argument("--num_env", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, default=1, help="run seeds seed..seed+N-1")
