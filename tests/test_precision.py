@@ -136,6 +136,21 @@ def test_ppo_warns_that_mixed_precision_hurt_it_and_others_do_not_warn():
         registry.get_algorithm("ppo").config.build({})
 
 
+def test_ppo_precision_warning_points_at_the_users_line():
+    import rlbase
+    from rlbase.ppo.ppo import learn
+
+    config = registry.get_algorithm("ppo").config
+    for make in (lambda: config.build({"precision": "mixed_bfloat16"}),
+                 lambda: rlbase.PPO("MlpPolicy", "CartPole-v1", n_steps=8, batch_size=8,
+                                    precision="mixed_bfloat16"),
+                 lambda: learn("mlp", "CartPole-v1", 16, 0, nsteps=8, nminibatches=1,
+                               precision="mixed_bfloat16")):
+        with pytest.warns(UserWarning, match="^ppo: precision=") as record:
+            make()
+        assert [w.filename for w in record if w.category is UserWarning] == [__file__]
+
+
 def test_cli_flag_plumbs_through_and_bad_value_exits_2(tmp_path, capsys):
     from rlbase.run import main
 

@@ -238,10 +238,6 @@ class AlgorithmConfig:
         if self.precision != "float32" and self.mixed_precision_refused:
             raise RLBaseError(f"{self.algorithm}: precision={self.precision!r} is not supported "
                               f"({self.mixed_precision_refused}); use precision='float32'")
-        if self.precision != "float32" and self.mixed_precision_caution:
-            warnings.warn(f"{self.algorithm}: precision={self.precision!r} "
-                          f"{self.mixed_precision_caution}; precision='float32' is the safe "
-                          "choice (rlbase/docs/precision.md)", UserWarning, stacklevel=3)
         self.check()
 
     def check(self) -> None:
@@ -391,7 +387,13 @@ class AlgorithmConfig:
         if unknown:
             raise RLBaseError(f"{cls.algorithm} has no parameter "
                               f"{', '.join(repr(u) for u in sorted(unknown))}")
-        return cls(**values)
+        config = cls(**values)
+        if warn and config.precision != "float32" and cls.mixed_precision_caution:
+            warnings.warn(f"{cls.algorithm}: precision={config.precision!r} "
+                          f"{cls.mixed_precision_caution}; precision='float32' is the safe "
+                          "choice (rlbase/docs/precision.md)", UserWarning,
+                          stacklevel=caller_stacklevel())
+        return config
 
     @classmethod
     def split(cls, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
