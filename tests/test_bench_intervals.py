@@ -54,7 +54,7 @@ def test_aggregates_normalize_and_use_common_seeds() -> None:
             _row("ppo", "Hopper-v5", 2, 99.0),  # no HalfCheetah seed 2: left out
             _row("ppo", "HalfCheetah-v5", 0, (clow + chigh) / 2),
             _row("ppo", "HalfCheetah-v5", 1, clow),
-            _row("ppo", "Humanoid-v5", 0, 1.0)]  # no reference pair: not aggregated
+            _row("ppo", "Swimmer-v5", 0, 1.0)]  # no reference pair: not aggregated
     matrix, seeds = intervals.score_matrix(rows, "ppo", ["HalfCheetah-v5", "Hopper-v5"],
                                            "eval_return", normalize=True)
     assert seeds == [0, 1]
@@ -64,7 +64,7 @@ def test_aggregates_normalize_and_use_common_seeds() -> None:
     # IQM of 0, 0, 0.5, 1 is 0.25; the mean of the env means (0.25, 0.5) is 0.375.
     assert agg["iqm_text"].startswith("0.250 [") and agg["mean_text"].startswith("0.375 [")
     text, _ = intervals.markdown(rows)
-    assert "Left out (no reference pair): Humanoid-v5." in text
+    assert "Left out (no reference pair): Swimmer-v5." in text
 
 
 def test_improvement_pairs_share_envs_and_budget() -> None:

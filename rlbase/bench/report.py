@@ -59,6 +59,11 @@ PUBLISHED: dict[tuple[str, str], str] = {
     ("ppo", "HalfCheetah-v5"): "1,443 (1e6, CleanRL v4, 3 seeds); 5,819 (rl-zoo3 tuned)",
     ("ppo", "Hopper-v5"): "2,383 (1e6, CleanRL v4, 3 seeds)",
     ("ppo", "Humanoid-v5"): "716 (1e6, CleanRL v4, 3 seeds)",
+    ("ppo", "Ant-v5"): "1,327 (1e6, rl-zoo3: SB3 defaults, normalized)",
+    # rl-zoo3's A2C MuJoCo rows are SB3's A2C defaults with VecNormalize (1 env, 5 steps),
+    # not rlbase's mujoco() defaults.
+    ("a2c", "HalfCheetah-v5"): "3,041 (1e6, rl-zoo3: SB3 defaults, normalized)",
+    ("a2c", "Hopper-v5"): "733 (1e6, rl-zoo3: SB3 defaults, normalized)",
     ("trpo", "HalfCheetah-v5"): "1,785 (1e6, rl-zoo3 tuned)",
     ("trpo", "Hopper-v5"): "3,618 (1e6, rl-zoo3 tuned)",
     ("trpo", "Walker2d-v5"): "4,933 (1e6, rl-zoo3 tuned)",
