@@ -123,17 +123,23 @@ def test_bad_precision_and_refusals_are_one_line():
         assert registry.get_algorithm(alg).config.build({}).precision == "float32"
 
 
-def test_ppo_warns_that_mixed_precision_hurt_it_and_others_do_not_warn():
+def test_ppo_and_a2c_warn_that_mixed_precision_hurt_them_and_others_do_not_warn():
     import warnings
 
     with pytest.warns(UserWarning, match=r"^ppo: precision='mixed_bfloat16' ended below every "
-                                         r"float32 run .*precision='float32' is the safe"):
+                                         r"float32 run .*Hopper-v5.*precision='float32' is the "
+                                         r"safe"):
         registry.get_algorithm("ppo").config.build({"precision": "mixed_bfloat16"})
+    with pytest.warns(UserWarning, match=r"^a2c: precision='mixed_bfloat16' ended below every "
+                                         r"float32 run.*BreakoutNoFrameskip-v4.*precision="
+                                         r"'float32' is the safe"):
+        registry.get_algorithm("a2c").config.build({"precision": "mixed_bfloat16"})
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        for alg in ("a2c", "sac", "ddpg"):
+        for alg in ("sac", "ddpg"):
             registry.get_algorithm(alg).config.build({"precision": "mixed_bfloat16"})
-        registry.get_algorithm("ppo").config.build({})
+        for alg in ("ppo", "a2c"):
+            registry.get_algorithm(alg).config.build({})
 
 
 def test_ppo_precision_warning_points_at_the_users_line():
@@ -160,8 +166,9 @@ def test_cli_flag_plumbs_through_and_bad_value_exits_2(tmp_path, capsys):
     assert "precision must be one of 'float32', 'mixed_bfloat16', got 'float16'" in err
     assert "Traceback" not in err
     path = str(tmp_path / "a2c.zip")
-    main(["--alg=a2c", "--env=CartPole-v1", "--num_timesteps=10", "--num_env=1",
-          "--precision=mixed_bfloat16", f"--save_path={path}", "--no_progress"])
+    with pytest.warns(UserWarning, match="^a2c: precision='mixed_bfloat16'"):
+        main(["--alg=a2c", "--env=CartPole-v1", "--num_timesteps=10", "--num_env=1",
+              "--precision=mixed_bfloat16", f"--save_path={path}", "--no_progress"])
     assert load_file(path)[0]["hyperparameters"]["precision"] == "mixed_bfloat16"
 
 
