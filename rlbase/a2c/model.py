@@ -118,7 +118,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     config: A2C's parameters (``jit_compile`` None: XLA for runs of at least 1500 updates of
         ``total_timesteps``, except convnets on a CPU).
     """
-    configure_threads(small_model=not has_images(observation_space))
+    configure_threads("convnet" if has_images(observation_space) else "small")
     policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
     jit = config.jit_compile
     if jit is None:

@@ -350,7 +350,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
         ``total_timesteps``, except convnets on a CPU).
     """
     discrete_space(action_space)
-    configure_threads(small_model=not has_images(observation_space))
+    configure_threads("convnet" if has_images(observation_space) else "small")
     kwargs = dict(network_kwargs)
     value_network = kwargs.pop("value_network", None)
     policy, average = (AcerPolicy(observation_space, action_space, network, value_network,

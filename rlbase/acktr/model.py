@@ -90,7 +90,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
                 total_timesteps: int = 0) -> Model:
     """ACKTR's model for these spaces and ``num_envs`` envs."""
     del total_timesteps  # no XLA choice to make: the update stays uncompiled by XLA
-    configure_threads(small_model=not has_images(observation_space))
+    configure_threads("convnet" if has_images(observation_space) else "small")
     policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
     return Model(policy, num_envs, config, network_kwargs)
 

@@ -1,4 +1,4 @@
-"""``python -m rlbase.bench {run,compare,suite,report,export-speed,env-limit} ...``
+"""``python -m rlbase.bench {run,compare,suite,report,export-speed,env-limit,overlap} ...``
 (see rlbase.bench)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sys
 
 from rlbase.common.errors import RLBaseError
 
-COMMANDS = ("run", "compare", "suite", "report", "export-speed", "env-limit")
+COMMANDS = ("run", "compare", "suite", "report", "export-speed", "env-limit", "overlap")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,6 +28,10 @@ def main(argv: list[str] | None = None) -> None:
         from rlbase.bench.env_limit import main as limit_main
 
         limit_main(argv[1:])
+    elif command == "overlap":
+        from rlbase.bench.overlap import main as overlap_main
+
+        overlap_main(argv[1:])
     elif command == "report":
         from rlbase.bench.report import main as report_main
 

@@ -19,6 +19,7 @@ from keras import layers
 from rlbase.common.errors import RLBaseError
 from rlbase.common.memory import check_fits
 from rlbase.common.precision import network_dtype_policy, to_float32
+from rlbase.common.tf_util import batch_blocks, split_rows
 
 NetworkBuilder = Callable[..., keras.layers.Layer]
 _REGISTRY: dict[str, NetworkBuilder] = {}
@@ -188,6 +189,9 @@ class ConvStack(Composite, keras.layers.Layer):
 
     pad: 'VALID' (Baselines' default: no padding) or 'SAME' (keeps small images, such as
     28x28, from shrinking to nothing under the Nature strides).
+
+    Each frame's features depend on that frame alone, so under the 'convnet' thread plan the
+    batch is computed in one block per core, side by side (:func:`split_rows`).
     """
 
     def __init__(self, convs: Sequence[tuple[int, int, int]], dense: Sequence[int],
@@ -202,6 +206,9 @@ class ConvStack(Composite, keras.layers.Layer):
         self.recurrent = False
 
     def call(self, x: tf.Tensor) -> tf.Tensor:
+        return split_rows(self._features, x, batch_blocks())
+
+    def _features(self, x: tf.Tensor) -> tf.Tensor:
         h = x
         for conv in self.convs:
             h = self.act(conv(h))

@@ -63,7 +63,7 @@ def trust_region_policy(observation_space: Any, action_space: Any, network: Any,
     feed-forward only (a recurrent network is refused in one line), and the value on its own
     torso unless ``value_network`` is given (``'copy'``, as Baselines' trpo_mpi and gail built
     it), so the value fit never moves the policy."""
-    configure_threads(small_model=not has_images(observation_space))
+    configure_threads("convnet" if has_images(observation_space) else "small")
     kwargs = dict(network_kwargs)
     torso_kwargs = {k: v for k, v in kwargs.items() if k not in POLICY_KWARGS}
     if is_recurrent(build_network(network, **torso_kwargs)):

@@ -374,7 +374,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     # TF's own thread pools, not one thread: each training call works on whole minibatches
     # (400x300 nets at batch 256: 279-340 steps/s against 231 on one thread). MPI workers
     # already share the cores, one thread each.
-    configure_threads(small_model=comm is not None)
+    configure_threads("small" if comm is not None else "large")
     kwargs = dict(network_kwargs)
     if network == "mlp":
         kwargs.setdefault("activation", "relu")

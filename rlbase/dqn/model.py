@@ -413,7 +413,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
         steps of ``total_timesteps``, except convnets on a CPU).
     """
     check_action_space(action_space)
-    configure_threads(small_model=not has_images(observation_space))
+    configure_threads("convnet" if has_images(observation_space) else "small")
     kwargs, layer_norm = network_builder_kwargs(network, network_kwargs, config.layer_norm)
     config = config.replace(layer_norm=layer_norm)
 

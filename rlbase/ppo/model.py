@@ -223,7 +223,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     model_fn: builds another Model class with the same arguments. Under MPI the model
         averages gradients over the workers.
     """
-    configure_threads(small_model=not has_images(observation_space))
+    configure_threads("convnet" if has_images(observation_space) else "small")
     policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
     jit = config.jit_compile
     if jit is None:

@@ -265,7 +265,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     check_observation_space(observation_space, ALGORITHM)
     # TF's own thread pools, not one thread: each training call works on whole 256-row
     # minibatches through 256x256 layers (see rlbase/docs/algorithms/sac.md for the figures).
-    configure_threads(small_model=False)
+    configure_threads("large")
     kwargs = dict(network_kwargs)
     if network == "mlp":
         kwargs.setdefault("activation", "relu")
