@@ -179,6 +179,53 @@ def test_rmsprop_in_tf_function():
     np.testing.assert_allclose(var.numpy(), [expected, expected - 2.0], rtol=1e-6)
 
 
+def _rmsprop_numpy(x, grads, acc0, inside):
+    ms = np.full_like(x, acc0)
+    for g in grads:
+        ms = RHO * ms + (1 - RHO) * g * g
+        x = x - LR * g / (np.sqrt(ms + EPS) if inside else np.sqrt(ms) + EPS)
+    return x, ms
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("acc0, inside", [(0.0, False), (1.0, True), (0.0, True)])
+def test_rmsprop_fused_kernels_follow_the_formula_over_many_steps(acc0, inside, jit):
+    # Gradients jumping over six orders of magnitude: Adam's first-moment slot rounds
+    # m + (g - m) away from g unless it starts every step from 0.
+    rng = np.random.default_rng(0)
+    scales = 10.0 ** rng.integers(-6, 1, size=(12, 1))
+    grads = (rng.standard_normal((12, 5)) * scales).astype(np.float32)
+    x0 = rng.standard_normal(5).astype(np.float32)
+    var = tf.Variable(x0)
+    opt = RMSprop(LR, RHO, EPS, initial_accumulator=acc0, epsilon_inside_sqrt=inside)
+    opt.build([var])
+    update = tf.function(lambda g: opt.apply_gradients([(g, var)]), jit_compile=jit)
+    for g in grads:
+        update(tf.constant(g))
+    x, ms = _rmsprop_numpy(x0.astype(np.float64), grads.astype(np.float64), acc0, inside)
+    np.testing.assert_allclose(var.numpy(), x, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(opt.variables[-1].numpy(), ms, rtol=1e-5, atol=1e-12)
+
+
+def test_rmsprop_saves_only_kerass_slots():
+    var = tf.Variable(np.ones(3, np.float32))
+    ours, kerass = RMSprop(LR, RHO, EPS), keras.optimizers.RMSprop(LR, RHO, epsilon=EPS)
+    ours.build([var])
+    kerass.build([var])
+    assert [v.shape for v in ours.variables] == [v.shape for v in kerass.variables]
+
+
+@pytest.mark.parametrize("options", [dict(momentum=0.9), dict(centered=True)])
+def test_rmsprop_with_momentum_or_centered_is_kerass(options):
+    a, b = tf.Variable([1.0, -2.0]), tf.Variable([1.0, -2.0])
+    ours = RMSprop(LR, RHO, EPS, **options)
+    kerass = keras.optimizers.RMSprop(LR, RHO, epsilon=EPS, **options)
+    for g in ([0.5, 2.0], [1e-4, -3.0], [2.0, 0.1]):
+        ours.apply_gradients([(tf.constant(g), a)])
+        kerass.apply_gradients([(tf.constant(g), b)])
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
 # --------------------------------------------------------------------------- clipping
 
 
