@@ -170,3 +170,34 @@ def test_mpi_workers_stay_identical(tmp_path, target_kl):
     # Each rank trained on its own envs (seeded apart), so only gradient averaging keeps
     # the parameters equal.
     np.testing.assert_array_equal(rank0, rank1)
+
+
+@pytest.mark.parametrize("rows_per_block", [4, 3])
+def test_behaviour_policy_in_blocks_is_the_whole_pass(monkeypatch, rows_per_block):
+    # A feed-forward policy on images recomputes its rollout's behaviour policy in blocks of
+    # BEHAVIOUR_ROWS frames (memory); 2 envs x 5 steps = 10 rows: blocks of 4+4+2 or 3+3+3+1.
+    import gymnasium as gym
+    import tensorflow as tf
+
+    from rlbase.common import on_policy_model
+    from rlbase.ppo.config import PPOConfig
+    from rlbase.ppo.model import build_model
+
+    space = gym.spaces.Box(0, 255, (16, 16, 2), np.uint8)
+    config = PPOConfig.build({"nsteps": 5, "nminibatches": 1}, 2)
+    model = build_model(space, gym.spaces.Discrete(3), 2, "conv_only",
+                        {"convs": [(4, 3, 2)], "pad": "SAME"}, config)
+    rng = np.random.default_rng(0)
+    obs = tf.constant(rng.integers(0, 256, (10, 16, 16, 2), dtype=np.uint8))
+    state, starts = tf.zeros([10, 0]), tf.constant((rng.random(10) < 0.2).astype(np.float32))
+    actions = tf.constant(rng.integers(0, 3, 10))
+    whole = model.behaviour(obs, state, starts, actions)
+    monkeypatch.setattr(on_policy_model, "BEHAVIOUR_ROWS", rows_per_block)
+    seen, forward = [], model.policy.forward
+    monkeypatch.setattr(model.policy, "forward", lambda o, *a: seen.append(o.shape[0]) or
+                        forward(o, *a))
+    blocks = tf.function(model.behaviour, autograph=False)(obs, state, starts, actions)
+    assert seen and 10 not in seen  # traced once, for a block of the rollout
+    for a, b in zip(whole, blocks):
+        assert b.shape == (10,)
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)

@@ -22,11 +22,14 @@ from rlbase.common.compiled_policy import CompiledPolicy
 from rlbase.common.config import AlgorithmConfig
 from rlbase.common.distributions import Categorical, DiagGaussian
 from rlbase.common.errors import RLBaseError
-from rlbase.common.policies import ActorCriticPolicy
+from rlbase.common.policies import ActorCriticPolicy, has_images
 from rlbase.common.policy_graph import PolicyGraph
 from rlbase.common.rollout import Rollout
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
+
+# Frames per forward pass when recomputing a rollout's behaviour policy (OnPolicyModel.behaviour).
+BEHAVIOUR_ROWS = 1024
 
 
 class OnPolicyModel(TFModel):
@@ -190,6 +193,38 @@ class OnPolicyModel(TFModel):
         return variables, loss, self.calls.sync
 
     # -- training ---------------------------------------------------------------------------------
+    def behaviour(self, obs: Any, state: tf.Tensor, starts: tf.Tensor, actions: tf.Tensor
+                  ) -> tuple[tf.Tensor, tf.Tensor]:
+        """In-graph: (neglogp of ``actions``, values) of the policy that collected the rollout
+        (the weights have not changed since). A feed-forward policy on images takes the
+        rollout in blocks of ``BEHAVIOUR_ROWS`` frames, one after the other: PPO's 16,384-frame
+        Atari rollouts in one pass held ~5 GB of activations."""
+        policy = self.policy
+
+        def outputs(o: Any, s: tf.Tensor, m: tf.Tensor, a: tf.Tensor
+                    ) -> tuple[tf.Tensor, tf.Tensor]:
+            params, values, _, _ = policy.forward(o, s, m)
+            return policy.distribution(params).neglogp(a), values
+
+        rows = self.num_envs * self.nsteps
+        if policy.recurrent or not has_images(policy.ob_space) or rows <= BEHAVIOUR_ROWS:
+            return outputs(obs, state, starts, actions)
+        blocks = -(-rows // BEHAVIOUR_ROWS)
+
+        def block(i: tf.Tensor, neglogps: tf.TensorArray, values: tf.TensorArray
+                  ) -> tuple[tf.Tensor, tf.TensorArray, tf.TensorArray]:
+            rows_i = slice(i * BEHAVIOUR_ROWS, (i + 1) * BEHAVIOUR_ROWS)
+            neglogp, value = outputs(tf.nest.map_structure(lambda t: t[rows_i], obs),
+                                     state[rows_i], starts[rows_i], actions[rows_i])
+            return i + 1, neglogps.write(i, neglogp), values.write(i, value)
+
+        pieces = [tf.TensorArray(tf.float32, size=blocks, infer_shape=False,
+                                 element_shape=tf.TensorShape([None])) for _ in range(2)]
+        # One block at a time: blocks in flight side by side would hold their activations too.
+        _, neglogps, values = tf.while_loop(lambda i, *_: i < blocks, block,
+                                            (tf.constant(0), *pieces), parallel_iterations=1)
+        return tf.ensure_shape(neglogps.concat(), [rows]), tf.ensure_shape(values.concat(), [rows])
+
     def train_graph(self, *args: tf.Tensor) -> tuple[tf.Tensor, ...]:
         raise NotImplementedError
 

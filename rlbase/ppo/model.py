@@ -134,8 +134,7 @@ class Model(OnPolicyModel):
         policy = self.policy
         num_envs, nsteps = self.num_envs, self.nsteps
         # The behaviour policy: the weights have not changed since the rollout was collected.
-        params, values, _, _ = policy.forward(obs, state, starts)
-        old_neglogp = policy.distribution(params).neglogp(actions)
+        old_neglogp, values = self.behaviour(obs, state, starts, actions)
         last_values = policy.value(last_obs, last_state, last_starts)
         advantages = gae_advantages(rewards, tf.reshape(values, [num_envs, nsteps]), dones,
                                     last_values, self.gamma, self.lam)
