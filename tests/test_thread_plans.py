@@ -99,3 +99,50 @@ def test_the_override_wins_and_turns_the_split_off(monkeypatch):
 def test_available_cores_is_the_affinity(monkeypatch):
     monkeypatch.setattr(tf_util.os, "sched_getaffinity", lambda pid: {0, 5, 7})
     assert tf_util.available_cores() == 3
+
+
+_EXPORT = """
+import sys
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+import rlbase
+from rlbase.common.tf_util import batch_blocks
+from rlbase.export import runners
+
+class Frames(gym.Env):
+    observation_space = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
+    action_space = gym.spaces.Discrete(3)
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+model = rlbase.PPO("CnnPolicy", Frames(), seed=0)
+assert batch_blocks() == 2, batch_blocks()  # the convnet plan, its batch split on
+space = Frames.observation_space
+space.seed(0)
+obs = np.stack([space.sample() for _ in range(5)])
+expected = model.predict(obs, deterministic=True)[0]
+for fmt in sys.argv[1:]:
+    run = runners.load(model.export(f"{sys.argv[0]}_{fmt}", format=fmt))
+    np.testing.assert_array_equal(run(obs=obs)["actions"], expected)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(tf_util.available_cores() < 2, reason="the batch split needs 2 cores")
+def test_a_convnet_traced_with_the_batch_split_exports(tmp_path, monkeypatch):
+    # A fresh process whose first model is a convnet runs the 'convnet' plan: its exported
+    # graph then holds the split (a cond and its blocks) and must give predict's actions.
+    from tests.test_export import HAVE_ONNX
+
+    monkeypatch.delenv("RLBASE_TF_THREADS", raising=False)
+    formats = ["saved_model", "tflite"] + (["onnx"] if HAVE_ONNX else [])
+    script = tmp_path / "export_convnet.py"
+    script.write_text(_EXPORT)
+    done = subprocess.run([sys.executable, str(script), *formats], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "ok"
