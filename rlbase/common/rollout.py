@@ -56,12 +56,13 @@ class RolloutRunner(AbstractEnvRunner):
         """The next rollout; None when an SB3 callback's ``on_step`` stopped training."""
         num_envs, nsteps = self.num_envs, self.nsteps
         obs_space, ac_space = self.env.observation_space, self.env.action_space
-        mb_obs = nested.empty(obs_space, (nsteps, num_envs))
-        mb_actions = np.empty((nsteps, num_envs, *(ac_space.shape or ())), dtype=ac_space.dtype)
-        mb_rewards = np.empty((nsteps, num_envs), dtype=np.float32)
-        mb_dones = np.empty((nsteps, num_envs), dtype=np.float32)
-        mb_starts = np.empty((nsteps, num_envs), dtype=np.float32)
-        mb_bootstraps = np.zeros((nsteps, num_envs), dtype=np.float32)
+        # Stored env-major as they come ([env, t]): the rollout is then a reshape, not a copy.
+        mb_obs = nested.empty(obs_space, (num_envs, nsteps))
+        mb_actions = np.empty((num_envs, nsteps, *(ac_space.shape or ())), dtype=ac_space.dtype)
+        mb_rewards = np.empty((num_envs, nsteps), dtype=np.float32)
+        mb_dones = np.empty((num_envs, nsteps), dtype=np.float32)
+        mb_starts = np.empty((num_envs, nsteps), dtype=np.float32)
+        mb_bootstraps = np.zeros((num_envs, nsteps), dtype=np.float32)
         start_state = self.states
         if hooks is not None:
             hooks.start()
@@ -71,19 +72,19 @@ class RolloutRunner(AbstractEnvRunner):
                 self.pending = None
             else:
                 actions, states = self.model.act(self.obs, self.states, self.episode_starts)
-            nested.assign(obs_space, mb_obs, t, self.obs)
-            mb_actions[t] = actions
-            mb_starts[t] = self.episode_starts
+            nested.assign(obs_space, mb_obs, (slice(None), t), self.obs)
+            mb_actions[:, t] = actions
+            mb_starts[:, t] = self.episode_starts
             obs, env_rewards, terminated, truncated, infos = \
                 self.env.step(self.env_actions(actions))
             if truncated.any():
-                mb_bootstraps[t] = self.truncation_bootstrap(truncated & ~terminated, infos,
-                                                             states)
-            rewards = env_rewards.astype(np.float32) + mb_bootstraps[t]
+                mb_bootstraps[:, t] = self.truncation_bootstrap(truncated & ~terminated, infos,
+                                                                states)
+            rewards = env_rewards.astype(np.float32) + mb_bootstraps[:, t]
             self.collect_episodes(infos)
             done = (terminated | truncated).astype(np.float32)
-            mb_rewards[t] = rewards
-            mb_dones[t] = done
+            mb_rewards[:, t] = rewards
+            mb_dones[:, t] = done
             self.obs, self.states, self.episode_starts = obs, states, done
             if hooks is not None and not hooks.step((t + 1) * num_envs, {
                     "new_obs": obs, "rewards": env_rewards, "dones": done, "infos": infos,
@@ -92,14 +93,12 @@ class RolloutRunner(AbstractEnvRunner):
         if hooks is not None:
             hooks.end()
         return Rollout(
-            obs=nested.pack(obs_space, [_env_major(x) for x in nested.flatten(obs_space, mb_obs)]),
-            actions=_env_major(mb_actions),
-            rewards=mb_rewards.T.copy(), bootstraps=mb_bootstraps.T.copy(),
-            dones=mb_dones.T.copy(),
-            starts=mb_starts.T.ravel(), state=start_state, last_obs=self.obs,
+            obs=nested.pack(obs_space, [_rows(x) for x in nested.flatten(obs_space, mb_obs)]),
+            actions=_rows(mb_actions), rewards=mb_rewards, bootstraps=mb_bootstraps,
+            dones=mb_dones, starts=mb_starts.ravel(), state=start_state, last_obs=self.obs,
             last_state=self.states, last_starts=self.episode_starts)
 
 
-def _env_major(x: np.ndarray) -> np.ndarray:
-    """[nsteps, num_envs, ...] -> [num_envs * nsteps, ...]"""
-    return x.swapaxes(0, 1).reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+def _rows(x: np.ndarray) -> np.ndarray:
+    """[num_envs, nsteps, ...] -> [num_envs * nsteps, ...] (a view)."""
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
