@@ -45,7 +45,7 @@ def measure(env_id: str, num_env: int = 8, steps: int = 400, rounds: int = 3,
     env = AleVecEnv(env_id, num_env)
     try:
         env.seed(seed)
-        frames = env.reset()  # [num_env, 84, 84, 4] uint8, kept current by _recv
+        frames = env.reset()  # [num_env, 84, 84, 4] uint8, kept current by recv
         policy = CompiledPolicy(policy_from_kwargs(env.observation_space, env.action_space,
                                                    "cnn", {}))
         state, mask = policy.policy.initial_state(num_env), np.zeros(num_env, np.float32)
