@@ -1,5 +1,5 @@
-"""``python -m rlbase.bench {run,compare,suite,report,export-speed,env-limit,overlap} ...``
-(see rlbase.bench)."""
+"""``python -m rlbase.bench COMMAND ...``: run, compare, suite, report, export-speed,
+env-limit, overlap, paired, matmul-floor (see rlbase.bench)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import sys
 
 from rlbase.common.errors import RLBaseError
 
-COMMANDS = ("run", "compare", "suite", "report", "export-speed", "env-limit", "overlap")
+COMMANDS = ("run", "compare", "suite", "report", "export-speed", "env-limit", "overlap",
+            "paired", "matmul-floor")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -32,6 +33,14 @@ def main(argv: list[str] | None = None) -> None:
         from rlbase.bench.overlap import main as overlap_main
 
         overlap_main(argv[1:])
+    elif command == "matmul-floor":
+        from rlbase.bench.matmul_floor import main as floor_main
+
+        floor_main(argv[1:])
+    elif command == "paired":
+        from rlbase.bench.paired import main as paired_main
+
+        paired_main(argv[1:])
     elif command == "report":
         from rlbase.bench.report import main as report_main
 
