@@ -1,9 +1,12 @@
 """``python -m rlbase.bench paired``: two whole processes timed in turn, ratios by pair."""
 
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -101,3 +104,20 @@ def test_exit_status_2_at_the_command_line():
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == \
         "rlbase.bench: error: runs must be at least 1, got 0"
+
+
+def test_ctrl_c_ends_the_running_command_too(tmp_path):
+    pidfile = tmp_path / "pid"
+    a = f"sh -c 'echo $$ > {pidfile}; exec sleep 60'"
+    proc = subprocess.Popen([sys.executable, "-m", "rlbase.bench", "paired", "--runs=1", a,
+                             "true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    with pytest.raises(ProcessLookupError):  # killed and reaped: no such process
+        os.kill(child, 0)

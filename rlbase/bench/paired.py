@@ -49,21 +49,31 @@ def run_once(argv: list[str], timeout: float | None, log: IO[bytes] | None
         raise RLBaseError(f"cannot start {shlex.join(argv)!r}: {exc.strerror}") from exc
     timed_out = threading.Event()
 
-    def kill() -> None:
-        timed_out.set()
+    def kill_group() -> None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
 
-    timer = threading.Timer(timeout, kill) if timeout else None
+    def time_out() -> None:
+        timed_out.set()
+        kill_group()
+
+    timer = threading.Timer(timeout, time_out) if timeout else None
     if timer is not None:
         timer.start()
-    # wait4, not Popen.wait: only the reaping call returns the child's resource usage.
-    _, status, usage = os.wait4(proc.pid, 0)
+    try:
+        # wait4, not Popen.wait: only the reaping call returns the child's resource usage.
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:
+        # Ctrl-C or a signal here: the child's own session would outlive us; end it.
+        kill_group()
+        proc.wait()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
     wall = time.monotonic() - start
-    if timer is not None:
-        timer.cancel()
     proc.returncode = os.waitstatus_to_exitcode(status)
     return {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
             "peak_mib": round(usage.ru_maxrss / 1024, 1),
