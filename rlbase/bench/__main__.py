@@ -3,52 +3,27 @@ env-limit, overlap, paired, matmul-floor (see rlbase.bench)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from rlbase.common.errors import RLBaseError
 
-COMMANDS = ("run", "compare", "suite", "report", "export-speed", "env-limit", "overlap",
-            "paired", "matmul-floor")
+# Each command's module has ``main(argv)``; ``run`` and ``compare`` share rlbase.bench.run,
+# which takes the command itself as its first argument.
+MODULES = {"run": "run", "compare": "run", "suite": "suite", "report": "report",
+           "export-speed": "export_speed", "env-limit": "env_limit", "overlap": "overlap",
+           "paired": "paired", "matmul-floor": "matmul_floor"}
+COMMANDS = tuple(MODULES)
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv else ""
-    if command not in COMMANDS:
+    if command not in MODULES:
         raise RLBaseError(f"unknown benchmark command {command!r}; use one of "
                           f"{', '.join(COMMANDS)}")
-    if command == "suite":
-        from rlbase.bench.suite import main as suite_main
-
-        suite_main(argv[1:])
-    elif command == "export-speed":
-        from rlbase.bench.export_speed import main as speed_main
-
-        speed_main(argv[1:])
-    elif command == "env-limit":
-        from rlbase.bench.env_limit import main as limit_main
-
-        limit_main(argv[1:])
-    elif command == "overlap":
-        from rlbase.bench.overlap import main as overlap_main
-
-        overlap_main(argv[1:])
-    elif command == "matmul-floor":
-        from rlbase.bench.matmul_floor import main as floor_main
-
-        floor_main(argv[1:])
-    elif command == "paired":
-        from rlbase.bench.paired import main as paired_main
-
-        paired_main(argv[1:])
-    elif command == "report":
-        from rlbase.bench.report import main as report_main
-
-        report_main(argv[1:])
-    else:
-        from rlbase.bench.run import main as run_main
-
-        run_main(argv)
+    module = importlib.import_module(f"rlbase.bench.{MODULES[command]}")
+    module.main(argv if MODULES[command] == "run" else argv[1:])
 
 
 def cli() -> None:
