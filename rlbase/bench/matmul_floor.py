@@ -35,7 +35,7 @@ def mlp_products(batch: int, sizes: list[int]) -> dict[str, list[Product]]:
     """The products of an MLP with layer widths ``sizes`` (input first, output last) on
     ``batch`` rows: forward, weight gradients, and input gradients of every layer but the
     first (the one a parameter step needs) plus the first's (what reaches the input)."""
-    layers = list(zip(sizes[:-1], sizes[1:]))
+    layers = _kernel_shapes(sizes)
     return {
         "forward": [(batch, i, o) for i, o in layers],
         "weights": [(i, batch, o) for i, o in layers],
