@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.logger import Figure, HParam, Image, KVWriter, Video, _is_excluded
+from rlbase.common.log_values import Figure, HParam, Image, KVWriter, Video, _is_excluded
 
 HISTOGRAM_BINS = 30  # tf.summary.histogram's default
 
