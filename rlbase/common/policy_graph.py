@@ -10,11 +10,14 @@ VecNormalize statistics before it and the clipping to a Box's bounds after it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    from rlbase.common.vec_env.vec_normalize import NormalizationStats
 
 #: (observations, state, mask) -> (actions, next state)
 ActFn = Callable[[Any, tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
@@ -51,3 +54,31 @@ def scale_to_bounds(actions: tf.Tensor, space: gym.Space) -> tf.Tensor:
     low = tf.constant(space.low.astype(np.float32))
     half = tf.constant(((space.high.astype(np.float64) - space.low) * 0.5).astype(np.float32))
     return tf.cast(low + (tf.cast(actions, tf.float32) + 1.0) * half, space.dtype)
+
+
+class ExportableModel(Protocol):
+    """What the exporter reads of a model (every algorithm's ``Model`` has it): declared here
+    so that the exporter needs no model class, and a model can export itself."""
+
+    @property
+    def algorithm(self) -> str: ...
+
+    @property
+    def network(self) -> Any: ...
+
+    @property
+    def observation_space(self) -> gym.Space: ...
+
+    @property
+    def action_space(self) -> gym.Space: ...
+
+    @property
+    def normalization(self) -> NormalizationStats | None: ...
+
+    @property
+    def num_timesteps(self) -> int: ...
+
+    def policy_graph(self) -> PolicyGraph: ...
+
+    def save(self, path: str) -> Any: ...
+

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 
-from rlbase.common.base_model import BaseModel
 from rlbase.common.errors import RLBaseError
+from rlbase.common.policy_graph import ExportableModel
 
 FORMATS = ("saved_model", "tflite", "onnx")
 
 
-def export_model(model: BaseModel, out: str, format: str = "saved_model",
+def export_model(model: ExportableModel, out: str, format: str = "saved_model",
                  quantize: bool = False) -> str:
     """Write ``model``'s policy into the folder ``out`` as ``format``; returns the artifact
     written (the SavedModel folder, ``policy.tflite`` or ``policy.onnx``).

@@ -9,8 +9,8 @@ import shutil
 import gymnasium as gym
 import numpy as np
 
-from rlbase.common.base_model import BaseModel
 from rlbase.common.errors import RLBaseError
+from rlbase.common.policy_graph import ExportableModel
 from rlbase.export import runners
 from rlbase.export.graph import ExportedPolicy
 
@@ -18,7 +18,7 @@ CHECK_BATCH = 16
 BOX_TOLERANCE = 1e-4  # float32 kernels of two runtimes; the tests hold 1e-5 against predict
 
 
-def verify(path: str, policy: ExportedPolicy, model: BaseModel, fmt: str) -> None:
+def verify(path: str, policy: ExportedPolicy, model: ExportableModel, fmt: str) -> None:
     inputs = runners.sample_inputs(model.observation_space, policy.names, CHECK_BATCH,
                                    seed=1, state_size=policy.state_size)
     expected = policy.run(inputs)["actions"].numpy()

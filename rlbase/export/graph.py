@@ -20,8 +20,7 @@ import tensorflow as tf
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
 from rlbase.common import nested
-from rlbase.common.base_model import BaseModel
-from rlbase.common.policy_graph import PolicyGraph
+from rlbase.common.policy_graph import ExportableModel, PolicyGraph
 from rlbase.common.vec_env.vec_normalize import NormalizationStats
 
 DETERMINISTIC, STOCHASTIC = "serving_default", "sample"
@@ -42,7 +41,7 @@ class ExportedPolicy(tf.Module):
     sample(**inputs, seed) -> the same, drawn from the policy's distribution (seeded).
     """
 
-    def __init__(self, model: BaseModel):
+    def __init__(self, model: ExportableModel):
         super().__init__(name="rlbase_policy")
         graph: PolicyGraph = model.policy_graph()
         self.graph_owners = list(graph.owners)  # tracked: their variables are saved

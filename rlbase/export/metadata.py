@@ -7,14 +7,14 @@ import json
 import os
 from typing import Any
 
-from rlbase.common.base_model import BaseModel
+from rlbase.common.policy_graph import ExportableModel
 from rlbase.common.serialization import space_to_json
 from rlbase.export.graph import ExportedPolicy
 
 FILENAME = "rlbase_export.json"
 
 
-def describe(policy: ExportedPolicy, model: BaseModel, format: str,
+def describe(policy: ExportedPolicy, model: ExportableModel, format: str,
              signatures: list[str], **extra: Any) -> dict[str, Any]:
     import rlbase
 

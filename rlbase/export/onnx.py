@@ -9,8 +9,8 @@ import json
 import os
 from typing import Any
 
-from rlbase.common.base_model import BaseModel
 from rlbase.common.errors import RLBaseError
+from rlbase.common.policy_graph import ExportableModel
 from rlbase.export import metadata
 from rlbase.export.check import verify
 from rlbase.export.graph import ExportedPolicy
@@ -35,7 +35,7 @@ def _convert(fn: Any, specs: list[Any], path: str, props: dict[str, str]) -> Non
     os.replace(tmp, path)
 
 
-def write_onnx(policy: ExportedPolicy, model: BaseModel, out: str) -> str:
+def write_onnx(policy: ExportedPolicy, model: ExportableModel, out: str) -> str:
     require_onnx()
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "policy.onnx")

@@ -10,14 +10,14 @@ import tempfile
 
 import tensorflow as tf
 
-from rlbase.common.base_model import BaseModel
 from rlbase.common.errors import RLBaseError
+from rlbase.common.policy_graph import ExportableModel
 from rlbase.export import metadata
 from rlbase.export.check import verify
 from rlbase.export.graph import ExportedPolicy
 
 
-def save(policy: ExportedPolicy, model: BaseModel, folder: str, fmt: str = "saved_model"
+def save(policy: ExportedPolicy, model: ExportableModel, folder: str, fmt: str = "saved_model"
          ) -> list[str]:
     """Write the SavedModel into ``folder`` (made fresh); returns its signature keys."""
     signatures = policy.signatures()
@@ -33,7 +33,7 @@ def save(policy: ExportedPolicy, model: BaseModel, folder: str, fmt: str = "save
     return sorted(signatures)
 
 
-def write_saved_model(policy: ExportedPolicy, model: BaseModel, out: str) -> str:
+def write_saved_model(policy: ExportedPolicy, model: ExportableModel, out: str) -> str:
     """``out`` becomes the SavedModel folder (replaced atomically if it exists)."""
     parent = os.path.dirname(out) or "."
     os.makedirs(parent, exist_ok=True)

@@ -11,8 +11,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from rlbase.common.base_model import BaseModel
 from rlbase.common.errors import RLBaseError
+from rlbase.common.policy_graph import ExportableModel
 from rlbase.export import metadata, runners
 from rlbase.export.check import verify
 from rlbase.export.graph import DETERMINISTIC, ExportedPolicy
@@ -44,7 +44,7 @@ def convert(saved_model: str, quantize: bool) -> tuple[bytes, bool]:
     raise RLBaseError(f"TFLite cannot express this policy: {error}")
 
 
-def write_tflite(policy: ExportedPolicy, model: BaseModel, out: str, quantize: bool) -> str:
+def write_tflite(policy: ExportedPolicy, model: ExportableModel, out: str, quantize: bool) -> str:
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "policy.tflite")
     name = f"{model.algorithm}'s {model.network} policy"
@@ -69,7 +69,7 @@ def write_tflite(policy: ExportedPolicy, model: BaseModel, out: str, quantize: b
     return path
 
 
-def int8_agreement(path: str, path8: str, policy: ExportedPolicy, model: BaseModel
+def int8_agreement(path: str, path8: str, policy: ExportedPolicy, model: ExportableModel
                    ) -> dict[str, Any]:
     """The int8 file's actions against the float file's on AGREEMENT_SAMPLES observations
     drawn from the observation space (seeded)."""
