@@ -20,6 +20,7 @@ from rlbase import registry
 from rlbase.api.callbacks import split_callbacks
 from rlbase.api.policy import Policy
 from rlbase.api.policy_kwargs import translate_policy_kwargs
+from rlbase.api.pretraining import fit_policy
 from rlbase.api.replay import ReplayModel, load_buffer, save_buffer
 from rlbase.api.saving import custom_object_kwargs, excluded_names, reading, writing
 from rlbase.common import logger, nested
@@ -681,10 +682,8 @@ class BaseRLModel:
     # -- supervised pre-training and evaluation -------------------------------------------------
     def pretrain(self, dataset: Any, n_epochs: int = 10, learning_rate: float = 1e-4,
                  val_interval: int | None = None) -> BaseRLModel:
-        """Fit the policy to an :class:`~rlbase.api.behaviour_cloning.ExpertDataset` by
+        """Fit the policy to an :class:`~rlbase.api.pretraining.ExpertDataset` by
         supervised learning (behaviour cloning)."""
-        from rlbase.api.behaviour_cloning import fit_policy
-
         model = self._require_model()
         space = self.action_space
         if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)):

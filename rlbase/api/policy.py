@@ -6,22 +6,38 @@ follows the weights being trained, loaded or set.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
 from rlbase.common.errors import RLBaseError
 
-if TYPE_CHECKING:
-    from rlbase.api.base_class import BaseRLModel
+
+class PolicyOwner(Protocol):
+    """What a policy acts and reads weights through: the model class that holds it."""
+
+    observation_space: gym.Space | None
+    action_space: gym.Space | None
+    device: str
+    network: Any
+    policy_name: str | None
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = False) -> tuple[np.ndarray, Any]: ...
+
+    def _batch(self, observation: Any) -> tuple[Any, bool, Any]: ...
+
+    def get_parameters(self) -> dict[str, dict[str, np.ndarray]]: ...
+
+    def load_parameters(self, load_path_or_dict: Any, exact_match: bool = True) -> None: ...
 
 
 class Policy:
     """``predict``, the spaces, ``obs_to_tensor``, ``set_training_mode`` and the weights of the
     policy's networks (``get_parameters`` / ``state_dict``: name -> array)."""
 
-    def __init__(self, owner: BaseRLModel):
+    def __init__(self, owner: PolicyOwner):
         self._owner = owner
         #: set by set_training_mode; rlbase's networks have no layer that acts differently
         #: in training (no dropout, no batch normalization), so acting does not depend on it
