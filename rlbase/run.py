@@ -293,6 +293,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     from rlbase import registry
     from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
     from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
+    from rlbase.common.hyperparams import user_over_defaults
     from rlbase.common.misc_util import import_tensorflow_quietly
     from rlbase.common.serialization import load_file
 
@@ -366,7 +367,9 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
 
         refuse_baselines_names(extra)
     check_extra_args(alg, entry, network, extra)
-    alg_kwargs.update(extra)
+    # The user's flags, in any accepted spelling, replace the defaults' values of the same
+    # parameters (a row's target_update_interval under --target_network_update_freq).
+    alg_kwargs = user_over_defaults(alg, alg_kwargs, extra)
     ckpt = checkpoint_args(args)
     alg_kwargs.update(ckpt)
     if args.load_path:

@@ -334,6 +334,29 @@ def _fields(alg: str, params: dict[str, Any]) -> set[str]:
     return out
 
 
+def user_over_defaults(alg: str, defaults: dict[str, Any], user: dict[str, Any]
+                       ) -> dict[str, Any]:
+    """The user's arguments over the CLI's defaults (the env-type row, an alias's preset): a
+    default is dropped when the user sets its parameter under any accepted spelling (the row's
+    ``target_update_interval`` under ``--target_network_update_freq``), so a value the user
+    gave once is not "given twice". A parameter the user gave twice, under two spellings, is a
+    one-line error."""
+    from rlbase import registry
+
+    config = registry.config_class(registry.resolve(alg)[0])
+    set_by: dict[str, str] = {}
+    for key in user:
+        for name in config.fields_of(key) or [key]:
+            if name in set_by:
+                raise RLBaseError(f"{config.algorithm}: {name} is given twice (as "
+                                  f"{set_by[name]} and {key})")
+            set_by[name] = key
+    out = {k: v for k, v in defaults.items()
+           if k not in user and not _fields(alg, {k: v}) & set(set_by)}
+    out.update(user)
+    return out
+
+
 def under(alg: str, row: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     """``row`` over ``base``: a base key is kept when the row sets its parameter under no
     name; policy_kwargs are merged key by key (the row's win)."""
