@@ -14,8 +14,9 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.models import Composite
 from rlbase.common.policies import ObservationEncoder, is_image_space
 
-#: floor of the observation standard deviation the classifier divides by
-STD_FLOOR = 1e-2
+#: floor of the observation variance the classifier divides by the square root of (Baselines'
+#: RunningMeanStd: std = sqrt(max(var, 1e-2)), so the std's floor is 0.1)
+VAR_FLOOR = 1e-2
 
 
 def check_spaces(ob_space: gym.Space, ac_space: gym.Space) -> None:
@@ -53,8 +54,9 @@ class Discriminator(Composite, keras.Model):
     """logit(s, a) of an MLP on the normalized observation features and the encoded action.
 
     The observation features are normalized by their running mean and standard deviation over
-    every batch the classifier trained on (expert and policy pairs alike); the statistics are
-    variables, so they are saved and restored with the weights.
+    every batch the classifier trained on (expert and policy pairs alike), the variance floored
+    at VAR_FLOOR (0.01: a near-constant feature is divided by 0.1, as in Baselines); the
+    statistics are variables, so they are saved and restored with the weights.
 
     hidden_size: units of each of the two tanh hidden layers.
     """
@@ -101,7 +103,7 @@ class Discriminator(Composite, keras.Model):
         self.obs_count.assign(total)
 
     def call(self, obs: Any, encoded_actions: tf.Tensor) -> tf.Tensor:
-        std = tf.maximum(tf.sqrt(self.obs_var), STD_FLOOR)
+        std = tf.sqrt(tf.maximum(self.obs_var, VAR_FLOOR))
         x = tf.concat([(self.features(obs) - self.obs_mean) / std, encoded_actions], -1)
         for layer in self.hidden:
             x = layer(x)

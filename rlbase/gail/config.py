@@ -19,12 +19,15 @@ T = TrustRegionConfig
 class GAILConfig(TrustRegionConfig):
     algorithm: ClassVar[str] = "gail"
 
-    # Baselines' GAIL (gail/run_mujoco.py) ran its policy step with these, not trpo_mpi's own.
+    # Baselines' GAIL (gail/run_mujoco.py) ran its policy step with these, not trpo_mpi's own;
+    # its value fit (gail/trpo_mpi.py) took minibatches of 128.
     max_kl: float = redefault(T, "max_kl", 0.01)
+    cg_damping: float = redefault(T, "cg_damping", 0.1)
     gamma: float = redefault(T, "gamma", 0.995)
     lam: float = redefault(T, "lam", 0.97)
     vf_lr: float = redefault(T, "vf_lr", 1e-3)
     vf_iters: int = redefault(T, "vf_iters", 5)
+    vf_batch_size: int = redefault(T, "vf_batch_size", 128)
 
     expert_path: str | None = param(None, "the expert's trajectories: a .npz written by "
                                     "generate_expert_traj (required to train)")
