@@ -350,19 +350,20 @@ class AlgorithmConfig:
         field's unit for ``num_envs`` envs) over ``base`` (field values, e.g. learn()'s own or
         a saved model's). An unknown name, a name given twice, a bad type or an out-of-range
         value is a one-line error."""
-        values = {k: cls._own_name(k, v, given, num_envs) for k, v in (base or {}).items()}
+        context = cls._context(given, base)
+        values = {k: cls._own_name(k, v, context, num_envs) for k, v in (base or {}).items()}
         names = set(cls.field_names())
         set_by: dict[str, str] = {}
         for spelling, value in given.items():
             if spelling in names:
-                targets = [(spelling, cls._own_name(spelling, value, given, num_envs))]
+                targets = [(spelling, cls._own_name(spelling, value, context, num_envs))]
             elif cls._targets(spelling):
                 targets = []
                 for name, rule, deprecated in cls._targets(spelling):
                     if deprecated and warn:
                         warn_deprecated(cls.algorithm, spelling, name, rule.note)
                     try:
-                        targets.append((name, rule.value(value, given, num_envs)))
+                        targets.append((name, rule.value(value, context, num_envs)))
                     except RLBaseError as exc:
                         raise RLBaseError(f"{cls.algorithm}: {spelling}={value!r}: {exc}") \
                             from None
@@ -394,6 +395,21 @@ class AlgorithmConfig:
                           "choice (rlbase/docs/precision.md)", UserWarning,
                           stacklevel=caller_stacklevel())
         return config
+
+    @classmethod
+    def _context(cls, given: Mapping[str, Any], base: Mapping[str, Any] | None
+                 ) -> dict[str, Any]:
+        """What a spelling's conversion reads the other settings from: the field values of
+        ``base`` (learn()'s keywords, a hyperparameter row), under what ``given`` sets, plain
+        renames (SB3's ``n_steps``) also under the field's own name, so that ``batch_size=16``
+        is converted against the ``nsteps`` actually used, whichever way it was passed."""
+        context = dict(base or {})
+        for spelling, value in given.items():
+            context[spelling] = value
+            for name, rule, _ in cls._targets(spelling):
+                if rule.convert is None:
+                    context[name] = value
+        return context
 
     @classmethod
     def split(cls, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
