@@ -8,11 +8,11 @@ from typing import Any, Callable
 
 from rlbase.acer.config import CONFIG, ACERConfig
 from rlbase.acer.model import Model, build_model
-from rlbase.acer.runner import Runner
+from rlbase.acer.runner import Runner, Sequences
 from rlbase.common.errors import NonFiniteError
 from rlbase.common.learning import start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
-from rlbase.common.schedules import get_schedule_fn, named_schedule
+from rlbase.common.loops.on_policy import Rollouts, learning_rate, run_on_policy
 from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "acer"
@@ -70,42 +70,62 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     uses the rollout as collected, the buffer keeps it raw and a replayed one is normalized
     with the statistics of the moment it is replayed."""
     config = model.config
-    lr = config.lr
-    lr_fn = get_schedule_fn(lr) if callable(lr) else named_schedule(config.lrschedule, lr)
     buffer, rng = model.replay_buffer, model.replay_rng
     if buffer is not None:
         buffer.configure(env)  # its storage exists before a checkpoint is restored into it
-    loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        seed=config.seed)
-    runner = Runner(env, model, model.nsteps, episodes=loop.episodes,
-                    raw=None if buffer is None else model.raw_replay)
-    nbatch = model.num_envs * model.nsteps
-    for _ in range(loop.iterations_left(nbatch)):
-        current_lr = lr_fn(loop.progress_remaining)
-        seq = runner.run()
-        stats = model.train(seq, current_lr)
-        _check_finite(stats, loop, nbatch, "on-policy")
+
+    def update(seq: Sequences, current: dict[str, float], iteration: int
+               ) -> tuple[dict[str, float], None]:
+        stats = model.train(seq, current["learning_rate"])
+        _check_finite(model, stats, iteration, "on-policy")
+        return stats, None
+
+    def replay(seq: Sequences, current: dict[str, float], iteration: int) -> dict[str, float]:
         nreplay = 0
         if buffer is not None:
             buffer.put(model.stored(seq))
             if buffer.has_atleast(config.replay_start):
                 nreplay = int(rng.poisson(config.replay_ratio))
                 for _ in range(nreplay):
-                    _check_finite(model.train(model.replayed(rng), current_lr), loop,
-                                  nbatch, "replay")
-        extra = {"learning_rate": current_lr, "replay_updates": nreplay,
-                 "buffer_rollouts": 0 if buffer is None else buffer.num_in_buffer}
-        if loop.end_iteration(nbatch, {**stats, **extra}):
-            break
-    return model
+                    _check_finite(model, model.train(model.replayed(rng),
+                                                     current["learning_rate"]),
+                                  iteration, "replay")
+        return {"replay_updates": nreplay,
+                "buffer_rollouts": 0 if buffer is None else buffer.num_in_buffer}
+
+    return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
+                         rollouts=_Sequences.maker(model), update=update,
+                         schedule=learning_rate(config.lr, config.lrschedule),
+                         after_update=replay)
 
 
-def _check_finite(stats: Mapping[str, float], loop: TrainingLoop, nbatch: int,
-                  kind: str) -> None:
+class _Sequences:
+    """ACER's runner as the loop's rollouts: SB3 callbacks' hooks run once per iteration (the
+    runner takes none), and an update hands back no step to act on."""
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+
+    @classmethod
+    def maker(cls, model: Model) -> Callable[[TrainingLoop], Rollouts]:
+        def make(loop: TrainingLoop) -> Rollouts:
+            raw = None if model.replay_buffer is None else model.raw_replay
+            return cls(Runner(loop.env, model, model.nsteps, episodes=loop.episodes, raw=raw))
+        return make
+
+    def collect(self, loop: TrainingLoop) -> Sequences:
+        return self.runner.run()
+
+    def hand_back(self, pending: None) -> None:
+        pass
+
+
+def _check_finite(model: Model, stats: Mapping[str, float], iteration: int, kind: str) -> None:
     """Stop at the first non-finite loss of any update, before replay spreads it (the loop
     checks only the statistics it is handed, and no checkpoint is written)."""
     for name in LOSSES:
         if not math.isfinite(stats[name]):
+            nbatch = model.num_envs * model.nsteps
             raise NonFiniteError(f"{ALGORITHM}: {name} became {stats[name]} in the {kind} "
-                                 f"update of iteration {loop.iterations + 1} "
-                                 f"({loop.model.num_timesteps + nbatch} timesteps)")
+                                 f"update of iteration {iteration} "
+                                 f"({model.num_timesteps + nbatch} timesteps)")

@@ -7,9 +7,8 @@ from typing import Any, Callable
 from rlbase.acktr.config import CONFIG, ACKTRConfig
 from rlbase.acktr.model import Model, build_model
 from rlbase.common.learning import start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop
-from rlbase.common.rollout import RolloutRunner
-from rlbase.common.schedules import get_schedule_fn, named_schedule
+from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.on_policy import learning_rate, policy_rollouts, run_on_policy
 from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "acktr"
@@ -58,19 +57,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run ACKTR's loop on ``model`` for ``total_timesteps`` more env steps."""
     config = model.config
-    lr = config.lr
-    lr_fn = get_schedule_fn(lr) if callable(lr) else named_schedule(config.lrschedule, lr)
-    loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        seed=config.seed)
-    runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=model.gamma,
-                           episodes=loop.episodes)
-    nbatch = model.num_envs * model.nsteps
-    for _ in range(loop.iterations_left(nbatch)):
-        current_lr = lr_fn(loop.progress_remaining)
-        rollout = runner.run(loop.rollout_hooks)
-        if rollout is None:
-            break
-        stats, runner.pending = model.train(rollout, current_lr)
-        if loop.end_iteration(nbatch, {**stats, "learning_rate": current_lr}):
-            break
-    return model
+    return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
+                         rollouts=policy_rollouts(config.gamma),
+                         schedule=learning_rate(config.lr, config.lrschedule),
+                         update=lambda rollout, current, _: model.train(
+                             rollout, current["learning_rate"]))

@@ -12,9 +12,9 @@ import dataclasses
 from typing import Any, Callable
 
 from rlbase.common.learning import start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop
-from rlbase.common.mpi_util import mpi_rank
-from rlbase.common.rollout import RolloutRunner
+from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.on_policy import policy_rollouts, run_on_policy
+from rlbase.common.rollout import Rollout
 from rlbase.common.vec_env import VecEnv
 from rlbase.gail.config import CONFIG, GAILConfig
 from rlbase.gail.expert import ExpertPairs
@@ -76,25 +76,25 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     config = model.config
     expert = ExpertPairs(config.expert_path, model.observation_space, model.action_space,
                          config.traj_limitation) if total_timesteps > 0 else None
-    loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        writer=mpi_rank() == 0, seed=config.seed, comm=model.comm)
-    runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=config.gamma,
-                           episodes=loop.episodes)
-    nbatch = model.num_envs * model.nsteps
-    for _ in range(loop.iterations_left(nbatch)):
-        rollout = runner.run(loop.rollout_hooks)
-        if rollout is None:  # an SB3 callback stopped training mid-rollout
-            break
+
+    def update(rollout: Rollout, current: dict[str, float], iteration: int
+               ) -> tuple[dict[str, float], Any]:
         # The update adds the discriminator's rewards to the truncation bootstraps.
-        stats, runner.pending = model.train(dataclasses.replace(rollout,
-                                                                rewards=rollout.bootstraps))
-        if expert is not None and (loop.iterations + 1) % config.g_step == 0:
-            expert_obs, expert_actions = expert.sample(nbatch, model.expert_rng)
-            if model.normalization is not None:  # the policy sees VecNormalize's observations:
-                expert_obs = model.normalization.normalize_obs(expert_obs)  # so must D
-            stats.update(model.train_discriminator(rollout.obs, rollout.actions, expert_obs,
-                                                   expert_actions))
-        stats = model.workers_mean(stats, (loop.iterations + 1) % options.log_interval == 0)
-        if loop.end_iteration(nbatch, {**stats, "learning_rate": config.vf_lr}):
-            break
-    return model
+        stats, pending = model.train(dataclasses.replace(rollout, rewards=rollout.bootstraps))
+        if expert is not None and iteration % config.g_step == 0:
+            stats.update(_discriminator_step(model, expert, rollout))
+        return stats, pending
+
+    return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
+                         rollouts=policy_rollouts(config.gamma),
+                         schedule=lambda _: {"learning_rate": config.vf_lr}, update=update,
+                         comm=model.comm, workers_mean=model.workers_mean)
+
+
+def _discriminator_step(model: Model, expert: ExpertPairs, rollout: Rollout
+                        ) -> dict[str, float]:
+    """Train the discriminator on the rollout against as many expert pairs."""
+    expert_obs, expert_actions = expert.sample(model.num_envs * model.nsteps, model.expert_rng)
+    if model.normalization is not None:  # the policy sees VecNormalize's observations:
+        expert_obs = model.normalization.normalize_obs(expert_obs)  # so must D
+    return model.train_discriminator(rollout.obs, rollout.actions, expert_obs, expert_actions)

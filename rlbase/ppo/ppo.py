@@ -8,9 +8,10 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common.learning import start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop
-from rlbase.common.mpi_util import allreduce_mean, check_synced, mpi_rank
-from rlbase.common.rollout import RolloutRunner
+from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.on_policy import policy_rollouts, run_on_policy
+from rlbase.common.mpi_util import allreduce_mean, check_synced
+from rlbase.common.rollout import Rollout
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.vec_env import VecEnv
 from rlbase.ppo.config import CONFIG, PPOConfig
@@ -74,30 +75,35 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     up to that many in all). Under MPI every rank runs it; rank 0 writes checkpoints."""
     config = model.config
     lr_fn, clip_fn = get_schedule_fn(config.lr), get_schedule_fn(config.cliprange)
-    vf_clip_fn = clip_fn if config.cliprange_vf is None else get_schedule_fn(config.cliprange_vf)
+    vf_clip_fn = None if config.cliprange_vf is None else get_schedule_fn(config.cliprange_vf)
+
+    def schedule(progress: float) -> dict[str, float]:
+        current = {"learning_rate": lr_fn(progress), "clip_range": clip_fn(progress)}
+        if vf_clip_fn is not None:
+            current["clip_range_vf"] = vf_clip_fn(progress)
+        return current
+
+    def update(rollout: Rollout, current: dict[str, float], _: int
+               ) -> tuple[dict[str, float], Any]:
+        # Without cliprange_vf the value clips by the policy's clip range.
+        return model.train(rollout, current["learning_rate"], current["clip_range"],
+                           current.get("clip_range_vf", current["clip_range"]))
+
     # Under MPI every rank resumes from the checkpoint rank 0 wrote (same weights and count),
     # and the ranks stop together (a callback or a signal on one rank stops all).
-    loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        writer=mpi_rank() == 0, seed=config.seed, comm=model.comm)
-    runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=model.gamma,
-                           episodes=loop.episodes)
+    return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
+                         rollouts=policy_rollouts(config.gamma), schedule=schedule,
+                         update=update, comm=model.comm,
+                         workers_mean=partial(_workers_mean, model))
+
+
+def _workers_mean(model: Model, stats: dict[str, float], check: bool) -> dict[str, float]:
+    """Under MPI: the update's statistics averaged over the workers and, when ``check``, a
+    check that the workers still hold the same weights. Unchanged without MPI."""
     comm = model.comm
-    nbatch = model.num_envs * model.nsteps
-    for _ in range(loop.iterations_left(nbatch)):
-        frac = loop.progress_remaining
-        current_lr, current_clip, current_vf_clip = lr_fn(frac), clip_fn(frac), vf_clip_fn(frac)
-        rollout = runner.run(loop.rollout_hooks)
-        if rollout is None:  # an SB3 callback stopped training mid-rollout
-            break
-        stats, runner.pending = model.train(rollout, current_lr, current_clip,
-                                            current_vf_clip)
-        if comm is not None:
-            stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
-            if (loop.iterations + 1) % options.log_interval == 0:
-                check_synced(model.policy.trainable_variables, comm)
-        logged = {**stats, "learning_rate": current_lr, "clip_range": current_clip}
-        if config.cliprange_vf is not None:
-            logged["clip_range_vf"] = current_vf_clip
-        if loop.end_iteration(nbatch, logged):
-            break
-    return model
+    if comm is None:
+        return stats
+    stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
+    if check:
+        check_synced(model.policy.trainable_variables, comm)
+    return stats

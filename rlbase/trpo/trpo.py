@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from rlbase.common.learning import start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop
-from rlbase.common.mpi_util import mpi_rank
-from rlbase.common.rollout import RolloutRunner
+from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.on_policy import policy_rollouts, run_on_policy
 from rlbase.common.vec_env import VecEnv
 from rlbase.trpo.config import CONFIG, TRPOConfig
 from rlbase.trpo.model import Model, build_model
@@ -58,17 +57,8 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     """Run TRPO's loop on ``model`` for ``total_timesteps`` more env steps. Under MPI every
     rank runs it (each on its own envs); rank 0 writes checkpoints."""
     config = model.config
-    loop = TrainingLoop(model, env, total_timesteps, options, loss_names=LOSSES,
-                        writer=mpi_rank() == 0, seed=config.seed, comm=model.comm)
-    runner = RolloutRunner(env, model, nsteps=model.nsteps, gamma=model.config.gamma,
-                           episodes=loop.episodes)
-    nbatch = model.num_envs * model.nsteps
-    for _ in range(loop.iterations_left(nbatch)):
-        rollout = runner.run(loop.rollout_hooks)
-        if rollout is None:  # an SB3 callback stopped training mid-rollout
-            break
-        stats, runner.pending = model.train(rollout)
-        stats = model.workers_mean(stats, (loop.iterations + 1) % options.log_interval == 0)
-        if loop.end_iteration(nbatch, {**stats, "learning_rate": config.vf_lr}):
-            break
-    return model
+    return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
+                         rollouts=policy_rollouts(config.gamma),
+                         schedule=lambda _: {"learning_rate": config.vf_lr},
+                         update=lambda rollout, current, _: model.train(rollout),
+                         comm=model.comm, workers_mean=model.workers_mean)

@@ -1,0 +1,1 @@
+"""The training loops every algorithm of a family shares, each written once."""
