@@ -224,32 +224,56 @@ def evaluation_env(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | N
                         env_kwargs=env_kwargs or None, monitor_dir=None)
 
 
+def fallback_folders(args: Any, ckpt: dict[str, Any]) -> list[str]:
+    """Where a model goes when --save_path is not given or cannot be written, in order: the
+    checkpoint folder, the log folder, the current folder, the system temporary folder (each
+    once, as absolute paths)."""
+    import tempfile
+
+    out: list[str] = []
+    for folder in (ckpt.get("checkpoint_path"), args.log_path, ".", tempfile.gettempdir()):
+        if folder:
+            folder = os.path.abspath(os.path.expanduser(folder))
+            if folder not in out:
+                out.append(folder)
+    return out
+
+
 def fallback_save_path(args: Any, ckpt: dict[str, Any], name: str) -> str:
-    """Where a model goes when --save_path is not given or cannot be written: beside the
-    checkpoints, else the log folder, else the current folder."""
-    folder = ckpt.get("checkpoint_path") or args.log_path or "."
-    return os.path.join(os.path.expanduser(folder), f"{args.alg}_{name}.zip")
+    """The first fallback file (``<folder>/<alg>_<name>.zip``, see :func:`fallback_folders`)."""
+    return os.path.join(fallback_folders(args, ckpt)[0], f"{args.alg}_{name}.zip")
 
 
 def save_model(model: Any, path: str, args: Any, ckpt: dict[str, Any]) -> str:
-    """Save; if that fails (disk full, folder gone), keep the model in a fallback file, say
-    where in one ``rlbase: error:`` line and exit with status 1: a finished run is never lost,
-    and a model not written where asked is never reported as success."""
+    """Save; if that fails (disk full, folder gone), keep the model in ``<alg>_unsaved.zip``
+    in the first folder of :func:`fallback_folders` where it can be written (the folder of
+    ``path`` is not tried again), say where in one ``rlbase: error:`` line and exit with
+    status 1: a finished run is lost only when every folder fails, and a model not written
+    where asked is never reported as success."""
     try:
         model.save(path)
         return path
     except OSError as exc:
-        fallback = fallback_save_path(args, ckpt, "unsaved")
-        if os.path.abspath(fallback) == os.path.abspath(path):
-            import tempfile
-
-            fallback = os.path.join(tempfile.gettempdir(), os.path.basename(fallback))
-        try:
-            model.save(fallback)
-            kept = f"the model is in {fallback}"
-        except OSError as second:
-            kept = f"nor could {fallback} ({second}): the model is lost"
-        print(f"rlbase: error: could not write {path} ({exc}); {kept}", file=sys.stderr,
+        failed = [f"{path} ({exc})"]
+        kept = None
+        tried = {os.path.dirname(os.path.abspath(path))}
+        for folder in fallback_folders(args, ckpt):
+            if folder in tried:
+                continue
+            tried.add(folder)
+            fallback = os.path.join(folder, f"{args.alg}_unsaved.zip")
+            try:
+                model.save(fallback)
+            except OSError as other:
+                failed.append(f"{fallback} ({other})")
+                continue
+            kept = fallback
+            break
+        if kept is not None:
+            where = f"the model is in {kept}"
+        else:
+            where = f"nor could {', '.join(failed[1:]) or 'any other folder'}: the model is lost"
+        print(f"rlbase: error: could not write {failed[0]}; {where}", file=sys.stderr,
               flush=True)
         raise SystemExit(1) from None
 
