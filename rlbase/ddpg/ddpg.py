@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import traceback
 from typing import Any, Callable
 
 import numpy as np
@@ -12,9 +10,9 @@ from rlbase.common.config import warn_deprecated
 from rlbase.common.errors import RLBaseError
 from rlbase.common.her_baselines import refuse_baselines_names
 from rlbase.common.learning import start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
-from rlbase.common.mpi_util import check_synced, mpi_rank
-from rlbase.common.off_policy import TrainSchedule, reset_env, step_and_store
+from rlbase.common.loop import LoopOptions, crossings
+from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
+from rlbase.common.mpi_util import check_synced
 from rlbase.common.vec_env import VecEnv
 from rlbase.ddpg.config import CONFIG, DDPGConfig
 from rlbase.ddpg.model import ALGORITHM, Model, build_model
@@ -85,10 +83,11 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | Non
         nb_epoch_cycles, nb_rollout_steps, nb_train_steps and clip_norm are accepted with a
         DeprecationWarning; nb_eval_steps and render_eval only where they change nothing.
     """
+    arguments = dict(locals())  # learn()'s own arguments only (the pops below reach them)
     _baselines_evaluation(network_kwargs, eval_env)
     refuse_baselines_names(network_kwargs)
     epoch_steps = _baselines_run_length(network_kwargs, total_timesteps)
-    model, env, options = start_learning(CONFIG, build_model, locals())
+    model, env, options = start_learning(CONFIG, build_model, arguments)
     if epoch_steps is not None:
         total_timesteps = epoch_steps * env.num_envs
     return train(model, env, int(1e6) if total_timesteps is None else total_timesteps, options)
@@ -129,70 +128,70 @@ def _baselines_run_length(network_kwargs: dict[str, Any], total_timesteps: int |
     return int(epochs) * int(cycles) * int(rollout)
 
 
+class DDPGHooks(OffPolicyHooks[Model]):
+    """DDPG's part of the off-policy loop: noisy actions trained before acting, parameter
+    noise adapted, observation statistics, episode-start exploration, MPI sync checks."""
+
+    loss_names = LOSSES
+
+    def __init__(self, model: Model):
+        super().__init__(model, model.config.actor_lr)
+        self.comm = model.comm
+
+    def first_stats(self, lr: float) -> dict[str, float]:
+        return {"learning_rate": lr, "critic_learning_rate": self.model.config.critic_lr}
+
+    def random_actions(self) -> np.ndarray:
+        return self.model.random_actions()
+
+    def act(self, obs: Any, t: int) -> np.ndarray:
+        return self.model.act(obs, explore=True)[0]
+
+    def train_and_act(self, obs: Any, phases: int, lr: float
+                      ) -> tuple[dict[str, float], np.ndarray]:
+        # The latest value of each statistic is reported (actor_loss only comes from calls
+        # that made an actor step).
+        return self.model.train_and_act(obs, lr, self.model.config.critic_lr, phases)
+
+    def to_env(self, actions: np.ndarray) -> np.ndarray:
+        return self.model.to_env(actions)
+
+    def n_updates(self) -> int:
+        return self.model.grad_steps
+
+    def before_step(self, t: int, warming_up: bool, stored: int) -> None:
+        model = self.model
+        if model.param_noise is not None and not warming_up and stored >= model.batch_size \
+                and crossings(t + self.num_envs, self.num_envs,
+                              model.config.param_noise_adaption_interval):
+            model.adapt_param_noise()
+
+    def after_step(self, obs: Any, step: dict[str, Any], t: int) -> None:
+        assert self.loop is not None
+        if self.model.config.render:
+            self.loop.env.render()
+        self.model.update_obs_stats(obs)
+        self.model.end_episodes(step["dones"])
+        if self.comm is not None and (self.loop.iterations + 1) % SYNC_CHECK_INTERVAL == 0:
+            check_synced(self.model.synced_variables, self.comm)
+
+    def extra_stats(self) -> dict[str, float]:
+        noise = self.model.param_noise
+        if noise is None:
+            return {}
+        return {"param_noise_stddev": noise.current_stddev,
+                "param_noise_distance": self.model.param_noise_distance}
+
+
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run DDPG's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all). Under MPI every worker runs it on its own env and buffer."""
-    config = model.config
-    comm = model.comm
-    if comm is not None and (options.checkpoint_interval or options.resume):
+    if model.comm is not None and (options.checkpoint_interval or options.resume):
         # Each worker has its own buffer and generators: one file cannot resume them all.
         raise RLBaseError(f"ddpg: checkpoint_interval and resume are not supported under MPI "
                           f"(got checkpoint_interval={options.checkpoint_interval!r}, "
                           f"resume={options.resume!r}); run with one process")
-    schedule = TrainSchedule(config.train_freq, config.gradient_steps, config.learning_starts,
-                             config.batch_size)
-    actor_lr, critic_lr = config.actor_lr, config.critic_lr
-    render = config.render
-    adapt_every = config.param_noise_adaption_interval
-    num_envs = env.num_envs
     # Before the loop: with resume it replaces these fresh draws by the checkpoint's.
     model.reset_exploration()
-    # Under MPI the workers stop together (a callback or Ctrl-C on one rank stops all).
-    loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
-                        loss_names=LOSSES, writer=mpi_rank() == 0, seed=config.seed,
-                        comm=comm)
-    # After a resume's restore: normalized with the restored statistics.
-    obs = reset_env(env, model.replay_buffer)
-    stats: dict[str, float] = {"learning_rate": actor_lr, "critic_learning_rate": critic_lr}
-    try:
-        while loop.running():
-            t, stored = model.num_timesteps, len(model.replay_buffer)
-            warming_up = schedule.warming_up(t)
-            phases = 0 if warming_up else schedule.phases(t, num_envs, stored)
-            if warming_up:
-                actions = model.random_actions()
-            elif phases:
-                # The latest value of each statistic is reported (actor_loss only comes
-                # from calls that made an actor step).
-                step_stats, actions = model.train_and_act(obs, actor_lr, critic_lr, phases)
-                stats.update(step_stats)
-            else:
-                actions, _ = model.act(obs, explore=True)
-            if model.param_noise is not None and not warming_up and \
-                    stored >= model.batch_size and crossings(t + num_envs, num_envs, adapt_every):
-                model.adapt_param_noise()
-            new_obs, rewards, done, infos = step_and_store(
-                env, model.replay_buffer, model.raw_replay, loop.episodes, obs, actions,
-                model.to_env(actions), model.gamma)
-            step = {"new_obs": new_obs, "rewards": rewards, "dones": done, "infos": infos,
-                    "actions": actions}
-            if render:
-                env.render()
-            model.update_obs_stats(obs)
-            model.end_episodes(done)
-            obs = new_obs
-            stats["n_updates"] = model.grad_steps
-            if model.param_noise is not None:
-                stats["param_noise_stddev"] = model.param_noise.current_stddev
-                stats["param_noise_distance"] = model.param_noise_distance
-            if comm is not None and (loop.iterations + 1) % SYNC_CHECK_INTERVAL == 0:
-                check_synced(model.synced_variables, comm)
-            if loop.end_iteration(num_envs, stats, step=step):
-                break
-    except BaseException:
-        if comm is not None:  # the other workers wait in a collective: stop the whole job
-            traceback.print_exc()
-            sys.stderr.flush()
-            comm.Abort(1)
-        raise
+    run_off_policy(DDPGHooks(model), env, total_timesteps, options)
     return model

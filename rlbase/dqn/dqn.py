@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+import numpy as np
+
 from rlbase import registry
 from rlbase.common.baselines_callback import (
     BaselinesCallback,
@@ -14,14 +16,8 @@ from rlbase.common.baselines_callback import baselines_callback as baselines_cal
 from rlbase.common.errors import RLBaseError
 from rlbase.common.learning import network_first, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
-from rlbase.common.off_policy import (
-    TrainSchedule,
-    phases_after_step,
-    reset_env,
-    step_and_store,
-    trains_after_step,
-)
-from rlbase.common.schedules import LinearSchedule, get_schedule_fn
+from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
+from rlbase.common.schedules import LinearSchedule
 from rlbase.common.vec_env import VecEnv
 from rlbase.dqn.best_model import BestModelRule
 from rlbase.dqn.config import CONFIG, DQNConfig
@@ -103,6 +99,89 @@ def load_act(path: str) -> Model:
     return model
 
 
+class DQNHooks(OffPolicyHooks[Model]):
+    """DQN's part of the off-policy loop: epsilon-greedy (or parameter-noise) acting from the
+    first step, training after the env step (SB3's order), prioritized replay's beta, target
+    copies and the best-model rule; ``t`` counts this run's env steps."""
+
+    loss_names = LOSSES
+    train_first = False
+    random_warmup = False
+    run_clock = True
+
+    def __init__(self, model: Model, rule: BestModelRule | None):
+        super().__init__(model, model.config.lr)
+        self.rule = rule
+        self.epsilon = 0.0  # the exploration rate of the latest actions
+        self.new_episode = True
+
+    def start(self, loop: TrainingLoop) -> None:
+        super().start(loop)
+        config, span = self.model.config, max(1, loop.target - loop.start)
+        self.exploration = LinearSchedule(max(1, int(config.exploration_fraction * span)),
+                                          final_p=config.exploration_final_eps,
+                                          initial_p=config.exploration_initial_eps)
+        self.beta = LinearSchedule(config.prioritized_replay_beta_iters or span, final_p=1.0,
+                                   initial_p=config.prioritized_replay_beta0)
+        callback = loop.options.callback
+        if isinstance(callback, BaselinesCallback):  # Baselines called it before each step
+            loop.stopped = callback.start(self.model, {
+                "iteration": 0, "num_timesteps": self.model.num_timesteps,
+                "total_timesteps": loop.target, "ep_infos": loop.episodes.recent,
+                "episodes": loop.episodes.count})
+        rule = self.rule
+        if rule is not None and rule.keeper.env is not None and loop.evaluator is not None:
+            rule.share(loop.evaluator)  # one evaluation serves both at the same step
+
+    def first_stats(self, lr: float) -> dict[str, float]:
+        return {}
+
+    def act(self, obs: Any, t: int) -> np.ndarray:
+        model, noise = self.model, self.model.param_noise
+        self.epsilon = self.exploration.value(t)
+        if noise is None:
+            return model.act(obs, self.epsilon)[0]
+        if self.new_episode:  # one perturbation per episode (any env's, when vectorized)
+            model.perturb(noise.adaptation.scale)
+        return model.act(obs, 0.0, perturbed=True)[0]
+
+    def to_env(self, actions: np.ndarray) -> np.ndarray:
+        return actions + self.model.action_start
+
+    def after_step(self, obs: Any, step: dict[str, Any], t: int) -> None:
+        model = self.model
+        self.new_episode = bool(step["dones"].any())
+        model.epsilon = self.exploration.value(t)
+        if model.param_noise is not None and len(model.replay_buffer) >= model.batch_size \
+                and crossings(t, self.num_envs, model.config.param_noise_adaption_interval):
+            model.adapt_param_noise(self.epsilon)
+
+    def train(self, t: int, lr: float) -> dict[str, float]:
+        config = self.model.config
+        return self.model.replay_update(lr, self.beta.value(t), config.prioritized_replay_eps)
+
+    def n_updates(self) -> int:
+        return self.model.updates
+
+    def after_training(self, t: int, started: bool) -> None:
+        if started and crossings(t, self.num_envs, self.model.config.target_update_interval):
+            self.model.update_target()
+        if self.rule is not None:
+            assert self.loop is not None
+            self.rule.after_step(self.model, t, self.num_envs, self.loop.episodes)
+
+    def extra_stats(self) -> dict[str, float]:
+        noise = self.model.param_noise
+        stats = {"rollout/exploration_rate": self.epsilon}
+        if noise is not None:
+            stats["rollout/param_noise_scale"] = noise.adaptation.scale
+        return stats
+
+    def finish(self, loop: TrainingLoop) -> None:
+        if self.rule is not None:
+            self.rule.finish(self.model, self.model.num_timesteps - loop.start, loop.episodes)
+
+
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run DQN's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all); with a best-model interval the best model is handed back."""
@@ -111,86 +190,14 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
         options = dataclasses.replace(options, callback=BaselinesCallback(
             options.callback, env, total_timesteps, globals()))
     config = model.config
-    seed = config.seed
     rule = None
     if config.best_model_interval:
         rule = BestModelRule(config.best_model_interval, config.learning_starts,
                              options.eval_env, options.eval_episodes,
-                             None if seed is None else seed + 1000)
+                             None if config.seed is None else config.seed + 1000)
     model.best_model = rule  # checkpoints of this run hold its state
     try:
-        loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
-                            loss_names=LOSSES, seed=seed)
-        callback = options.callback
-        if isinstance(callback, BaselinesCallback):  # Baselines called it before each step
-            loop.stopped = callback.start(model, {
-                "iteration": 0, "num_timesteps": model.num_timesteps,
-                "total_timesteps": loop.target, "ep_infos": loop.episodes.recent,
-                "episodes": loop.episodes.count})
-        if rule is not None and rule.keeper.env is not None and loop.evaluator is not None:
-            rule.share(loop.evaluator)  # one evaluation serves both at the same step
-        _run(model, env, loop, rule)
-        if rule is not None:
-            rule.finish(model, model.num_timesteps - loop.start, loop.episodes)
+        run_off_policy(DQNHooks(model, rule), env, total_timesteps, options)
     finally:
         model.best_model = None
     return model
-
-
-def _run(model: Model, env: VecEnv, loop: TrainingLoop, rule: BestModelRule | None) -> None:
-    """The loop body: act, store, train, copy the target, score; one vector step at a time.
-    ``t`` counts this run's env steps (with ``resume``, the whole run's); the training
-    phases follow the vector step that collected their data (SB3's DQN order)."""
-    config = model.config
-    num_envs, span = env.num_envs, max(1, loop.target - loop.start)
-    exploration = LinearSchedule(max(1, int(config.exploration_fraction * span)),
-                                 final_p=config.exploration_final_eps,
-                                 initial_p=config.exploration_initial_eps)
-    beta = LinearSchedule(config.prioritized_replay_beta_iters or span, final_p=1.0,
-                          initial_p=config.prioritized_replay_beta0)
-    lr_fn = get_schedule_fn(config.lr)
-    schedule = TrainSchedule(config.train_freq, model.gradient_steps, config.learning_starts,
-                             model.batch_size)
-    noise = model.param_noise
-    start = model.action_start
-    buffer = model.replay_buffer
-    stats: dict[str, float] = {}
-    obs = reset_env(env, buffer)
-    new_episode = True
-    while loop.running():
-        t = model.num_timesteps - loop.start
-        epsilon = exploration.value(t)
-        if noise is not None:
-            if new_episode:  # one perturbation per episode (any env's, when vectorized)
-                model.perturb(noise.adaptation.scale)
-            actions, _ = model.act(obs, 0.0, perturbed=True)
-        else:
-            actions, _ = model.act(obs, epsilon)
-        # Raw transitions (normalized when sampled), the true last observation of an
-        # episode, and gamma = 1's rule for truncations.
-        obs, rewards, done, infos = step_and_store(env, buffer, model.raw_replay,
-                                                   loop.episodes, obs, actions, actions + start,
-                                                   model.gamma)
-        step = {"new_obs": obs, "rewards": rewards, "dones": done, "infos": infos,
-                "actions": actions}
-        new_episode = bool(done.any())
-        t += num_envs
-        model.epsilon = exploration.value(t)
-        if noise is not None and len(buffer) >= model.batch_size and \
-                crossings(t, num_envs, config.param_noise_adaption_interval):
-            model.adapt_param_noise(epsilon)
-        if trains_after_step(schedule, t, len(buffer)):
-            for _ in range(phases_after_step(schedule, t, num_envs, len(buffer))):
-                lr = lr_fn(loop.progress_remaining)
-                stats.update(model.replay_update(lr, beta.value(t),
-                                                 config.prioritized_replay_eps),
-                             learning_rate=lr, n_updates=model.updates)
-            if crossings(t, num_envs, config.target_update_interval):
-                model.update_target()
-        if rule is not None:
-            rule.after_step(model, t, num_envs, loop.episodes)
-        stats["rollout/exploration_rate"] = epsilon
-        if noise is not None:
-            stats["rollout/param_noise_scale"] = noise.adaptation.scale
-        if loop.end_iteration(num_envs, stats, step=step):
-            break

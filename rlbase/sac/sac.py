@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from rlbase.common.learning import start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop
-from rlbase.common.off_policy import TrainSchedule, reset_env, step_and_store
-from rlbase.common.schedules import get_schedule_fn
+from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
 from rlbase.common.vec_env import VecEnv
 from rlbase.sac.config import CONFIG, SACConfig
 from rlbase.sac.model import Model, build_model
@@ -65,38 +66,30 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     return train(model, env, total_timesteps, options)
 
 
+class SACHooks(OffPolicyHooks[Model]):
+    """SAC's part of the off-policy loop: sampled actions, trained before acting."""
+
+    loss_names = LOSSES
+
+    def random_actions(self) -> np.ndarray:
+        return self.model.random_actions()
+
+    def act(self, obs: Any, t: int) -> np.ndarray:
+        return self.model.act(obs)
+
+    def train_and_act(self, obs: Any, phases: int, lr: float
+                      ) -> tuple[dict[str, float], np.ndarray]:
+        return self.model.train_and_act(obs, lr, phases)
+
+    def to_env(self, actions: np.ndarray) -> np.ndarray:
+        return self.model.to_env(actions)
+
+    def n_updates(self) -> int:
+        return self.model.grad_steps
+
+
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run SAC's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all)."""
-    config = model.config
-    schedule = TrainSchedule(config.train_freq, config.gradient_steps, config.learning_starts,
-                             config.batch_size)
-    lr_fn = get_schedule_fn(config.lr)
-    num_envs = env.num_envs
-    loop = TrainingLoop(model, env, total_timesteps, options, log_unit="episodes",
-                        loss_names=LOSSES, seed=config.seed)
-    # After a resume's restore: normalized with the restored statistics.
-    obs = reset_env(env, model.replay_buffer)
-    stats: dict[str, float] = {"learning_rate": lr_fn(loop.progress_remaining)}
-    while loop.running():
-        t = model.num_timesteps
-        warming_up = schedule.warming_up(t)
-        phases = 0 if warming_up else schedule.phases(t, num_envs, len(model.replay_buffer))
-        if warming_up:
-            actions = model.random_actions()
-        elif phases:
-            lr = lr_fn(loop.progress_remaining)
-            step_stats, actions = model.train_and_act(obs, lr, phases)
-            stats.update(step_stats, learning_rate=lr)
-        else:
-            actions = model.act(obs)
-        new_obs, rewards, done, infos = step_and_store(
-            env, model.replay_buffer, model.raw_replay, loop.episodes, obs, actions,
-            model.to_env(actions), model.gamma)
-        step = {"new_obs": new_obs, "rewards": rewards, "dones": done, "infos": infos,
-                "actions": actions}
-        obs = new_obs
-        stats["n_updates"] = model.grad_steps
-        if loop.end_iteration(num_envs, stats, step=step):
-            break
+    run_off_policy(SACHooks(model, model.config.lr), env, total_timesteps, options)
     return model
