@@ -52,3 +52,25 @@ class FaultyEnv(gym.Env):
 
 
 gym.register("FaultyNanReward-v0", entry_point=lambda **kw: FaultyEnv(1, "nan_reward", 1, 50))
+
+
+class HangingEnv(FaultyEnv):
+    """Every copy's ``step()`` never returns from env step ``at`` on (a simulator stuck in a
+    deadlock). Just before it hangs, it creates the file named by ``$RLBASE_TEST_HANG_MARK``
+    (when set), so a test knows training is under way and the workers are stuck."""
+
+    def __init__(self, at: int = 20):
+        super().__init__(0, "ok", 0, at)
+
+    def step(self, action):
+        if self.total + 1 >= self.at:
+            mark = os.environ.get("RLBASE_TEST_HANG_MARK")
+            if mark:
+                with open(mark, "a") as f:
+                    f.write(f"{os.getpid()}\n")
+            while True:  # time.sleep in a loop: nothing short of SIGKILL gets it out
+                time.sleep(3600)
+        return super().step(action)
+
+
+gym.register("FaultyHang-v0", entry_point=lambda **kw: HangingEnv(**kw))

@@ -20,6 +20,13 @@ An algorithm adopts it with one line at each safe point::
 Env worker processes ignore both signals (see :func:`ignore_stop_signals`): a terminal's Ctrl-C
 goes to the whole process group, as Slurm's and ``timeout``'s SIGTERM do, and a worker that died
 of it would fail the step the main process is about to finish cleanly.
+
+A stop must not wait on workers that never answer (a simulator stuck in a deadlock): while the
+main process waits for its env workers, it polls :func:`stop_requested` every
+:data:`POLL_INTERVAL_S`; workers still silent :data:`STOP_GRACE_S` after a stop request are
+killed and the wait raises :class:`EnvWaitInterrupted`, which the learn loop treats as the stop
+request (it saves the model without the envs). Where nothing catches it, it ends the process
+like :class:`StopExit` (status 130) with one line saying that the model was not saved.
 """
 
 from __future__ import annotations
@@ -28,12 +35,19 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 INTERRUPTED_EXIT_CODE = 130  # the shell's convention for Ctrl-C (128 + SIGINT); also SIGTERM's
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _state = {"requested": False, "noted": False}
+#: how often a wait for env workers checks for a stop request (seconds)
+POLL_INTERVAL_S = 0.1
+#: how long workers may still take to answer after a stop request: a healthy step or reset
+#: ends well within it, so a run stops at its loop's safe point as usual; only workers that are
+#: stuck are killed (seconds)
+STOP_GRACE_S = 2.0
 
 
 class StopExit(SystemExit):
@@ -44,6 +58,20 @@ class StopExit(SystemExit):
         super().__init__(INTERRUPTED_EXIT_CODE)
 
 
+class EnvWaitInterrupted(StopExit):
+    """A wait for env workers cut short by a stop request: the workers did not answer within
+    :data:`STOP_GRACE_S` of it and were killed. The learn loop catches it at the env step and
+    stops there as on the stop request (no update on the partial rollout; the model and, with
+    checkpoints, a checkpoint are saved). Uncaught, it exits with status 130 like StopExit."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def stop_requested() -> bool:
     """True after a SIGINT or SIGTERM inside :func:`graceful_interrupt`."""
     return _state["requested"]
@@ -52,6 +80,27 @@ def stop_requested() -> bool:
 def request_stop() -> None:
     """Ask the running learn loop to stop at its next safe point (what SIGINT does)."""
     _state["requested"] = True
+
+
+def wait_or_stop(ready: Callable[[float], bool], timeout: float | None) -> str | None:
+    """Wait until ``ready(slice)`` (which may block up to ``slice`` seconds) says yes, polling
+    for a stop request between slices: None when ready, 'timeout' after ``timeout`` seconds
+    (None: no limit), 'stop' when a stop was requested and ``STOP_GRACE_S`` passed since this
+    wait saw it. Never leaves a signal unanswered for longer than a slice plus the grace."""
+    start = time.monotonic()
+    stop_seen: float | None = None
+    while True:
+        now = time.monotonic()
+        if stop_requested():
+            stop_seen = now if stop_seen is None else stop_seen
+            if now - stop_seen >= STOP_GRACE_S:
+                return "stop"
+        if timeout is not None and now - start >= timeout:
+            return "timeout"
+        step = POLL_INTERVAL_S if timeout is None else \
+            max(0.0, min(POLL_INTERVAL_S, start + timeout - now))
+        if ready(step):
+            return None
 
 
 def clear_stop() -> None:
@@ -83,7 +132,10 @@ def graceful_interrupt() -> Iterator[None]:
     previous = {sig: signal.signal(sig, _handler) for sig in STOP_SIGNALS}
     try:
         yield
-    except StopExit:
+    except StopExit as exc:
+        if isinstance(exc, EnvWaitInterrupted):  # no learn loop caught it: say what was lost
+            print("rlbase: the model was not saved (the stop came inside an env step that "
+                  "never ended; the last checkpoint is kept)", file=sys.stderr, flush=True)
         # The process ends with its model saved: a late signal must not turn that exit into a
         # KeyboardInterrupt or a death by signal.
         previous = dict.fromkeys(STOP_SIGNALS, signal.SIG_IGN)

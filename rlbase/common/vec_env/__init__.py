@@ -1,13 +1,8 @@
 """The Baselines VecEnv API on top of ``gymnasium.vector``."""
 
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, find_wrapper
-from rlbase.common.vec_env.gym_vec import (
-    DummyVecEnv,
-    EnvWorkerError,
-    GymVecEnv,
-    ShmemVecEnv,
-    SubprocVecEnv,
-)
+from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv
+from rlbase.common.vec_env.subproc_vec_env import EnvWorkerError, ShmemVecEnv, SubprocVecEnv
 from rlbase.common.vec_env.vec_check_finite import VecCheckFinite
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 from rlbase.common.vec_env.vec_monitor import VecMonitor

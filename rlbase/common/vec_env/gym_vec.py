@@ -1,12 +1,9 @@
-"""DummyVecEnv and SubprocVecEnv: the Baselines API over ``gymnasium.vector``."""
+"""GymVecEnv and DummyVecEnv: the Baselines API over ``gymnasium.vector`` (SubprocVecEnv:
+:mod:`rlbase.common.vec_env.subproc_vec_env`)."""
 
 from __future__ import annotations
 
-import multiprocessing
-import signal
-import sys
-import time
-from typing import Any, Callable, Sequence, SupportsFloat, cast
+from typing import Any, Callable, Sequence, cast
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +11,6 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlbase.common.checks import observation_shape_error
 from rlbase.common.errors import RLBaseError
-from rlbase.common.signals import ignore_stop_signals
 from rlbase.common.vec_env.base import Indices, VecEnv, VecStepResult
 from rlbase.common.vec_env.reset_rng import ResetNotes
 
@@ -87,7 +83,7 @@ class GymVecEnv(VecEnv):
     def reset_notes(self) -> list[dict[str, Any] | None]:
         """How each env's last reset can be repeated (see ResetNotes): what a checkpoint keeps
         so a resumed run draws the first observations the uninterrupted one drew."""
-        return list(self.vector_env.get_attr("last_reset"))
+        return list(self._call_all("last_reset"))
 
     def replay_resets(self, notes: list[dict[str, Any] | None]) -> None:
         """The next reset repeats each env's noted reset instead of seeding it again (a note
@@ -97,23 +93,27 @@ class GymVecEnv(VecEnv):
 
     def env_method(self, name: str, *args: Any, indices: Indices = None,
                    **kwargs: Any) -> list[Any]:
-        return self._pick(self.vector_env.call(name, *args, **kwargs), indices)
+        return self._pick(self._call_all(name, *args, **kwargs), indices)
 
     def get_attr(self, name: str, indices: Indices = None) -> list[Any]:
-        return self._pick(self.vector_env.get_attr(name), indices)
+        return self._pick(self._call_all(name), indices)
 
     def set_attr(self, name: str, value: Any, indices: Indices = None) -> None:
         if indices is None:
             self.vector_env.set_attr(name, [value] * self.num_envs)
             return
-        values = list(self.vector_env.get_attr(name))  # the others keep theirs
+        values = list(self._call_all(name))  # the others keep theirs
         for i in self._indices(indices):
             values[i] = value
         self.vector_env.set_attr(name, values)
 
     def env_is_wrapped(self, wrapper_class: type, indices: Indices = None) -> list[bool]:
         # Each env's ResetNotes answers (in its worker process for a SubprocVecEnv).
-        return self._pick(self.vector_env.call("rlbase_is_wrapped", wrapper_class), indices)
+        return self._pick(self._call_all("rlbase_is_wrapped", wrapper_class), indices)
+
+    def _call_all(self, name: str, *args: Any, **kwargs: Any) -> Sequence[Any]:
+        """Every env's ``name`` (called with the arguments when it is callable)."""
+        return self.vector_env.call(name, *args, **kwargs)
 
     def _indices(self, indices: Indices) -> list[int]:
         if indices is None:
@@ -190,207 +190,5 @@ class DummyVecEnv(GymVecEnv):
         return None
 
 
-class EnvWorkerError(RuntimeError):
-    """An env worker process raised or died; the message names the env index and the cause."""
-
-
-class SubprocVecEnv(GymVecEnv):
-    """Steps each env in its own process (``gymnasium.vector.AsyncVectorEnv``).
-
-    When a worker's env raises, or the worker dies, the call raises :class:`EnvWorkerError`
-    naming the env index and the worker's exception (or exit status), and every worker is
-    stopped at once: no hang, no orphaned processes. Workers ignore SIGINT and SIGTERM (the
-    main process handles them, then stops the workers) and, on Linux, die with the main process
-    even if it is SIGKILLed.
-
-    timeout: seconds to wait for the workers' answer to a step or reset (None: forever); a
-        worker stuck longer is reported as hung.
-    start_method: the multiprocessing start method ('fork', 'spawn', 'forkserver'; None:
-        the platform's default); ``context`` is the same setting under gymnasium's name.
-    in_series: Baselines' envs per process. Accepted so Baselines code runs; gymnasium's
-        AsyncVectorEnv runs one process per env, so it only has to divide the number of envs
-        (for fewer processes, use fewer envs or DummyVecEnv).
-    Observations cross from the workers through shared memory, so this is also Baselines'
-    ``ShmemVecEnv``.
-    """
-
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], context: str | None = None,
-                 timeout: float | None = None, in_series: int = 1,
-                 start_method: str | None = None):
-        if context is not None and start_method is not None and context != start_method:
-            raise RLBaseError(f"SubprocVecEnv got context={context!r} and start_method="
-                              f"{start_method!r}: they are one setting, give one")
-        context = context or start_method
-        if isinstance(in_series, bool) or not isinstance(in_series, int) or in_series < 1 \
-                or len(env_fns) % in_series:
-            raise RLBaseError(f"in_series={in_series!r} must be a positive integer dividing the "
-                              f"number of envs ({len(env_fns)})")
-        self.timeout = timeout
-        fns = [_WorkerEnvFn(fn, i) for i, fn in enumerate(env_fns)]
-        try:
-            vector_env = AsyncVectorEnv(fns, context=context,
-                                        autoreset_mode=AutoresetMode.SAME_STEP)
-        except (EOFError, OSError) as exc:  # a worker died while building its env
-            raise EnvWorkerError("an env worker died while creating its env (its traceback is "
-                                 f"printed above): {type(exc).__name__}: {exc}") from exc
-        for process in vector_env.processes:
-            # Workers ignore SIGTERM: gymnasium's forced close (a timeout, garbage collection)
-            # must SIGKILL them, or it would wait for them forever.
-            process.terminate = process.kill  # type: ignore[method-assign]
-        self._async = vector_env
-        super().__init__(vector_env)
-
-    def reset(self) -> np.ndarray:
-        try:
-            self._async.reset_async(seed=self._seeds)  # type: ignore[arg-type]  # one per env
-            obs, _ = self._async.reset_wait(timeout=self.timeout)
-        except Exception as exc:  # noqa: BLE001 - any worker failure is reported the same way
-            raise self._fault("reset", exc) from exc
-        self._seeds = None
-        return obs
-
-    def step_async(self, actions: np.ndarray) -> None:
-        try:
-            self._async.step_async(actions)
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault("step", exc) from exc
-
-    def step_wait(self) -> VecStepResult:
-        try:
-            obs, rewards, terminated, truncated, info = self._async.step_wait(
-                timeout=self.timeout)
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault("step", exc) from exc
-        return obs, rewards, terminated, truncated, self._split_info(info)
-
-    def env_method(self, name: str, *args: Any, indices: Indices = None,
-                   **kwargs: Any) -> list[Any]:
-        """With ``indices``, only those envs' workers run the method (gymnasium's ``call``
-        runs it in every worker): HER's compute_reward on env 0 runs once per minibatch."""
-        if indices is None:
-            return super().env_method(name, *args, **kwargs)
-        chosen = self._indices(indices)
-        venv = self._async
-        try:
-            venv._assert_is_running()
-            for i in chosen:  # the message gymnasium's call_async sends, to these workers only
-                venv.parent_pipes[i].send(("_call", (name, args, kwargs)))
-            results, successes = zip(*[venv.parent_pipes[i].recv() for i in chosen])
-            venv._raise_if_errors(successes)
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault(name, exc) from exc
-        return list(results)
-
-    def _fault(self, call: str, exc: BaseException) -> EnvWorkerError | RLBaseError:
-        """Describe which worker failed and why, then stop every worker."""
-        venv = self._async
-        if isinstance(exc, multiprocessing.TimeoutError):
-            message = f"env workers did not answer {call} within {self.timeout} s (hung)"
-        else:
-            # gymnasium drops the pipe of a worker whose env raised; a dead one has exited.
-            raised = [i for i, pipe in enumerate(venv.parent_pipes) if pipe is None]
-            deadline = time.monotonic() + 2.0
-            dead: list[tuple[int, int | None]] = []
-            while not raised and not dead and time.monotonic() < deadline:
-                dead = [(i, p.exitcode) for i, p in enumerate(venv.processes)
-                        if not p.is_alive()]
-                time.sleep(0.01)
-            if raised:
-                # gymnasium re-raises ``type(e)(e)``: the worker's own exception is args[0].
-                cause = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) \
-                    else exc
-                if isinstance(cause, RLBaseError):  # the env broke a rule: one line says which
-                    self._shutdown()
-                    return cause
-                message = (f"env {raised[0]} raised {type(cause).__name__}: {cause} during "
-                           f"{call} (in its SubprocVecEnv worker; traceback above)")
-            elif dead:
-                i, code = dead[0]
-                how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-                message = f"the worker process of env {i} died ({how}) during {call}"
-            else:
-                message = f"an env worker failed during {call}: {type(exc).__name__}: {exc}"
-        self._shutdown()
-        return EnvWorkerError(message)
-
-    def _shutdown(self) -> None:
-        """Terminate every worker and close the pipes (gymnasium's close would wait on the
-        pending call of a worker that is gone)."""
-        venv = self._async
-        for p in venv.processes:
-            if p.is_alive():
-                p.kill()  # workers ignore SIGTERM
-        for p in venv.processes:
-            p.join(timeout=2.0)
-        for pipe in venv.parent_pipes:
-            if pipe is not None:
-                pipe.close()
-        venv.closed = True
-
-    def close(self) -> None:
-        if not self.vector_env.closed:
-            try:
-                self.vector_env.close(timeout=self.timeout)
-            except Exception:  # noqa: BLE001 - a broken worker must not make close() hang
-                self._shutdown()
-
-
-class _ShapeCheck(gym.Wrapper):
-    """In a SubprocVecEnv worker: an observation whose shape is not its space's is named (env,
-    step, both shapes) before gymnasium's copy into shared memory fails without saying which."""
-
-    def __init__(self, env: gym.Env, index: int):
-        super().__init__(env)
-        self.index, self.steps, self.shape = index, 0, env.observation_space.shape
-
-    @property
-    def spec(self) -> Any:  # type: ignore[override]  # read-only here, on purpose
-        """The wrapped env's: a transparent check, not part of what ``gym.make(spec)``
-        re-makes (ES re-makes a SubprocVecEnv's envs from their specs)."""
-        return self.env.spec
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        self.steps = 0
-        obs, info = self.env.reset(**kwargs)
-        self._check(obs)
-        return obs, info
-
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        self.steps += 1
-        result = self.env.step(action)
-        self._check(result[0])
-        return result
-
-    def _check(self, obs: Any) -> None:
-        if self.shape is not None and np.shape(obs) != self.shape:
-            raise observation_shape_error(self.env, self.index, self.steps, obs, self.shape)
-
-
 def _with_notes(fn: Callable[[], gym.Env]) -> Callable[[], gym.Env]:
     return lambda: ResetNotes(fn())
-
-
-class _WorkerEnvFn:
-    """Builds the env inside a worker after making the worker ignore SIGINT and SIGTERM and
-    (Linux) die with its parent."""
-
-    def __init__(self, fn: Callable[[], gym.Env], index: int):
-        self.fn, self.index = fn, index
-
-    def __call__(self) -> gym.Env:
-        if multiprocessing.parent_process() is None:
-            # gymnasium also builds env 0 in the main process to read its spaces: the main
-            # process keeps its signal handlers and its own parent's lifetime.
-            return _ShapeCheck(ResetNotes(self.fn()), self.index)
-        ignore_stop_signals()
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-
-                ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # DEATHSIG
-            except (OSError, AttributeError):
-                pass
-        return _ShapeCheck(ResetNotes(self.fn()), self.index)
-
-
-ShmemVecEnv = SubprocVecEnv  # Baselines' name: rlbase's SubprocVecEnv already uses shared memory
