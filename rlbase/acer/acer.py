@@ -6,60 +6,32 @@ import math
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from rlbase.acer.config import CONFIG, ACERConfig
+from rlbase.acer.config import CONFIG
 from rlbase.acer.model import Model, build_model
 from rlbase.acer.runner import Runner, Sequences
 from rlbase.common.errors import NonFiniteError
-from rlbase.common.learning import start_learning
+from rlbase.common.learning import config_signature, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.loops.on_policy import Rollouts, learning_rate, run_on_policy
 from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "acer"
 LOSSES = ("policy_loss", "value_loss")
-C = ACERConfig
 
 
+@config_signature(CONFIG, notes={
+    "env": "a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped)",
+    "callback": "called after every on-policy update and its replay updates as "
+                "callback(model, info); returning False stops",
+    "**network_kwargs": "passed to the network builder (num_layers, num_hidden, nlstm, ...); "
+                        "value_network='copy' gives the Q head its own torso"})
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(80e6),
-          seed: int | None = None, *, nsteps: int = C.nsteps,
-          lr: float | Callable[[float], float] = C.lr, lrschedule: str = C.lrschedule,
-          q_coef: float = C.q_coef, ent_coef: float = C.ent_coef,
-          max_grad_norm: float | None = C.max_grad_norm, rms_alpha: float = C.rms_alpha,
-          rms_epsilon: float = C.rms_epsilon, gamma: float = C.gamma,
-          buffer_size_per_env: int = C.buffer_size_per_env, replay_ratio: float = C.replay_ratio,
-          replay_start: int = C.replay_start, c: float = C.c,
-          trust_region: bool = C.trust_region, tau: float = C.tau, delta: float = C.delta,
-          jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
-          eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
-          checkpoint_interval: int = C.checkpoint_interval,
-          precision: str = C.precision,
-          eval_env: VecEnv | Any | None = None,
-          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_path: str | None = None,
-          resume: bool = False, **network_kwargs: Any) -> Model:
-    """Train a policy with ACER and return the :class:`~rlbase.acer.model.Model`.
-
-    The keyword arguments from ``nsteps`` to ``precision`` are the fields of
-    :class:`~rlbase.acer.config.ACERConfig` (type, unit, range and meaning there, and in
-    rlbase/docs/algorithms/acer.md); ``n_steps`` and ``learning_rate`` are accepted too, and
-    Baselines' deprecated ``rprop_alpha``, ``rprop_epsilon`` (now ``rms_alpha``,
-    ``rms_epsilon``) and ``alpha`` (the average policy's decay, now ``tau = 1 - alpha``).
-
-    network: a registered network name (mlp, cnn, lstm, ...) or a builder callable.
-    env: a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped).
-    total_timesteps: env steps to train for, summed over envs (rounded up to whole updates).
-    seed: seed of python, numpy, TensorFlow and the envs (None: unseeded).
-    eval_env: an env (or env id, seeded with seed + 1000) to evaluate the policy on.
-    callback: called after every on-policy update and its replay updates as
-        ``callback(model, info)``; returning False stops.
-    load_path: continue from this saved model (its network and architecture are used).
-    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
-    resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
-        the whole run, including the steps done before the checkpoint).
-    **network_kwargs: passed to the network builder (num_layers, num_hidden, nlstm, ...);
-        ``value_network='copy'`` gives the Q head its own torso.
-    """
-    model, env, options = start_learning(CONFIG, build_model, locals())
+          seed: int | None = None, **kwargs: Any) -> Model:
+    """Train a policy with ACER and return the :class:`~rlbase.acer.model.Model`: an update
+    per rollout of ``nsteps`` steps of every env, then Poisson(replay_ratio) updates on
+    replayed ones (total_timesteps is rounded up to whole rollouts)."""
+    model, env, options = start_learning(CONFIG, build_model, network, env, total_timesteps,
+                                         seed, kwargs)
     return train(model, env, total_timesteps, options)
 
 

@@ -15,12 +15,12 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import start_learning
+from rlbase.common.learning import config_signature, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import get_comm
 from rlbase.common.vec_env import VecEnv, VecMonitor, find_wrapper
-from rlbase.es.config import CONFIG, ESConfig
+from rlbase.es.config import CONFIG
 from rlbase.es.generation import play_center, run_generation, share
 from rlbase.es.model import Model, build_model
 from rlbase.es.rollout import EpisodeRunner, gym_envs
@@ -30,63 +30,45 @@ __all__ = ["learn", "share", "train"]
 ALGORITHM = "es"
 # What must stay finite (the generation step also names a non-finite return or update).
 LOSSES = ("population_return_mean", "update_norm")
-C = ESConfig
 
 
+@config_signature(CONFIG, notes={
+    "network": "a registered mlp-type network name or builder (num_layers=0: a linear policy)",
+    "env": "a VecEnv whose gymnasium envs ES steps itself, one slot per env (a gymnasium env or "
+           "an env id is wrapped); more envs = more episodes scored side by side per process. "
+           "Its VecMonitor records every perturbed episode (monitor.csv in the log folder)",
+    "total_timesteps": "env steps of perturbed episodes to train for, summed over MPI ranks "
+                       "(the generation that crosses it finishes; unperturbed episodes are not "
+                       "counted)",
+    "seed": "seed of the initial weights, the noise table, the perturbations and the envs",
+    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the unperturbed "
+                "policy on, instead of center_episodes on the training envs",
+    "callback": "called after every generation as callback(model, info); returning False "
+                "stops (under MPI every rank stops after that generation)",
+    "load_path": "continue from this saved model (parameters, observation statistics, Adam "
+                 "state; its network and normalize_observations are used)",
+    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); also written to "
+                       "at Ctrl-C when given",
+    "resume": "continue from the newest checkpoint in checkpoint_path on every rank "
+              "(total_timesteps counts the whole run; the saved noise table is rebuilt, so "
+              "noise_table_size is ignored)",
+    "**network_kwargs": "passed to the network builder (num_layers, num_hidden, "
+                        "activation...)"})
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 1_000_000,
-          seed: int | None = None, *, popsize: int = C.popsize,
-          noise_stdev: float = C.noise_stdev, lr: float = C.lr, l2coeff: float = C.l2coeff,
-          episodes_per_batch: int = C.episodes_per_batch,
-          center_episodes: int = C.center_episodes, fitness_shaping: str = C.fitness_shaping,
-          antithetic: bool = C.antithetic,
-          normalize_observations: bool = C.normalize_observations,
-          action_noise: float = C.action_noise, max_episode_steps: int | None = C.max_episode_steps,
-          paired_starts: bool = C.paired_starts, noise_table_size: int | None = C.noise_table_size,
-          log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
-          eval_episodes: int = C.eval_episodes,
-          checkpoint_interval: int = C.checkpoint_interval,
-          precision: str = C.precision,
-          eval_env: VecEnv | Any | None = None,
-          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_path: str | None = None,
-          resume: bool = False, **network_kwargs: Any) -> Model:
+          seed: int | None = None, **kwargs: Any) -> Model:
     """Train a policy with evolution strategies and return the :class:`~rlbase.es.model.Model`.
-
-    The keyword arguments from ``popsize`` to ``precision`` are the fields of
-    :class:`~rlbase.es.config.ESConfig` (type, unit, range and meaning there, and in
-    rlbase/docs/algorithms/es.md); Stable-Baselines3's ``learning_rate`` is accepted too. A
-    checkpoint holds the model file plus every rank's generator, the noise-table seed and size
-    and the loop's counters; under MPI only rank 0 writes it.
-
-    network: a registered mlp-type network name or builder (num_layers=0: a linear policy).
-    env: a VecEnv whose gymnasium envs ES steps itself, one slot per env (a gymnasium env or
-        an env id is wrapped); more envs = more episodes scored side by side per process.
-        Its VecMonitor records every perturbed episode (monitor.csv in the log folder).
-    total_timesteps: env steps of perturbed episodes to train for, summed over MPI ranks
-        (the generation that crosses it finishes; unperturbed episodes are not counted).
-    seed: seed of the initial weights, the noise table, the perturbations and the envs.
-    eval_env: an env (or env id, seeded with seed + 1000) to evaluate the unperturbed policy
-        on, instead of center_episodes on the training envs.
-    callback: called after every generation as ``callback(model, info)``; returning False
-        stops (under MPI every rank stops after that generation).
-    load_path: continue from this saved model (parameters, observation statistics, Adam
-        state; its network and normalize_observations are used).
-    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints); also written to
-        at Ctrl-C when given.
-    resume: continue from the newest checkpoint in checkpoint_path on every rank
-        (total_timesteps counts the whole run; the saved noise table is rebuilt, so
-        noise_table_size is ignored).
-    **network_kwargs: passed to the network builder (num_layers, num_hidden, activation...).
-    """
+    A checkpoint holds the model file plus every rank's generator, the noise-table seed and
+    size and the loop's counters; under MPI only rank 0 writes it."""
     if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, (int, np.integer)) \
             or total_timesteps < 0:
         raise RLBaseError(f"total_timesteps must be an integer >= 0, got {total_timesteps!r}")
-    if eval_episodes == 0:
+    if kwargs.get("eval_episodes") == 0:
         # ES's eval_episodes once meant the unperturbed episodes at each log.
         raise RLBaseError("eval_episodes counts episodes per evaluation on eval_env; the "
                           "unperturbed policy's episodes at each log row are center_episodes "
                           "(center_episodes=0 turns them off)")
-    model, env, options = start_learning(CONFIG, build_model, locals())
+    model, env, options = start_learning(CONFIG, build_model, network, env, total_timesteps,
+                                         seed, kwargs)
     return train(model, env, total_timesteps, options)
 
 

@@ -11,62 +11,32 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from rlbase.common.learning import start_learning
+from rlbase.common.learning import config_signature, start_learning
 from rlbase.common.loop import LoopOptions
 from rlbase.common.loops.on_policy import policy_rollouts, run_on_policy
 from rlbase.common.rollout import Rollout
 from rlbase.common.vec_env import VecEnv
-from rlbase.gail.config import CONFIG, GAILConfig
+from rlbase.gail.config import CONFIG
 from rlbase.gail.expert import ExpertPairs
 from rlbase.gail.model import Model, build_model
 
 ALGORITHM = "gail"
 LOSSES = ("policy_objective", "kl_divergence_loss", "value_loss", "discriminator_loss")
-C = GAILConfig
 
 
+@config_signature(CONFIG, notes={
+    "network": "mlp or another feed-forward network, or a builder callable; the value gets its "
+               "own torso unless value_network='shared'",
+    "env": "a VecEnv (a gymnasium env or an env id is wrapped into one); its rewards are only "
+           "reported, never learned from",
+    "callback": "called after every policy update as callback(model, info); returning False "
+                "stops"})
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(1e6),
-          seed: int | None = None, *, expert_path: str | None = C.expert_path,
-          traj_limitation: int = C.traj_limitation, g_step: int = C.g_step,
-          d_step: int = C.d_step, d_lr: float = C.d_lr,
-          adversary_hidden_size: int = C.adversary_hidden_size,
-          adversary_entcoeff: float = C.adversary_entcoeff, nsteps: int = C.nsteps,
-          max_kl: float = C.max_kl, cg_iters: int = C.cg_iters,
-          cg_damping: float = C.cg_damping, fvp_subsample: int = C.fvp_subsample,
-          line_search_iters: int = C.line_search_iters,
-          line_search_shrink: float = C.line_search_shrink, gamma: float = C.gamma,
-          lam: float = C.lam, ent_coef: float = C.ent_coef,
-          normalize_advantage: bool = C.normalize_advantage,
-          vf_lr: float = C.vf_lr, vf_iters: int = C.vf_iters,
-          vf_batch_size: int = C.vf_batch_size, log_interval: int = C.log_interval,
-          eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
-          checkpoint_interval: int = C.checkpoint_interval,
-          precision: str = C.precision,
-          eval_env: VecEnv | Any | None = None,
-          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_path: str | None = None,
-          resume: bool = False, **network_kwargs: Any) -> Model:
+          seed: int | None = None, **kwargs: Any) -> Model:
     """Imitate the expert in ``expert_path`` with GAIL and return the
-    :class:`~rlbase.gail.model.Model`.
-
-    The keyword arguments from ``expert_path`` to ``precision`` are the fields of
-    :class:`~rlbase.gail.config.GAILConfig` (type, unit, range and meaning there).
-
-    network: mlp or another feed-forward network, or a builder callable; the value gets its
-        own torso unless value_network='shared'.
-    env: a VecEnv (a gymnasium env or an env id is wrapped into one); its rewards are only
-        reported, never learned from.
-    total_timesteps: env steps to train for, summed over envs (rounded up to whole updates).
-    seed: seed of python, numpy, TensorFlow and the envs (None: unseeded).
-    eval_env: an env (or env id, seeded with seed + 1000) to evaluate the policy on.
-    callback: called after every policy update as ``callback(model, info)``; returning False
-        stops.
-    load_path: continue from this saved model (its network and architecture are used).
-    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
-    resume: continue from the newest checkpoint in checkpoint_path.
-    **network_kwargs: passed to the network builder (num_layers, num_hidden, ...).
-    """
-    model, env, options = start_learning(CONFIG, build_model, locals())
+    :class:`~rlbase.gail.model.Model`."""
+    model, env, options = start_learning(CONFIG, build_model, network, env, total_timesteps,
+                                         seed, kwargs)
     return train(model, env, total_timesteps, options)
 
 

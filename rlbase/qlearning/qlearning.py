@@ -2,62 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from rlbase.common.learning import start_learning
+from rlbase.common.learning import config_signature, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.schedules import make_schedule
 from rlbase.common.transitions import final_observations, target_dones
 from rlbase.common.vec_env import VecEnv
-from rlbase.qlearning.config import CONFIG, QLearningConfig
+from rlbase.qlearning.config import CONFIG
 from rlbase.qlearning.model import Model, build_model
 
 ALGORITHM = "qlearning"
-C = QLearningConfig
 
 
+@config_signature(CONFIG, notes={
+    "network": "ignored: a Q-table has no network (None or 'tabular'; the command line passes "
+               "one to every algorithm)",
+    "env": "a VecEnv with Discrete actions (a gymnasium env or an env id is wrapped)",
+    "seed": "seed of the envs, the exploration and tie-breaking (None: unseeded)",
+    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the greedy policy on",
+    "callback": "called after every vector env step as callback(model, info); returning False "
+                "stops",
+    "load_path": "continue from this saved Q-table (its grid_size and exploration rate are "
+                 "used)",
+    "**network_kwargs": "none are taken (a Q-table has no network); deprecated spellings "
+                        "(print_freq, epsilon, ...) arrive here"})
 def learn(network: Any, env: VecEnv | Any, total_timesteps: int = 100000,
-          seed: int | None = None, *, lr: float | Callable[[float], float] = C.lr,
-          lrschedule: str = C.lrschedule, gamma: float = C.gamma,
-          exploration_initial_eps: float = C.exploration_initial_eps,
-          exploration_final_eps: float = C.exploration_final_eps,
-          exploration_decay: float | None = C.exploration_decay, grid_size: int = C.grid_size,
-          log_interval: int = C.log_interval, eval_freq: int = C.eval_freq,
-          eval_episodes: int = C.eval_episodes,
-          checkpoint_interval: int = C.checkpoint_interval,
-          precision: str = C.precision,
-          eval_env: VecEnv | Any | None = None,
-          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_path: str | None = None,
-          resume: bool = False, **network_kwargs: Any) -> Model:
-    """Train a Q-table with one-step Q-learning and return the :class:`Model`.
-
-    The keyword arguments from ``lr`` to ``precision`` are the fields of
-    :class:`~rlbase.qlearning.config.QLearningConfig` (type, unit, range and meaning there,
-    and in rlbase/docs/algorithms/qlearning.md); Stable-Baselines3's ``learning_rate`` is
-    accepted too, and the deprecated ``epsilon``, ``epsilon_min``, ``epsilon_decay`` and
-    ``print_freq`` with a DeprecationWarning. A checkpoint holds the Q-table, the exploration
-    rate, the counters and the generators.
-
-    network: ignored: a Q-table has no network (None or 'tabular'; the command line passes
-        one to every algorithm).
-    env: a VecEnv with Discrete actions (a gymnasium env or an env id is wrapped).
-    total_timesteps: env steps to train for, summed over envs.
-    seed: seed of the envs, the exploration and tie-breaking (None: unseeded).
-    eval_env: an env (or env id, seeded with seed + 1000) to evaluate the greedy policy on.
-    callback: called after every vector env step as ``callback(model, info)``; returning
-        False stops.
-    load_path: continue from this saved Q-table (its grid_size and exploration rate are
-        used).
-    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints).
-    resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
-        the whole run, including the steps done before the checkpoint).
-    **network_kwargs: none are taken (a Q-table has no network); deprecated spellings
-        (print_freq, epsilon, ...) arrive here.
-    """
-    model, env, options = start_learning(CONFIG, build_model, locals())
+          seed: int | None = None, **kwargs: Any) -> Model:
+    """Train a Q-table with one-step Q-learning and return the :class:`Model`. A checkpoint
+    holds the Q-table, the exploration rate, the counters and the generators."""
+    model, env, options = start_learning(CONFIG, build_model, network, env, total_timesteps,
+                                         seed, kwargs)
     return train(model, env, total_timesteps, options)
 
 

@@ -86,6 +86,11 @@ def learning_rate(lr: float | Callable[[float], float], lrschedule: str = "const
     return lambda progress: {"learning_rate": lr_fn(progress)}
 
 
+def update_with_learning_rate(model: OnPolicyModel) -> Update:
+    """The update of A2C and ACKTR: ``model.train(rollout, learning rate)``."""
+    return lambda rollout, current, _: model.train(rollout, current["learning_rate"])
+
+
 def run_on_policy(model: ModelT, env: VecEnv, total_timesteps: int, options: LoopOptions, *,
                   loss_names: tuple[str, ...], rollouts: Callable[[TrainingLoop], Rollouts],
                   update: Update, schedule: Schedule = no_schedule, comm: Any = None,
