@@ -599,7 +599,7 @@ def test_logs_sb3_keys_and_never_a_nan_actor_loss(tmp_path):
         assert key in rows[0], key
     trained = [r for r in rows if r["train/critic_loss"]]
     assert trained and all(np.isfinite(float(r["train/actor_loss"])) for r in trained)
-    assert int(rows[-1]["train/n_updates"]) == 60 - 10  # from learning_starts on
+    assert int(rows[-1]["train/n_updates"]) == 60 - 10 - 1  # after steps 11..59 (SB3's rule)
 
 
 def test_no_retracing_over_several_training_calls():
@@ -611,7 +611,7 @@ def test_no_retracing_over_several_training_calls():
     model.attach_env(env)
     for _ in range(3):
         train(model, env, 30, LoopOptions())
-    assert model.num_timesteps == 90 and model.grad_steps == 90 - 20
+    assert model.num_timesteps == 90 and model.grad_steps == 90 - 20 - 1
     for fn in (model.train_fn, model.act_fn, model.perturb_fn):
         assert fn.function.experimental_get_tracing_count() == 1
 
@@ -830,7 +830,7 @@ def test_bad_checkpoint_options_and_non_finite_loss(tmp_path):
     with pytest.raises(RLBaseError, match="checkpoint_interval .* got -5"):
         learn("mlp", "Pendulum-v1", total_timesteps=10, checkpoint_interval=-5,
               checkpoint_path=str(tmp_path))
-    with pytest.raises(NonFiniteError, match="critic_loss became (nan|inf) at iteration 21 "):
+    with pytest.raises(NonFiniteError, match="critic_loss became (nan|inf) at iteration 22 "):
         learn("mlp", "Pendulum-v1", seed=0, total_timesteps=100, reward_scale=float("inf"),
               **dict(SMALL, learning_starts=20, noise_type="normal_0.1"))
 

@@ -403,7 +403,7 @@ def test_logs_sb3_keys(tmp_path):
                 "train/ent_coef_loss", "train/learning_rate", "train/n_updates",
                 "rollout/ep_rew_mean", "time/total_timesteps", "eval/mean_reward"):
         assert key in rows[0], key
-    assert int(rows[-1]["train/n_updates"]) == 60 - 10  # from learning_starts on
+    assert int(rows[-1]["train/n_updates"]) == 60 - 10 - 1  # after steps 11..59 (SB3's rule)
     assert float(rows[-1]["train/ent_coef"]) < 1.0
 
 
@@ -415,7 +415,7 @@ def test_no_retracing_over_several_training_calls():
     model.attach_env(env)
     for _ in range(3):
         train(model, env, 30, LoopOptions())
-    assert model.num_timesteps == 90 and model.grad_steps == 90 - 20
+    assert model.num_timesteps == 90 and model.grad_steps == 90 - 20 - 1
     model.step(np.zeros((5, 1), np.float32))  # another batch size: no new trace either
     for fn in (model.train_fn, model.act_fn):
         assert fn.function.experimental_get_tracing_count() == 1
@@ -535,7 +535,7 @@ def test_resume_continues_exactly(tmp_path):
     assert [s for s, _ in list_checkpoints(str(tmp_path / "cut"))] == [30]
     resumed = run(90, "cut", resume=True)
     assert resumed.num_timesteps == whole.num_timesteps == 90
-    assert resumed.grad_steps == whole.grad_steps == 90 - 15 and whole.replay_buffer.size == 50
+    assert resumed.grad_steps == whole.grad_steps == 90 - 15 - 1 and whole.replay_buffer.size == 50
     _assert_same_state(whole, resumed)
 
 
@@ -550,7 +550,7 @@ def test_sac_class_life_cycle(tmp_path):
     agent.learn(30)
     agent.learn(30, reset_num_timesteps=False)
     model = agent.model
-    assert isinstance(model, Model) and agent.num_timesteps == 60 and model.grad_steps == 50
+    assert isinstance(model, Model) and agent.num_timesteps == 60 and model.grad_steps == 49
     obs = np.zeros((2, 3), np.float32)
     mean, std = agent.action_probability(obs)
     np.testing.assert_allclose(mean, agent.predict(obs, deterministic=True)[0], rtol=1e-6)

@@ -54,8 +54,9 @@ class TrainSchedule:
     train_freq: env steps (summed over envs) between training phases (1: one phase per env
         step, so several per vector step with several envs).
     gradient_steps: gradient steps per training phase (0: collect only).
-    learning_starts: env steps (summed over envs) of uniformly random actions, and no
-        training, at the start.
+    learning_starts: env steps (summed over envs) of uniformly random actions at the start;
+        training starts after the first vector step that takes the count past it (SB3's
+        ``num_timesteps > learning_starts``).
     batch_size: transitions per gradient step, drawn with replacement: training starts after
         ``learning_starts`` even while the buffer holds fewer (SB3's and Baselines' rule).
     """
@@ -72,22 +73,29 @@ class TrainSchedule:
         _count("batch_size", self.batch_size, 1)
 
     def warming_up(self, num_timesteps: int) -> bool:
-        """Whether this step's actions are uniformly random (no training yet)."""
+        """Whether the actions of the vector step taken at ``num_timesteps`` env steps are
+        uniformly random."""
         return num_timesteps < self.learning_starts
 
+    def started(self, num_timesteps: int, stored: int) -> bool:
+        """Whether training may follow the vector step that brought the count to
+        ``num_timesteps``, with ``stored`` transitions in the buffer: the count is past
+        ``learning_starts`` (SB3's rule) and the buffer holds something to sample."""
+        return num_timesteps > self.learning_starts and stored > 0
+
     def phases(self, num_timesteps: int, num_envs: int, stored: int) -> int:
-        """How many training phases run before the vector step that takes the run's env step
-        count from ``num_timesteps`` to ``num_timesteps + num_envs``, with ``stored``
-        transitions in the buffer: one per multiple of ``train_freq`` (in env steps, summed
-        over envs) in ``[num_timesteps, num_timesteps + num_envs)``. With one env that is a
-        phase whenever ``num_timesteps % train_freq == 0``; with SB3's ``(n, "step")``
-        (``train_freq = n * num_envs``) one every n vector steps; with ``train_freq`` below
-        ``num_envs``, several per vector step, so the gradient steps per env step do not
-        depend on the number of envs."""
-        if self.gradient_steps == 0 or stored == 0:
+        """The training phases owed to the vector step of ``num_envs`` env steps that brought
+        the count to ``num_timesteps`` (0 before :meth:`started`): one per multiple of
+        ``train_freq`` among its env steps, numbered from 1. With one env a phase after every
+        ``train_freq``-th env step; with SB3's ``(n, "step")`` (``train_freq = n *
+        num_envs``) one every n vector steps; with ``train_freq`` below ``num_envs``,
+        several, so the gradient steps per env step do not depend on the number of envs.
+        DQN runs them right after that step; SAC and DDPG before the next one, in one
+        compiled call with its acting."""
+        if self.gradient_steps == 0 or not self.started(num_timesteps, stored):
             return 0
         f = self.train_freq
-        return (num_timesteps + num_envs - 1) // f - (num_timesteps - 1) // f
+        return num_timesteps // f - (num_timesteps - num_envs) // f
 
 
 def sb3_train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
@@ -361,24 +369,3 @@ def sample_minibatches(buffer: AnyBuffer, raw: RawReplay, rng: np.random.Generat
 
     return tuple(nested.map_structure(split, x) for x in
                  (batch.obs, batch.actions, batch.rewards, batch.next_obs, batch.dones))
-
-
-def trains_after_step(schedule: TrainSchedule, num_timesteps: int, stored: int) -> bool:
-    """Whether training may follow the vector step that brought the run's env step count to
-    ``num_timesteps``, with ``stored`` transitions in the buffer (Stable-Baselines3's DQN
-    order, collect then train): its last env step was past the warm-up
-    (``num_timesteps > learning_starts``) and the buffer holds something to sample."""
-    return not schedule.warming_up(num_timesteps - 1) and stored > 0
-
-
-def phases_after_step(schedule: TrainSchedule, num_timesteps: int, num_envs: int,
-                      stored: int) -> int:
-    """The training phases that follow the vector step that brought the run's env step count
-    to ``num_timesteps`` (see :func:`trains_after_step`): one per multiple of ``train_freq``
-    among the env steps it took, numbered from 1 (``num_timesteps - num_envs + 1`` to
-    ``num_timesteps``). :meth:`TrainSchedule.phases` counted from the step's first number:
-    with one env a phase after every ``train_freq``-th env step; the gradient steps per env
-    step do not depend on the number of envs."""
-    if not trains_after_step(schedule, num_timesteps, stored):
-        return 0
-    return schedule.phases(num_timesteps - num_envs + 1, num_envs, stored)

@@ -49,8 +49,9 @@ class DDPGConfig(OffPolicyConfig):
 
     buffer_size: int = param(int(1e6), "transitions the replay buffer keeps",
                              unit="transitions", low=1)
-    learning_starts: int = param(0, "env steps of uniformly random actions, and no training, "
-                                 "at the start", unit="env steps", low=0)
+    learning_starts: int = param(0, "env steps of uniformly random actions at the start; "
+                                 "training follows the first vector step that ends past it",
+                                 unit="env steps", low=0)
     batch_size: int = param(64, "transitions per gradient step", unit="transitions", low=1)
     tau: float = param(0.01, "Polyak weight of the online weights in the soft target update: "
                        "target <- (1 - tau) target + tau online", low=0, low_open=True, high=1,

@@ -56,8 +56,9 @@ class SACConfig(OffPolicyConfig):
         sb3="learning_rate")
     buffer_size: int = param(int(1e6), "transitions the replay buffer keeps",
                              unit="transitions", low=1)
-    learning_starts: int = param(100, "env steps of uniformly random actions, and no "
-                                 "training, at the start", unit="env steps", low=0)
+    learning_starts: int = param(100, "env steps of uniformly random actions at the start; "
+                                 "training follows the first vector step that ends past it",
+                                 unit="env steps", low=0)
     batch_size: int = param(256, "transitions per gradient step", unit="transitions", low=1)
     tau: float = param(0.005, "Polyak weight of the online weights in the soft target "
                        "update: target <- (1 - tau) target + tau online", low=0,

@@ -1,8 +1,8 @@
 """The off-policy loop, written once for SAC, DDPG/TD3 and DQN.
 
-One vector env step per iteration: choose actions (uniformly random during the warm-up,
-or the policy's, with the training phases due run before them in one compiled call, or
-after the step), store the raw transitions, count, log, call back, evaluate, checkpoint
+One vector env step per iteration: choose actions (uniformly random during the warm-up, or
+the policy's), store the raw transitions, train (the phases a step owes once the count is past
+``learning_starts``, SB3's rule: TrainSchedule), count, log, call back, evaluate, checkpoint
 (rlbase.common.loop.TrainingLoop). What only one algorithm does (its exploration, target
 copies, observation statistics, ...) comes through :class:`OffPolicyHooks`::
 
@@ -28,10 +28,8 @@ from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.off_policy import (
     RawReplay,
     TrainSchedule,
-    phases_after_step,
     reset_env,
     step_and_store,
-    trains_after_step,
 )
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.vec_env import VecEnv
@@ -65,9 +63,10 @@ class OffPolicyHooks(Generic[M]):
     model: the model trained.
     lr: the learning rate handed to training, or its schedule (of the progress remaining).
     loss_names: statistics that must stay finite.
-    train_first: True: the phases due before a vector step run in one compiled call with its
-        acting (:meth:`train_and_act`; fewer Python->TF crossings); False: after the step, one
-        :meth:`train` each (SB3's DQN order).
+    train_first: True: the phases a vector step owes run before the next step, in one
+        compiled call with its acting (:meth:`train_and_act`; fewer Python->TF crossings; the
+        run's last step's are not run); False: right after the step, one :meth:`train` each
+        (SB3's order).
     random_warmup: act uniformly at random before ``learning_starts`` (SB3); False: the
         policy explores from the first step (Baselines' deepq, epsilon-greedy).
     run_clock: count ``t`` from this run's start (False: the model's whole count).
@@ -177,8 +176,8 @@ def _iterate(hooks: OffPolicyHooks[Any], loop: TrainingLoop, schedule: TrainSche
         t = model.num_timesteps - (loop.start if hooks.run_clock else 0)
         stored = len(replay.replay_buffer)
         warming_up = schedule.warming_up(t)
-        phases = schedule.phases(t, num_envs, stored) \
-            if hooks.train_first and not warming_up else 0
+        # The phases owed to the step that brought the count to t, run with this one's acting.
+        phases = schedule.phases(t, num_envs, stored) if hooks.train_first else 0
         if warming_up and hooks.random_warmup:
             actions = hooks.random_actions()
         elif phases:
@@ -199,8 +198,8 @@ def _iterate(hooks: OffPolicyHooks[Any], loop: TrainingLoop, schedule: TrainSche
         started = False
         if not hooks.train_first:
             stored = len(replay.replay_buffer)
-            started = trains_after_step(schedule, t, stored)
-            for _ in range(phases_after_step(schedule, t, num_envs, stored) if started else 0):
+            started = schedule.started(t, stored)
+            for _ in range(schedule.phases(t, num_envs, stored)):
                 lr = lr_fn(loop.progress_remaining)
                 stats.update(hooks.train(t, lr), learning_rate=lr, n_updates=hooks.n_updates())
         hooks.after_training(t, started)
