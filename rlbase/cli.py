@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from rlbase.common.errors import RLBaseError
@@ -25,9 +24,10 @@ OPTIMIZE_FLAGS = ("--optimize", "-optimize", "--optimize-hyperparameters")
 
 
 def _plot(argv: list[str]) -> None:
+    from rlbase.common.arg_types import OneLineParser
     from rlbase.common.media import save_plots
 
-    parser = argparse.ArgumentParser(prog="rlbase plot",
+    parser = OneLineParser(prog="rlbase plot",
                                      description="Learning curves of log folders to a PNG.")
     parser.add_argument("log_dirs", nargs="+", help="folders with monitor.csv / progress.csv")
     parser.add_argument("--out", default=None, help="the PNG (default "

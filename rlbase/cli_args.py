@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rlbase.common.arg_types import OneLineParser, positive_finite_float
 from rlbase.common.cmd_util import ENV_TYPES, VEC_ENV_KINDS
 
 # Config fields the CLI sets with its own flags (--seed, --eval_freq, ...). DDPG's
@@ -22,7 +23,7 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
 
     algs = ", ".join(available_algorithms())
     aliases = ", ".join(f"{a} ({t[0]})" for a, t in ALIASES.items())
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=prog, formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description=f"Train (and optionally play) an rlbase algorithm on a gymnasium env. "
                     f"Algorithms: {algs}; also {aliases}. Unknown --key=value flags go to the "
@@ -52,7 +53,8 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
     p.add_argument("--num_env", type=int, default=None,
                    help="number of parallel envs (default: the algorithm's default for the env "
                         "type, else the CPU count)")
-    p.add_argument("--reward_scale", type=float, default=1.0, help="multiply rewards by this")
+    p.add_argument("--reward_scale", type=positive_finite_float, default=1.0,
+                   help="multiply rewards by this (a finite number > 0)")
     p.add_argument("--save_path", type=str, default=None, help="save the trained model here")
     p.add_argument("--load_path", type=str, default=None,
                    help="start from this saved model (continues training)")
@@ -71,7 +73,8 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
                         "else 5)")
     p.add_argument("--play", action="store_true", help="after training, run the policy and "
                    "print each episode's return")
-    p.add_argument("--play_episodes", type=int, default=5, help="episodes to play with --play")
+    p.add_argument("--play_episodes", type=int, default=5,
+                   help="episodes to play with --play (>= 1)")
     p.add_argument("--save_video_interval", type=int, default=0,
                    help="record a training video every this many steps (0: never)")
     p.add_argument("--save_video_length", type=int, default=200, help="frames per video")

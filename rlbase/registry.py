@@ -147,6 +147,7 @@ def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,
         ac_space = space_from_json(metadata["action_space"])
     except KeyError as exc:
         raise RLBaseError(f"model file {path} records no {exc.args[0]}") from None
+    check_model_metadata(path, metadata, num_envs)
     unusable = set(metadata.get("unserializable") or ())
     saved = metadata.get("hyperparameters") or {}
     hyperparameters = config_class(algorithm).from_saved(saved, unusable)
@@ -158,3 +159,59 @@ def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,
     # (files before the typed configs kept them among the hyperparameters)
     model.env_kwargs = dict(metadata.get("env_kwargs") or saved.get("env_kwargs") or {})
     return model
+
+
+def check_model_metadata(path: str, metadata: dict[str, Any], num_envs: int | None = None
+                         ) -> None:
+    """A one-line RLBaseError for a model file's metadata that is of the wrong type (edited
+    by hand, or written by something else): the mappings must be dicts, the counts whole
+    numbers, and an on-policy rollout of the file's ``nsteps`` on ``num_envs`` envs (None: the
+    file's own) must fit in memory."""
+    for key in ("hyperparameters", "network_kwargs", "env_kwargs"):
+        value = metadata.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise RLBaseError(f"model file {path}: {key} must be a mapping of names to values, "
+                              f"got {value!r}")
+    for key, low in (("num_envs", 1), ("num_timesteps", 0)):
+        value = metadata.get(key)
+        if value is not None and not _whole(value, low):
+            raise RLBaseError(f"model file {path}: {key} must be a whole number >= {low}, "
+                              f"got {value!r}")
+    hyperparameters = metadata.get("hyperparameters") or {}
+    for key in ("nsteps", "n_steps"):
+        value = hyperparameters.get(key)
+        if value is None:
+            continue
+        if not _whole(value, 1):
+            raise RLBaseError(f"model file {path}: hyperparameter {key} must be a whole number "
+                              f">= 1, got {value!r}")
+        from rlbase.common.memory import check_rollout
+
+        envs = num_envs or int(metadata.get("num_envs") or 1)
+        check_rollout(int(value), envs, _step_bytes(metadata), f"model file {path}")
+
+
+def _whole(value: Any, low: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) \
+        and float(value).is_integer() and value >= low
+
+
+def _step_bytes(metadata: dict[str, Any]) -> int:
+    """The bytes one rollout step holds at least: the observation and action as the file's
+    spaces describe them, and a reward, value, done flag and log-probability (4 bytes each)."""
+    from rlbase.common.serialization import space_from_json
+
+    total = 16
+    for key in ("observation_space", "action_space"):
+        try:
+            space = space_from_json(metadata[key])
+        except (KeyError, RLBaseError, TypeError, ValueError):
+            continue
+        shape = getattr(space, "shape", None) or ()
+        dtype = getattr(space, "dtype", None)
+        itemsize = dtype.itemsize if dtype is not None else 4
+        size = 1
+        for n in shape:
+            size *= int(n)
+        total += size * itemsize
+    return total

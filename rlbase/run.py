@@ -8,7 +8,6 @@ mistake prints one line and exits with status 2. ``--num_timesteps=0 --load_path
 
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import re
@@ -17,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rlbase.common.arg_types import parse_count
+from rlbase.common.arg_types import MAX_COUNT, OneLineParser, parse_count
 from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.errors import RLBaseError
 
@@ -31,6 +30,7 @@ def parse_num_timesteps(text: str, allow_zero: bool) -> int:
     if value is None:
         what = "a number >= 0 (0 with --load_path: play without training)" if allow_zero \
             else "a positive number such as 2e5 (0 only with --load_path)"
+        what += f", at most {MAX_COUNT:.3g} ({MAX_COUNT:,})"
         raise RLBaseError(f"--num_timesteps must be {what}, got '{text}'")
     return value
 
@@ -56,6 +56,42 @@ def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) 
         raise RLBaseError(f"unknown argument(s) {', '.join('--' + u for u in unknown)} for "
                           f"{alg} with network '{getattr(network, '__name__', network)}'; "
                           f"valid: {', '.join(valid)}")
+    if network is not None:
+        check_network_kwarg_types(network, {k: v for k, v in extra.items()
+                                            if k not in learn_names and k not in aliases})
+
+
+def check_network_kwarg_types(network: Any, given: dict[str, Any]) -> None:
+    """A network argument from the command line of another type than its builder's default
+    (``--num_layers=abc`` for mlp's ``num_layers=2``) is a one-line error naming the flag."""
+    import inspect
+
+    from rlbase.common.models import get_network_builder
+
+    try:
+        params = inspect.signature(get_network_builder(network)).parameters
+    except (RLBaseError, TypeError, ValueError):
+        return
+    name = getattr(network, "__name__", network)
+    for key, value in given.items():
+        param = params.get(key)
+        if param is None or param.default is inspect.Parameter.empty or param.default is None:
+            continue
+        default = param.default
+        if isinstance(default, bool):
+            ok, what = isinstance(value, bool), "True or False"
+        elif isinstance(default, int):
+            ok, what = isinstance(value, int) and not isinstance(value, bool), "an int"
+        elif isinstance(default, float):
+            ok, what = isinstance(value, (int, float)) and not isinstance(value, bool), \
+                "a number"
+        elif isinstance(default, str):
+            ok, what = isinstance(value, str) or callable(value), "a name"
+        else:
+            continue
+        if not ok:
+            raise RLBaseError(f"--{key} must be {what} (network {name}'s {key}, default "
+                              f"{default!r}), got {value!r}")
 
 
 def check_writable(flag: str, path: str | None, is_file: bool) -> None:
@@ -322,7 +358,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     from rlbase.common.serialization import load_file
 
     parser = common_arg_parser()
-    pre = argparse.ArgumentParser(add_help=False)  # the algorithm first: its flags follow
+    pre = OneLineParser(add_help=False, prog=parser.prog)  # the algorithm first: its flags follow
     pre.add_argument("--alg", default=None)
     pre.add_argument("--algo", default=None)
     pre.add_argument("--load_path", default=None)
@@ -351,6 +387,12 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
                           f"{args.save_videos}")
     if args.num_env is not None and args.num_env < 1:
         raise RLBaseError(f"--num_env must be at least 1, got {args.num_env}")
+    if args.play_episodes < 1:
+        raise RLBaseError(f"--play_episodes must be a number of episodes >= 1, got "
+                          f"{args.play_episodes}")
+    for flag in ("save_path", "log_path", "checkpoint_path", "load_path", "conf_file"):
+        if getattr(args, flag, None) == "":
+            raise RLBaseError(f"--{flag} is empty: give a path, or leave the flag out")
     check_media_packages(args)
     check_writable("--save_path", args.save_path, is_file=True)
     check_writable("--log_path", args.log_path, is_file=False)
@@ -363,7 +405,12 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     entry = registry.get_algorithm(alg)
 
     from rlbase.common import logger
-    from rlbase.common.cmd_util import check_env_id, env_type_of, import_gym_packages
+    from rlbase.common.cmd_util import (
+        check_env_id,
+        check_env_kwargs,
+        env_type_of,
+        import_gym_packages,
+    )
     from rlbase.common.mpi_util import abort_on_error, any_rank, mpi_rank
     from rlbase.common.signals import StopExit, stop_requested
 
@@ -373,10 +420,12 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     zoo_row: dict[str, Any] = {}
     if zoo:
         alg_kwargs, zoo_row, n_timesteps = zoo_settings(args, entry, env_type)
-        args.num_timesteps = args.num_timesteps or n_timesteps
+        if args.num_timesteps is None:
+            args.num_timesteps = n_timesteps
     else:  # (Baselines' her settings are complete: no env-type row under them)
         alg_kwargs = entry.defaults(env_type) if args.alg != "her" else {}
-    total = parse_num_timesteps(args.num_timesteps or "1e6", allow_zero=bool(args.load_path))
+    total = parse_num_timesteps("1e6" if args.num_timesteps is None else args.num_timesteps,
+                                allow_zero=bool(args.load_path))
     alg_kwargs.update(copy.deepcopy(preset))
     num_env = args.num_env or alg_kwargs.pop("num_env", None) or os.cpu_count() or 1
     alg_kwargs.pop("num_env", None)
@@ -397,6 +446,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     ckpt = checkpoint_args(args)
     alg_kwargs.update(ckpt)
     if args.load_path:
+        registry.check_model_metadata(args.load_path, saved, num_env)
         # A model saved with env kwargs keeps them.
         if saved.get("vec_normalize") and not args.normalize:
             raise RLBaseError(f"{args.load_path} was trained behind VecNormalize: pass "
@@ -406,6 +456,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
             env_kwargs = dict(saved.get("env_kwargs") or
                               (saved.get("hyperparameters") or {}).get("env_kwargs") or {})
 
+    check_env_kwargs(args.env, env_kwargs)
     abort_on_error()  # under mpiexec a rank's crash ends every rank (no job hangs)
     rank = mpi_rank()
     formats = log_formats(args) if rank == 0 else []

@@ -6,15 +6,39 @@ from __future__ import annotations
 import argparse
 import math
 
+# The largest count a float such as '2e5' holds exactly (2**53): more steps than any run makes.
+MAX_COUNT = 2 ** 53
+
 
 def parse_count(text: str, low: int) -> int | None:
     """A step count as researchers write it ('2e5', '100000') -> int, or None when the text
-    is not a finite number >= low."""
+    is not a finite number from low to MAX_COUNT."""
     try:
         value = float(text)
     except ValueError:
         return None
-    return int(value) if math.isfinite(value) and value >= low else None
+    return int(value) if math.isfinite(value) and low <= value <= MAX_COUNT else None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are the CLI's one line (``rlbase: error: ...``, exit
+    status 2, printed by rlbase.run.run_cli) instead of the usage and argparse's own line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        from rlbase.common.errors import RLBaseError
+
+        raise RLBaseError(f"{message} (see {self.prog} --help)")
+
+
+def positive_finite_float(text: str) -> float:
+    """argparse ``type=`` for a factor such as ``--reward_scale``: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got '{text}'")
+    return value
 
 
 def timesteps_arg(text: str) -> int:
@@ -22,5 +46,6 @@ def timesteps_arg(text: str) -> int:
     one-line error (exit status 2)."""
     value = parse_count(text, 1)
     if value is None:
-        raise argparse.ArgumentTypeError(f"must be a positive number such as 2e5, got '{text}'")
+        raise argparse.ArgumentTypeError(f"must be a positive number such as 2e5, at most "
+                                         f"{MAX_COUNT:.3g}, got '{text}'")
     return value

@@ -6,6 +6,7 @@ import ast
 import difflib
 import importlib
 import importlib.util
+import inspect
 import os
 from functools import partial
 from typing import Any, Callable
@@ -205,9 +206,58 @@ def parse_env_kwargs(text: str | None) -> dict[str, Any]:
     except (ValueError, SyntaxError) as exc:
         raise RLBaseError(f"--env_kwargs must be a Python dict literal such as "
                           f"\"{{'continuous': True}}\", got {text!r} ({exc})") from None
+    except (RecursionError, MemoryError):
+        raise RLBaseError(f"--env_kwargs must be a Python dict literal such as "
+                          f"\"{{'continuous': True}}\"; the {len(text):,} characters given "
+                          "are nested too deeply to read") from None
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise RLBaseError(f"--env_kwargs must be a dict with string keys, got {text!r}")
     return value
+
+
+# gymnasium.make's own keywords (besides the env's): not passed to the env's constructor.
+MAKE_KWARGS = ("render_mode", "max_episode_steps", "disable_env_checker", "autoreset",
+               "apply_api_compatibility")
+
+
+def check_env_kwargs(env_id: str, kwargs: dict[str, Any] | None) -> None:
+    """A one-line RLBaseError, naming the env and the keyword, for ``--env_kwargs`` the env
+    does not take: a name its constructor has no parameter for, a ``render_mode`` it does not
+    render, or a value its constructor refuses (one env is made, and closed, to find out)."""
+    if not kwargs:
+        return
+    from gymnasium.envs.registration import load_env_creator
+
+    name = registered_id(env_id)
+    spec = gym.spec(name)
+    try:
+        creator = load_env_creator(spec.entry_point) if isinstance(spec.entry_point, str) \
+            else spec.entry_point
+    except Exception:  # an entry point that cannot be imported: gym.make below says why
+        creator = None
+    if creator is not None:
+        try:
+            params = inspect.signature(creator).parameters
+        except (TypeError, ValueError):
+            params = None
+        if params is not None and not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            takes = [p for p in params if p not in ("self", "render_mode")]
+            unknown = sorted(set(kwargs) - set(params) - set(MAKE_KWARGS))
+            if unknown:
+                raise RLBaseError(f"--env_kwargs: {env_id} does not take {', '.join(unknown)}; "
+                                  f"it takes: {', '.join(takes + list(MAKE_KWARGS)) or 'none'}")
+        modes = list((getattr(creator, "metadata", None) or {}).get("render_modes") or [])
+        mode = kwargs.get("render_mode")
+        if mode is not None and (not isinstance(mode, str) or modes and mode not in modes):
+            raise RLBaseError(f"--env_kwargs: {env_id} does not render render_mode={mode!r}; "
+                              f"it renders: None, {', '.join(repr(m) for m in modes)}")
+    try:
+        env = gym.make(name, **kwargs)
+    except (TypeError, ValueError, AttributeError, KeyError, AssertionError,
+            gym.error.Error) as exc:
+        what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise RLBaseError(f"--env_kwargs {kwargs!r}: {env_id} refused them ({what})") from None
+    env.close()
 
 
 def make_env(env_id: str, seed: int | None = None, reward_scale: float = 1.0,

@@ -96,12 +96,50 @@ def find_row(rows: dict[str, dict[str, Any]], env_id: str, env_type: str | None,
                       f"; rows: {', '.join(rows) or 'none'}")
 
 
-def parse_value(text: str) -> Any:
-    """A value as the zoo writes one on the command line: a Python literal, else the text."""
+def parse_value(text: str, key: str = "") -> Any:
+    """A value as the zoo writes one on the command line: a Python literal, else the text (a
+    name such as ``MlpPolicy`` or ``nn.ReLU``, or ``dict(...)`` of such values, read later).
+    Any other expression (a call, an operator) is a one-line error: nothing in it is run."""
+    where = f"--hyperparams {key}:" if key else "--hyperparams"
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        return text
+        pass
+    except (RecursionError, MemoryError):
+        raise RLBaseError(f"{where} the value ({len(text):,} characters) is nested too deeply "
+                          "to read; give a Python literal") from None
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return text  # plain text (a path, words)
+    except (RecursionError, MemoryError):
+        raise RLBaseError(f"{where} the value ({len(text):,} characters) is nested too deeply "
+                          "to read; give a Python literal") from None
+    if not _names_and_literals(tree.body):
+        raise RLBaseError(f"{where} {text!r} is not a Python literal (allowed: numbers, "
+                          "strings, lists, dicts, dict(...), names such as nn.ReLU); "
+                          "nothing in it is run")
+    return text
+
+
+def _names_and_literals(node: ast.AST) -> bool:
+    """Whether ``node`` holds only literals, (dotted) names, containers and ``dict(k=v)``."""
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args \
+            and all(kw.arg is not None and _names_and_literals(kw.value)
+                    for kw in node.keywords)
+    if isinstance(node, ast.Attribute):
+        return _names_and_literals(node.value)
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _names_and_literals(node.operand)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_names_and_literals(v) for v in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _names_and_literals(k) and _names_and_literals(v)
+                   for k, v in zip(node.keys, node.values))
+    return False
 
 
 def apply_overrides(row: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
@@ -111,7 +149,7 @@ def apply_overrides(row: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
         key, sep, value = pair.partition(":")
         if not sep or not key:
             raise RLBaseError(f"--hyperparams takes key:value pairs, got {pair!r}")
-        out[key.strip()] = parse_value(value.strip())
+        out[key.strip()] = parse_value(value.strip(), key.strip())
     return out
 
 

@@ -50,3 +50,11 @@ def check_fits(what: str, count: int, unit_bytes: int, unit: str, fix: str) -> N
         raise RLBaseError(f"the {what} needs {count:,} {unit} x {unit_bytes:,} bytes = "
                           f"{human_bytes(need)}, more than the {human_bytes(available)} of memory "
                           f"available: {fix}")
+
+
+def check_rollout(nsteps: int, num_envs: int, step_bytes: int, where: str) -> None:
+    """An RLBaseError when a rollout of ``nsteps`` x ``num_envs`` steps of ``step_bytes`` bytes
+    each (observation, action, reward, value, done, log-probability) cannot fit in memory.
+    ``where``: what set nsteps (``model file m.zip``), named in the message."""
+    check_fits(f"rollout of nsteps={nsteps:,} x {num_envs:,} env(s) ({where})",
+               int(nsteps) * int(num_envs), step_bytes, "steps", "lower nsteps")
