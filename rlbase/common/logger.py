@@ -28,6 +28,7 @@ import contextlib
 import csv
 import datetime
 import glob
+import io
 import json
 import numbers
 import os
@@ -109,6 +110,31 @@ def cut_file(path: str, keep_lines: int) -> None:
         os.truncate(path, sum(len(line) for line in lines[:keep_lines]))
 
 
+def write_whole(file: IO[Any], text: str) -> None:
+    """Append ``text`` to ``file`` whole or not at all: its bytes go out through ``os.write``
+    (no buffer left holding part of it), and a write that fails part-way (a full disk,
+    ``[Errno 28]``) truncates the file back to its length before the row, then raises. So a
+    log file never keeps a torn line, and a later reader (a resumed run's cut, pandas) sees
+    whole rows only."""
+    try:
+        fd = file.fileno()
+    except (AttributeError, io.UnsupportedOperation):  # a stream with no file under it
+        file.write(text)
+        file.flush()
+        return
+    file.flush()  # (empty: every write goes through here)
+    data = text.encode(getattr(file, "encoding", None) or "utf-8")
+    start = os.fstat(fd).st_size  # the file is opened for appending: the row goes here
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        raise
+
+
 def _read_lines(path: str) -> list[str]:
     """The lines of ``path`` split as :func:`cut_file` counts them (at ``\\n`` only)."""
     with open(path, "rb") as f:
@@ -153,7 +179,10 @@ class HumanOutputFormat(KVWriter, SeqWriter):
         self._owns_file = isinstance(target, (str, os.PathLike))
         self.path = os.fspath(target) if isinstance(target, (str, os.PathLike)) else "stdout"
         self.format_name = "log" if self._owns_file else "stdout"
-        mode = "a" if append else "w"
+        mode = "a" if append else "w"  # (append mode: each row goes at the end, see write_whole)
+        if mode == "w" and self._owns_file:
+            open(self.path, "w").close()  # an empty file, then appended to
+            mode = "a"
         self._file: IO[str] | None = (
             open(target, mode) if isinstance(target, (str, os.PathLike))  # noqa: SIM115
             else target)
@@ -192,6 +221,9 @@ class HumanOutputFormat(KVWriter, SeqWriter):
 
     def _emit(self, text: str) -> None:
         out = self.file
+        if self._owns_file:
+            write_whole(out, text)
+            return
         tqdm_module = sys.modules.get("tqdm")  # only if someone uses tqdm: no import cost
         if tqdm_module is not None and out in (sys.stdout, sys.__stdout__):
             tqdm_module.tqdm.write(text, file=out, end="")  # clears and redraws any bar
@@ -244,7 +276,9 @@ class JSONOutputFormat(KVWriter):
 
     def __init__(self, path: str | os.PathLike[str], append: bool = False) -> None:
         self.path = os.fspath(path)
-        self._file = open(path, "a" if append else "w")  # noqa: SIM115
+        if not append:
+            open(path, "w").close()  # an empty file, then appended to (see write_whole)
+        self._file = open(path, "a")  # noqa: SIM115
 
     def write(self, key_values: Mapping[str, Any],
               key_excluded: Mapping[str, tuple[str, ...] | None] | None = None,
@@ -253,8 +287,7 @@ class JSONOutputFormat(KVWriter):
         for value in kept.values():
             _refuse_tensorboard_only(value, self.format_name)
         record = {k: _jsonable(v) for k, v in sorted(kept.items())}
-        self._file.write(json.dumps(record) + "\n")
-        self._file.flush()
+        write_whole(self._file, json.dumps(record) + "\n")
 
     def close(self) -> None:
         self._file.close()
@@ -286,7 +319,9 @@ class CSVOutputFormat(KVWriter):
         if append and os.path.exists(self.path):
             with open(self.path, newline="") as f:
                 self.keys = next(csv.reader(f), [])
-        self._file = open(self.path, "a" if append else "w", newline="")  # noqa: SIM115
+        if not append:
+            open(self.path, "w").close()  # an empty file, then appended to (see write_whole)
+        self._file = open(self.path, "a", newline="")  # noqa: SIM115
 
     def write(self, key_values: Mapping[str, Any],
               key_excluded: Mapping[str, tuple[str, ...] | None] | None = None,
@@ -300,9 +335,9 @@ class CSVOutputFormat(KVWriter):
         if new_keys:
             self.keys.extend(new_keys)
             self._rewrite_with_header()
-        writer = csv.writer(self._file)
-        writer.writerow(["" if row.get(k) is None else row[k] for k in self.keys])
-        self._file.flush()
+        text = io.StringIO()
+        csv.writer(text).writerow(["" if row.get(k) is None else row[k] for k in self.keys])
+        write_whole(self._file, text.getvalue())
 
     def _rewrite_with_header(self) -> None:
         # A CSV header can't be changed in place: read the rows written so far and write the

@@ -5,12 +5,18 @@ each other's checkpoints. :func:`lock_folder` takes ``<folder>/.rlbase.lock`` wi
 ``fcntl.flock``; a second run is refused in one line naming the first's PID. The kernel drops
 the lock when its process dies (even by SIGKILL), so a stale file of a dead run is simply taken
 over. The lock is held until the process exits.
+
+A lock file that cannot be written (a disk already full at start, ``[Errno 28]``) does not stop
+the run: the lock is taken all the same where the file could be opened (``flock`` writes no
+data), one ``rlbase: warning:`` line says that the PID is missing (or, when not even the file
+could be opened, that the folder is not locked), and training goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from typing import IO
 
 from rlbase.common.errors import RLBaseError
@@ -29,7 +35,12 @@ def lock_folder(folder: str, flag: str) -> None:
         return
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, LOCK_NAME)
-    handle = open(path, "a+")  # noqa: SIM115 - held open while the run lives
+    try:
+        handle = open(path, "a+")  # noqa: SIM115 - held open while the run lives
+    except OSError as exc:  # the folder exists (made above) but no file fits: a full disk
+        _warn(f"could not create the lock file {path} ({exc}): {flag}={folder} is not locked "
+              "against a second run; training goes on")
+        return
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -38,11 +49,22 @@ def lock_folder(folder: str, flag: str) -> None:
         handle.close()
         raise RLBaseError(f"{flag}={folder} is in use by another rlbase run (PID {owner}): "
                           "wait for it to end, or give this run another folder") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
-    _held[folder] = handle
+    _held[folder] = handle  # locked from here on, whether or not the PID can be written
+    fd = handle.fileno()
+    try:  # straight to the file: no buffer left holding the PID to fail again at close
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # no half-written PID
+            os.ftruncate(fd, 0)
+        _warn(f"could not write this run's PID into {path} ({exc}): {flag}={folder} is locked "
+              "all the same (a second run is refused, naming no PID); training goes on")
+
+
+def _warn(message: str) -> None:
+    """One ``rlbase: warning:`` line on stderr (the logger's format; it is not configured yet
+    when the CLI takes its locks)."""
+    print(f"rlbase: warning: {message}", file=sys.stderr, flush=True)
 
 
 def release_all() -> None:
