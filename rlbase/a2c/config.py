@@ -9,11 +9,10 @@ from typing import Any, ClassVar
 from rlbase.common.config import (
     SB3_ON_POLICY_FIXED,
     AlgorithmConfig,
-    OtherName,
+    learning_rate_field,
+    lr_decay_field,
     param,
-    sb3_constant_lr,
 )
-from rlbase.common.schedules import SHAPES
 
 
 @dataclass(frozen=True)
@@ -29,12 +28,8 @@ class A2CConfig(AlgorithmConfig):
 
     nsteps: int = param(5, "env steps per env per update (batch = nsteps * num_envs)",
                         unit="env steps per env", low=1, sb3="n_steps", architecture=True)
-    lr: float | Callable[[float], float] = param(
-        7e-4, "RMSProp learning rate, or a function of the fraction of training remaining "
-        "(1 -> 0)", low=0, low_open=True, sb3="learning_rate")
-    lrschedule: str = param("linear", "how a float lr decays over training",
-                            choices=tuple(SHAPES),
-                            sb3=OtherName("learning_rate", sb3_constant_lr))
+    lr: float | Callable[[float], float] = learning_rate_field(7e-4, "RMSProp")
+    lrschedule: str = lr_decay_field()
     ent_coef: float = param(0.01, "weight of the entropy bonus", low=0)
     vf_coef: float = param(0.5, "weight of the value loss", low=0)
     max_grad_norm: float | None = param(0.5, "clip the gradient's global norm to this (None: "

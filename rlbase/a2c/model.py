@@ -8,17 +8,13 @@ import gymnasium as gym
 import tensorflow as tf
 
 from rlbase.a2c.config import A2CConfig
-from rlbase.common.on_policy_model import OnPolicyModel
+from rlbase.common.on_policy_model import OnPolicyModel, actor_critic_parts
 from rlbase.common.policies import (
     ActorCriticPolicy,
-    has_images,
-    policy_from_kwargs,
-    xla_is_faster,
 )
 from rlbase.common.tf_util import (
     RMSprop,
     clip_by_global_norm,
-    configure_threads,
     discounted_returns,
     explained_variance,
     gae_advantages,
@@ -118,10 +114,6 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     config: A2C's parameters (``jit_compile`` None: XLA for runs of at least 1500 updates of
         ``total_timesteps``, except convnets on a CPU).
     """
-    configure_threads("convnet" if has_images(observation_space) else "small")
-    policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
-    jit = config.jit_compile
-    if jit is None:
-        jit = total_timesteps // (num_envs * config.nsteps) >= XLA_MIN_UPDATES and \
-            xla_is_faster(observation_space)
-    return Model(policy, num_envs, config, network_kwargs, jit_compile=bool(jit))
+    policy, jit = actor_critic_parts(observation_space, action_space, num_envs, network,
+                                     network_kwargs, config, total_timesteps, XLA_MIN_UPDATES)
+    return Model(policy, num_envs, config, network_kwargs, jit_compile=jit)

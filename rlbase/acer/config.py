@@ -7,9 +7,14 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
 
-from rlbase.common.config import AlgorithmConfig, OtherName, param, sb3_constant_lr
+from rlbase.common.config import (
+    AlgorithmConfig,
+    OtherName,
+    learning_rate_field,
+    lr_decay_field,
+    param,
+)
 from rlbase.common.errors import RLBaseError
-from rlbase.common.schedules import SHAPES
 
 
 def _tau(alpha: Any, given: Mapping[str, Any], num_envs: int) -> float:
@@ -26,12 +31,8 @@ class ACERConfig(AlgorithmConfig):
     nsteps: int = param(20, "env steps per env per update (one sequence of this length per "
                         "env)", unit="env steps per env", low=1, sb3="n_steps",
                         architecture=True)
-    lr: float | Callable[[float], float] = param(
-        7e-4, "RMSProp learning rate, or a function of the fraction of training remaining "
-        "(1 -> 0)", low=0, low_open=True, sb3="learning_rate")
-    lrschedule: str = param("linear", "how a float lr decays over training",
-                            choices=tuple(SHAPES),
-                            sb3=OtherName("learning_rate", sb3_constant_lr))
+    lr: float | Callable[[float], float] = learning_rate_field(7e-4, "RMSProp")
+    lrschedule: str = lr_decay_field()
     q_coef: float = param(0.5, "weight of the Q loss in the total loss", low=0)
     ent_coef: float = param(0.01, "weight of the entropy bonus", low=0)
     max_grad_norm: float | None = param(10.0, "clip the gradient's global norm to this (None: "

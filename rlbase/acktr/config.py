@@ -6,9 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar  # noqa: F401 (the base class's annotations resolve here)
 
-from rlbase.common.config import AlgorithmConfig, param
+from rlbase.common.config import AlgorithmConfig, lr_decay_field, param
 from rlbase.common.errors import RLBaseError
-from rlbase.common.schedules import SHAPES
 
 
 @dataclass(frozen=True)
@@ -22,8 +21,7 @@ class ACKTRConfig(AlgorithmConfig):
     lr: float | Callable[[float], float] = param(
         0.25, "K-FAC learning rate (the cold SGD steps' too), or a function of the fraction "
         "of training remaining (1 -> 0)", low=0, low_open=True)
-    lrschedule: str = param("linear", "how a float lr decays over training",
-                            choices=tuple(SHAPES))
+    lrschedule: str = lr_decay_field(sb3=False)
     ent_coef: float = param(0.01, "weight of the entropy bonus", low=0)
     vf_coef: float = param(0.5, "weight of the value loss", low=0)
     vf_fisher_coef: float = param(1.0, "weight of the value's Gaussian log-likelihood in the "

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, TypeVar
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.precision import PRECISION_DOC, PRECISIONS
+from rlbase.common.schedules import SHAPES
 
 # A conversion of another spelling's value: ``convert(value, given, num_envs)`` -> the field's
 # value (``given``: every argument as passed, under any spelling).
@@ -186,6 +187,21 @@ def sb3_constant_lr(learning_rate: Any, given: Mapping[str, Any], num_envs: int)
     """SB3's ``learning_rate``, a number, is constant: the ``lrschedule`` it sets (a
     function is a schedule of its own, which ``lrschedule`` does not touch)."""
     return "constant"
+
+
+def learning_rate_field(default: float, optimizer: str, *, sb3: bool = True) -> Any:
+    """An ``lr`` field: the ``optimizer``'s learning rate, a number or a function of the
+    fraction of training remaining (SB3's ``learning_rate`` unless ``sb3=False``)."""
+    return param(default, f"{optimizer} learning rate, or a function of the fraction of "
+                 "training remaining (1 -> 0)", low=0, low_open=True,
+                 sb3="learning_rate" if sb3 else None)
+
+
+def lr_decay_field(*, sb3: bool = True) -> Any:
+    """An ``lrschedule`` field: how a float lr decays (SB3's number ``learning_rate`` sets it
+    constant unless ``sb3=False``)."""
+    return param("linear", "how a float lr decays over training", choices=tuple(SHAPES),
+                 sb3=OtherName("learning_rate", sb3_constant_lr) if sb3 else None)
 
 
 #: Stable-Baselines3 options of every on-policy algorithm that rlbase has only one value of

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
+import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
@@ -22,11 +23,22 @@ from rlbase.common.compiled_policy import CompiledPolicy
 from rlbase.common.config import AlgorithmConfig
 from rlbase.common.distributions import Categorical, DiagGaussian
 from rlbase.common.errors import RLBaseError
-from rlbase.common.policies import ActorCriticPolicy, has_images
+from rlbase.common.policies import (
+    ActorCriticPolicy,
+    has_images,
+    policy_from_kwargs,
+    xla_is_faster,
+)
 from rlbase.common.policy_graph import PolicyGraph
 from rlbase.common.rollout import Rollout
 from rlbase.common.tf_model import TFModel
-from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
+from rlbase.common.tf_util import (
+    CompiledFunction,
+    compile_fn,
+    configure_threads,
+    observation_spec,
+    spec_like,
+)
 
 # Frames per forward pass when recomputing a rollout's behaviour policy (OnPolicyModel.behaviour).
 BEHAVIOUR_ROWS = 1024
@@ -135,11 +147,8 @@ class OnPolicyModel(TFModel):
 
     def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super().restore_resume_state(meta, arrays)
-        seed = arrays.get("loop/sample_seed")
-        if seed is None or seed.shape != (2,):
-            raise RLBaseError("the checkpoint lacks the policy's sampling counter "
-                              "(loop/sample_seed): it was written by a run with other settings")
-        self.policy.sample_seed.assign(seed)
+        restore_seed(arrays, "loop/sample_seed", self.policy.sample_seed,
+                     "the policy's sampling counter", "a run with other settings")
         actor = self.calls.actor
         if actor is not None and meta.get("actor_rng") is not None:
             set_generator_state(actor.rng, meta["actor_rng"])
@@ -260,6 +269,33 @@ class OnPolicyModel(TFModel):
             ) -> tuple[np.ndarray, np.ndarray]:
         """Sample actions for the rollout: (actions, next recurrent state)."""
         return self.calls.act(obs, state, mask)
+
+
+def restore_seed(arrays: dict[str, np.ndarray], key: str, variable: tf.Variable, what: str,
+                 writer: str) -> None:
+    """Set a stateless-sampling seed variable from a checkpoint's ``key`` array; a missing or
+    misshapen one is a one-line error saying what the checkpoint lacks and who wrote it."""
+    seed = arrays.get(key)
+    if seed is None or seed.shape != (2,):
+        raise RLBaseError(f"the checkpoint lacks {what} ({key}): it was written by {writer}")
+    variable.assign(seed)
+
+
+def actor_critic_parts(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
+                       network: Any, network_kwargs: dict[str, Any], config: Any,
+                       total_timesteps: int, xla_min_updates: int
+                       ) -> tuple[ActorCriticPolicy, bool]:
+    """The policy of an actor-critic model and whether its update is compiled with XLA: the
+    config's ``jit_compile``, or (None) for runs of at least ``xla_min_updates`` updates of
+    ``total_timesteps``, except where XLA is slower (convnets on a CPU). Sizes TF's threads
+    for the policy first."""
+    configure_threads("convnet" if has_images(observation_space) else "small")
+    policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
+    jit = config.jit_compile
+    if jit is None:
+        jit = total_timesteps // (num_envs * config.nsteps) >= xla_min_updates and \
+            xla_is_faster(observation_space)
+    return policy, bool(jit)
 
 
 def _numbered(arrays: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:

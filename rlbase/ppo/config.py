@@ -6,7 +6,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rlbase.common.config import SB3_ON_POLICY_FIXED, AlgorithmConfig, OtherName, param
+from rlbase.common.config import (
+    SB3_ON_POLICY_FIXED,
+    AlgorithmConfig,
+    OtherName,
+    learning_rate_field,
+    param,
+)
 from rlbase.common.errors import RLBaseError
 
 
@@ -50,9 +56,7 @@ class PPOConfig(AlgorithmConfig):
                               "number of envs)", unit="minibatches", low=1,
                               sb3=OtherName("batch_size", _nminibatches), architecture=True)
     noptepochs: int = param(4, "passes over each batch", unit="epochs", low=1, sb3="n_epochs")
-    lr: float | Callable[[float], float] = param(
-        3e-4, "Adam learning rate, or a function of the fraction of training remaining (1 -> 0)",
-        low=0, low_open=True, sb3="learning_rate")
+    lr: float | Callable[[float], float] = learning_rate_field(3e-4, "Adam")
     ent_coef: float = param(0.0, "weight of the entropy bonus", low=0)
     vf_coef: float = param(0.5, "weight of the value loss", low=0)
     max_grad_norm: float | None = param(0.5, "clip each minibatch gradient's global norm to "

@@ -11,18 +11,14 @@ import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.mpi_util import get_comm, sync_variables
-from rlbase.common.on_policy_model import OnPolicyModel
+from rlbase.common.on_policy_model import OnPolicyModel, actor_critic_parts, restore_seed
 from rlbase.common.policies import (
     ActorCriticPolicy,
-    has_images,
-    policy_from_kwargs,
-    xla_is_faster,
 )
 from rlbase.common.tf_util import (
     Adam,
     average_over_workers,
     clip_by_global_norm,
-    configure_threads,
     explained_variance,
     gae_advantages,
 )
@@ -120,11 +116,8 @@ class Model(OnPolicyModel):
 
     def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super().restore_resume_state(meta, arrays)
-        seed = arrays.get("loop/shuffle_seed")
-        if seed is None or seed.shape != (2,):
-            raise RLBaseError("the checkpoint lacks PPO's minibatch shuffling seed "
-                              "(loop/shuffle_seed): it was written by another algorithm")
-        self.shuffle_seed.assign(seed)
+        restore_seed(arrays, "loop/shuffle_seed", self.shuffle_seed,
+                     "PPO's minibatch shuffling seed", "another algorithm")
 
     def _units(self, x: tf.Tensor) -> tf.Tensor:
         return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))
@@ -222,11 +215,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     model_fn: builds another Model class with the same arguments. Under MPI the model
         averages gradients over the workers.
     """
-    configure_threads("convnet" if has_images(observation_space) else "small")
-    policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
-    jit = config.jit_compile
-    if jit is None:
-        jit = total_timesteps // (num_envs * config.nsteps) >= XLA_MIN_UPDATES and \
-            xla_is_faster(observation_space)
-    return (model_fn or Model)(policy, num_envs, config, network_kwargs, jit_compile=bool(jit),
+    policy, jit = actor_critic_parts(observation_space, action_space, num_envs, network,
+                                     network_kwargs, config, total_timesteps, XLA_MIN_UPDATES)
+    return (model_fn or Model)(policy, num_envs, config, network_kwargs, jit_compile=jit,
                                comm=get_comm())
