@@ -242,6 +242,18 @@ class TrainingLoop:
         self.stopped = stop
         return stop
 
+    def stop_in_env_step(self, exc: BaseException) -> None:
+        """A stop request cut an env step short (workers that did not answer were killed):
+        stop without an update on the partial rollout, checkpointing as a stop at a safe point
+        does; the caller (the CLI) then saves the model."""
+        if self.checkpointer.active:
+            path = self.save_checkpoint()
+            if path is not None:
+                logger.log(f"Checkpoint at {self.model.num_timesteps} timesteps: {path}")
+        logger.log(f"{self.model.algorithm}: stopped at {self.model.num_timesteps} timesteps "
+                   f"on request ({exc})")
+        self.stopped = True
+
     @property
     def rollout_hooks(self) -> RolloutHooks | None:
         """SB3 callback hooks for an on-policy runner to run around its rollouts and after

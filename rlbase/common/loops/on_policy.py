@@ -23,6 +23,7 @@ from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.on_policy_model import OnPolicyModel
 from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn, named_schedule
+from rlbase.common.signals import EnvWaitInterrupted
 from rlbase.common.vec_env import VecEnv
 
 ModelT = TypeVar("ModelT", bound=OnPolicyModel)
@@ -115,7 +116,11 @@ def run_on_policy(model: ModelT, env: VecEnv, total_timesteps: int, options: Loo
     nbatch = model.num_envs * model.nsteps
     for _ in range(loop.iterations_left(nbatch)):
         current = schedule(loop.progress_remaining)
-        rollout = source.collect(loop)
+        try:
+            rollout = source.collect(loop)
+        except EnvWaitInterrupted as exc:  # hung env workers killed on a stop request
+            loop.stop_in_env_step(exc)
+            break
         if rollout is None:  # an SB3 callback stopped training mid-rollout
             break
         iteration = loop.iterations + 1
