@@ -503,6 +503,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     if args.save_path and rank == 0:
         kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
         print(f"Saved model to {kept}", flush=True)
+        if stop_requested():  # a SIGINT/SIGTERM during the save: it was finished first
+            print(f"Interrupted during the final save at {model.num_timesteps} timesteps: "
+                  f"saved model to {kept}", flush=True)
+            raise StopExit
     return model, args, env_kwargs, rank
 
 

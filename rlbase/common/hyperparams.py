@@ -326,16 +326,25 @@ def write_config(path: str, alg: str, env_id: str, seed: int | None, n_timesteps
 
 
 def next_run_folder(log_folder: str, alg: str, env_id: str) -> str:
-    """``<folder>/<alg>/<env>_<n>``, n the next free index from 1 (as the zoo numbers runs)."""
+    """``<folder>/<alg>/<env>_<n>``, n the next free index from 1 (as the zoo numbers runs),
+    created here: the folder is claimed with ``os.mkdir``, which only one of two concurrent
+    runs can do, and the other takes the next number."""
     base = os.path.join(os.path.expanduser(log_folder), alg)
+    os.makedirs(base, exist_ok=True)
     used = set()
-    if os.path.isdir(base):
-        for name in os.listdir(base):
-            stem, _, index = name.rpartition("_")
-            if stem == env_id and index.isdigit():
-                used.add(int(index))
+    for name in os.listdir(base):
+        stem, _, index = name.rpartition("_")
+        if stem == env_id and index.isdigit():
+            used.add(int(index))
     n = max(used, default=0) + 1
-    return os.path.join(base, f"{env_id}_{n}")
+    while True:
+        folder = os.path.join(base, f"{env_id}_{n}")
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            n += 1
+            continue
+        return folder
 
 
 def resolve_row(alg: str, env_id: str, env_type: str | None, conf_file: str | None,
