@@ -40,3 +40,10 @@ def test_batch_size_divides_the_rollout_used(base, given, envs, want):
 def test_her_clip_return_uses_the_gamma_used():
     config = build(DDPGConfig, {"clip_return": True}, {"gamma": 0.98})
     assert config.target_min == pytest.approx(-1 / (1 - 0.98))
+
+
+def test_a_conversion_of_a_bad_value_is_one_line():
+    from rlbase.common.errors import RLBaseError
+
+    with pytest.raises(RLBaseError, match=r"^ppo: batch_size=16: .*'abc'$"):
+        build(PPOConfig, {"batch_size": 16, "n_steps": "abc"}, {"nsteps": 64})

@@ -380,7 +380,9 @@ class AlgorithmConfig:
                         warn_deprecated(cls.algorithm, spelling, name, rule.note)
                     try:
                         targets.append((name, rule.value(value, context, num_envs)))
-                    except RLBaseError as exc:
+                    except (RLBaseError, ValueError, TypeError, ZeroDivisionError) as exc:
+                        # a conversion's arithmetic on a bad value (n_steps='abc') is the
+                        # user's mistake, said in one line
                         raise RLBaseError(f"{cls.algorithm}: {spelling}={value!r}: {exc}") \
                             from None
             elif spelling in cls.sb3_fixed:
