@@ -9,12 +9,12 @@ import numpy as np
 from rlbase.common.config import warn_deprecated
 from rlbase.common.errors import RLBaseError
 from rlbase.common.her_baselines import refuse_baselines_names
-from rlbase.common.learning import start_learning
+from rlbase.common.learning import config_signature, start_learning
 from rlbase.common.loop import LoopOptions, crossings
 from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
 from rlbase.common.mpi_util import check_synced
 from rlbase.common.vec_env import VecEnv
-from rlbase.ddpg.config import CONFIG, DDPGConfig
+from rlbase.ddpg.config import CONFIG
 from rlbase.ddpg.model import ALGORITHM, Model, build_model
 
 LOSSES = ("critic_loss", "actor_loss")
@@ -22,72 +22,39 @@ LOSSES = ("critic_loss", "actor_loss")
 BASELINES_EPOCHS = {"nb_epochs": 500, "nb_epoch_cycles": 20, "nb_rollout_steps": 100}
 # Under MPI the workers' weights are compared every this many vectorized steps.
 SYNC_CHECK_INTERVAL = 2000
-C = DDPGConfig
 
 
+@config_signature(CONFIG, notes={
+    "network": "a feed-forward registry network name ('mlp', ...) or builder, the torso of "
+               "the actor and of every critic",
+    "env": "a VecEnv with a Box action space (a gymnasium env or an env id is wrapped)",
+    "total_timesteps": "env steps to train for, summed over envs (None: 1e6, or Baselines' "
+                       "nb_epochs * nb_epoch_cycles * nb_rollout_steps * num_envs when "
+                       "nb_epochs is given)",
+    "seed": "seed of python, numpy, TensorFlow, the envs, the noise and the replay sampling "
+            "(each MPI worker its own streams)",
+    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the deterministic "
+                "policy on",
+    "callback": "called after every vectorized env step as callback(model, info); returning "
+                "False stops",
+    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
+                       "holds the model, replay buffer, noise processes, perturbed actor and "
+                       "generators (not under MPI)",
+    "**network_kwargs": "passed to the network builder ('mlp': layer_sizes, num_layers, "
+                        "num_hidden, activation (relu here), layer_norm); SB3's names are "
+                        "taken out first. Baselines' nb_epochs, nb_epoch_cycles, "
+                        "nb_rollout_steps, nb_train_steps and clip_norm are accepted with a "
+                        "DeprecationWarning; nb_eval_steps and render_eval only where they "
+                        "change nothing"})
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int | None = None,
-          seed: int | None = None, *, buffer_size: int = C.buffer_size,
-          replay_buffer_class: str | None = C.replay_buffer_class,
-          replay_buffer_kwargs: dict | None = C.replay_buffer_kwargs,
-          learning_starts: int = C.learning_starts, batch_size: int = C.batch_size,
-          tau: float = C.tau, gamma: float = C.gamma, train_freq: int = C.train_freq,
-          gradient_steps: int = C.gradient_steps, actor_lr: float = C.actor_lr,
-          critic_lr: float = C.critic_lr, max_grad_norm: float | None = C.max_grad_norm,
-          critic_l2_reg: float = C.critic_l2_reg, noise_type: str = C.noise_type,
-          param_noise_adaption_interval: int = C.param_noise_adaption_interval,
-          normalize_observations: bool = C.normalize_observations,
-          normalize_returns: bool = C.normalize_returns, popart: bool = C.popart,
-          reward_scale: float = C.reward_scale, twin_q: bool = C.twin_q,
-          policy_delay: int = C.policy_delay, target_noise: float = C.target_noise,
-          target_noise_clip: float = C.target_noise_clip,
-          target_update_gradient_steps: int = C.target_update_gradient_steps,
-          action_l2: float = C.action_l2, random_eps: float = C.random_eps,
-          target_min: float | None = C.target_min, target_max: float | None = C.target_max,
-          obs_clip: float = C.obs_clip, obs_std_min: float = C.obs_std_min,
-          render: bool = C.render,
-          jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
-          eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
-          checkpoint_interval: int = C.checkpoint_interval,
-          precision: str = C.precision,
-          eval_env: VecEnv | Any | None = None,
-          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_path: str | None = None,
-          resume: bool = False, **network_kwargs: Any) -> Model:
+          seed: int | None = None, **kwargs: Any) -> Model:
     """Train a deterministic actor and its critic(s) with DDPG (TD3 with twin_q, policy_delay
-    and target_noise) and return the :class:`~rlbase.ddpg.model.Model`.
-
-    The keyword arguments from ``buffer_size`` to ``precision`` are the fields of
-    :class:`~rlbase.ddpg.config.DDPGConfig` (type, unit, range and meaning there, and in
-    rlbase/docs/algorithms/ddpg.md); Stable-Baselines3's names (``learning_rate``,
-    ``target_policy_noise``, ``train_freq=(n, "step")``, ...) are accepted too.
-
-    network: a feed-forward registry network name ('mlp', ...) or builder, the torso of the
-        actor and of every critic.
-    env: a VecEnv with a Box action space (a gymnasium env or an env id is wrapped).
-    total_timesteps: env steps to train for, summed over envs (None: 1e6, or Baselines'
-        nb_epochs * nb_epoch_cycles * nb_rollout_steps * num_envs when nb_epochs is given).
-    seed: seed of python, numpy, TensorFlow, the envs, the noise and the replay sampling
-        (each MPI worker its own streams).
-    eval_env: an env (or env id, seeded with seed + 1000) to evaluate the deterministic
-        policy on.
-    callback: called after every vectorized env step as ``callback(model, info)``; returning
-        False stops.
-    load_path: continue from this saved model (its network and architecture are used).
-    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint
-        holds the model, replay buffer, noise processes, perturbed actor and generators (not
-        under MPI).
-    resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
-        the whole run, including the steps done before the checkpoint).
-    **network_kwargs: passed to the network builder ('mlp': layer_sizes, num_layers,
-        num_hidden, activation (relu here), layer_norm). Baselines' nb_epochs,
-        nb_epoch_cycles, nb_rollout_steps, nb_train_steps and clip_norm are accepted with a
-        DeprecationWarning; nb_eval_steps and render_eval only where they change nothing.
-    """
-    arguments = dict(locals())  # learn()'s own arguments only (the pops below reach them)
-    _baselines_evaluation(network_kwargs, eval_env)
-    refuse_baselines_names(network_kwargs)
-    epoch_steps = _baselines_run_length(network_kwargs, total_timesteps)
-    model, env, options = start_learning(CONFIG, build_model, arguments)
+    and target_noise) and return the :class:`~rlbase.ddpg.model.Model`."""
+    _baselines_evaluation(kwargs, kwargs.get("eval_env"))
+    refuse_baselines_names(kwargs)
+    epoch_steps = _baselines_run_length(kwargs, total_timesteps)
+    model, env, options = start_learning(CONFIG, build_model, network, env, total_timesteps,
+                                         seed, kwargs)
     if epoch_steps is not None:
         total_timesteps = epoch_steps * env.num_envs
     return train(model, env, int(1e6) if total_timesteps is None else total_timesteps, options)

@@ -14,78 +14,43 @@ from rlbase.common.baselines_callback import (
 )
 from rlbase.common.baselines_callback import baselines_callback as baselines_callback
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import network_first, start_learning
+from rlbase.common.learning import config_signature, network_first, start_learning
 from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
 from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
 from rlbase.common.schedules import LinearSchedule
 from rlbase.common.vec_env import VecEnv
 from rlbase.dqn.best_model import BestModelRule
-from rlbase.dqn.config import CONFIG, DQNConfig
+from rlbase.dqn.config import CONFIG
 from rlbase.dqn.model import Model, build_model
 
 ALGORITHM = "dqn"
 LOSSES = ("loss",)
-C = DQNConfig
 
 
 @network_first
+@config_signature(CONFIG, notes={
+    "network": "a registered feed-forward network name (mlp, cnn, conv_only...) or a builder",
+    "env": "a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped)",
+    "seed": "seed of python, numpy, TensorFlow, the envs and the exploration (None: unseeded)",
+    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the greedy policy on; "
+                "it also scores best_model_interval's models",
+    "callback": "called after every vector env step as callback(model, info); returning False "
+                "stops. Baselines' callback(lcl, glb) (parameters named so, or wrapped in "
+                "baselines_callback) is called before every env step with Baselines' locals "
+                "(t, episode_rewards, ..., see rlbase.common.baselines_callback) and stops "
+                "training by returning True",
+    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
+                       "holds the model, replay buffer, counters, generators and the best "
+                       "model so far",
+    "**network_kwargs": "passed to the network builder (num_layers, num_hidden, "
+                        "layer_norm...); SB3's names and Baselines' deepq spellings "
+                        "(target_network_update_freq, grad_norm_clipping, print_freq, "
+                        "checkpoint_freq, deprecated) are taken out first"})
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 100000,
-          seed: int | None = None, *, lr: float | Callable[[float], float] = C.lr,
-          buffer_size: int = C.buffer_size, learning_starts: int = C.learning_starts,
-          replay_buffer_class: str | None = C.replay_buffer_class,
-          replay_buffer_kwargs: dict | None = C.replay_buffer_kwargs,
-          batch_size: int = C.batch_size, train_freq: int = C.train_freq,
-          gradient_steps: int = C.gradient_steps, gamma: float = C.gamma,
-          target_update_interval: int = C.target_update_interval,
-          exploration_fraction: float = C.exploration_fraction,
-          exploration_initial_eps: float = C.exploration_initial_eps,
-          exploration_final_eps: float = C.exploration_final_eps,
-          max_grad_norm: float | None = C.max_grad_norm, double_q: bool = C.double_q,
-          dueling: bool = C.dueling, hiddens: tuple[int, ...] = C.hiddens,
-          layer_norm: bool = C.layer_norm, prioritized_replay: bool = C.prioritized_replay,
-          prioritized_replay_alpha: float = C.prioritized_replay_alpha,
-          prioritized_replay_beta0: float = C.prioritized_replay_beta0,
-          prioritized_replay_beta_iters: int | None = C.prioritized_replay_beta_iters,
-          prioritized_replay_eps: float = C.prioritized_replay_eps,
-          param_noise: bool = C.param_noise,
-          param_noise_adaption_interval: int = C.param_noise_adaption_interval,
-          best_model_interval: int | None = C.best_model_interval,
-          jit_compile: bool | None = C.jit_compile, log_interval: int = C.log_interval,
-          eval_freq: int = C.eval_freq, eval_episodes: int = C.eval_episodes,
-          checkpoint_interval: int = C.checkpoint_interval,
-          precision: str = C.precision,
-          eval_env: VecEnv | Any | None = None,
-          callback: Callable[[Model, dict[str, Any]], bool | None] | None = None,
-          load_path: str | None = None, checkpoint_path: str | None = None,
-          resume: bool = False, **network_kwargs: Any) -> Model:
-    """Train a Q-network with DQN and return the :class:`~rlbase.dqn.model.Model`.
-
-    The keyword arguments from ``lr`` to ``precision`` are the fields of
-    :class:`~rlbase.dqn.config.DQNConfig` (type, unit, range and meaning there, and in
-    rlbase/docs/algorithms/dqn.md); Stable-Baselines3's names (``learning_rate``,
-    ``train_freq=(n, "step")``, ``gradient_steps=-1``, ...) and Baselines' deepq spellings
-    (``target_network_update_freq``, ``grad_norm_clipping``, ``print_freq``,
-    ``checkpoint_freq``, deprecated) are accepted too.
-
-    network: a registered feed-forward network name (mlp, cnn, conv_only...) or a builder.
-    env: a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped).
-    total_timesteps: env steps to train for, summed over envs.
-    seed: seed of python, numpy, TensorFlow, the envs and the exploration (None: unseeded).
-    eval_env: an env (or env id, seeded with seed + 1000) to evaluate the greedy policy on;
-        it also scores best_model_interval's models.
-    callback: called after every vector env step as ``callback(model, info)``; returning
-        False stops. Baselines' ``callback(lcl, glb)`` (parameters named so, or wrapped in
-        :func:`baselines_callback`) is called before every env step with Baselines' locals
-        (``t``, ``episode_rewards``, ..., see rlbase.common.baselines_callback) and stops
-        training by returning True.
-    load_path: continue from this saved model (its network and architecture are used).
-    checkpoint_path: the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint holds
-        the model, replay buffer, counters, generators and the best model so far.
-    resume: continue from the newest checkpoint in checkpoint_path (total_timesteps counts
-        the whole run, including the steps done before the checkpoint).
-    **network_kwargs: passed to the network builder (num_layers, num_hidden, layer_norm...).
-    """
-    model, env, options = start_learning(CONFIG, build_model, locals())
+          seed: int | None = None, **kwargs: Any) -> Model:
+    """Train a Q-network with DQN and return the :class:`~rlbase.dqn.model.Model`."""
+    model, env, options = start_learning(CONFIG, build_model, network, env, total_timesteps,
+                                         seed, kwargs)
     return train(model, env, total_timesteps, options)
 
 
