@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rlbase.common.arg_types import OneLineParser, positive_finite_float
+from rlbase.common.arg_types import OneLineParser, positive_finite_float, seconds_arg
 from rlbase.common.cmd_util import ENV_TYPES, VEC_ENV_KINDS
 
 # Config fields the CLI sets with its own flags (--seed, --eval_freq, ...). DDPG's
@@ -95,6 +95,10 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
                    help="how envs are stepped: dummy (in this process), subproc (a process "
                         "per env), ale (Atari: ale-py's C++ emulator threads); auto picks ale "
                         "for Atari when available, else subproc for all but cheap envs")
+    p.add_argument("--env_timeout", type=seconds_arg, default=None,
+                   help="seconds a subprocess env worker may take for one step or reset "
+                        "before the run fails naming it as hung (default $RLBASE_ENV_TIMEOUT, "
+                        "else 600; inf: no limit)")
     p.add_argument("--checkpoint_interval", "--save-freq", type=int, default=0,
                    help="write a resumable checkpoint every this many env steps")
     p.add_argument("--checkpoint_path", type=str, default=None,

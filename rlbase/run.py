@@ -471,6 +471,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
 
             write_config(os.path.join(args.log_path, "config.yml"), args.alg, args.env,
                          args.seed, total, zoo_row)
+    if args.env_timeout is not None:  # read where rlbase makes subprocess workers
+        from rlbase.common.vec_env.worker_limits import ENV_TIMEOUT_VARIABLE
+
+        os.environ[ENV_TIMEOUT_VARIABLE] = str(args.env_timeout)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)
     if args.alg == "her":  # Baselines' settings derived from the episode length
         alg_kwargs.update(her_horizon(env, extra))

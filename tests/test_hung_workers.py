@@ -148,12 +148,15 @@ def test_a_worker_count_no_machine_runs_is_refused_before_any_process_starts():
     assert multiprocessing.active_children() == []
 
 
-def test_sigterm_while_subprocess_workers_hang_exits_130_within_seconds(tmp_path, monkeypatch):
+@pytest.mark.parametrize("alg, extra", [("ppo", ["--nsteps=64"]),  # the on-policy loop
+                                        ("dqn", ["--learning_starts=10"])])  # the off-policy
+def test_sigterm_while_subprocess_workers_hang_exits_130_within_seconds(alg, extra, tmp_path,
+                                                                         monkeypatch):
     mark, model = tmp_path / "hung", tmp_path / "model.zip"
     monkeypatch.setitem(ENV, "RLBASE_TEST_HANG_MARK", str(mark))
     out = tmp_path / "out.txt"
-    proc = start_cli(["--alg=ppo", "--env=FaultyHang-v0", "--gym_packages", "fault_envs",
-                      "--vec_env=subproc", "--num_env=2", "--num_timesteps=1e5", "--nsteps=64",
+    proc = start_cli([f"--alg={alg}", "--env=FaultyHang-v0", "--gym_packages", "fault_envs",
+                      "--vec_env=subproc", "--num_env=2", "--num_timesteps=1e5", *extra,
                       "--no_progress", f"--save_path={model}"], out)
     try:
         end = time.monotonic() + 120
@@ -175,3 +178,35 @@ def test_sigterm_while_subprocess_workers_hang_exits_130_within_seconds(tmp_path
     assert "still busy with step when asked to stop" in text, text[-3000:]
     assert "Traceback" not in text, text[-3000:]
     assert model.exists() and "saved model to" in text, text[-3000:]
+
+
+def test_the_env_timeout_flag_reaches_the_workers(monkeypatch):
+    """--env_timeout sets the limit rlbase's subprocess workers are made with."""
+    import os
+
+    from rlbase import run
+    from rlbase.common.vec_env.worker_limits import ENV_TIMEOUT_VARIABLE, env_timeout
+
+    monkeypatch.delenv(ENV_TIMEOUT_VARIABLE, raising=False)
+    seen = {}
+
+    def fake_build_env(*args, **kwargs):
+        seen["timeout"] = env_timeout()
+        raise SystemExit(0)
+
+    monkeypatch.setattr(run, "build_env", fake_build_env)
+    with pytest.raises(SystemExit):
+        run.main(["--alg=ppo", "--env=CartPole-v1", "--num_timesteps=64", "--env_timeout=7.5"])
+    assert seen["timeout"] == 7.5
+    os.environ.pop(ENV_TIMEOUT_VARIABLE, None)
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "abc", "nan"])
+def test_a_bad_env_timeout_is_one_line(bad, capsys):
+    from process_util import cli_in_process
+
+    code, _, err_text = cli_in_process(capsys, "--alg=ppo", "--env=CartPole-v1",
+                                       f"--env_timeout={bad}")
+    err = err_text.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("rlbase: error:") and "env_timeout" in err[0]

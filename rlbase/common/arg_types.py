@@ -41,6 +41,18 @@ def positive_finite_float(text: str) -> float:
     return value
 
 
+def seconds_arg(text: str) -> float:
+    """argparse ``type=`` for a time limit such as ``--env_timeout``: seconds > 0, or inf."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:  # nan fails too
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (or inf), got "
+                                         f"'{text}'")
+    return value
+
+
 def timesteps_arg(text: str) -> int:
     """argparse ``type=`` for ``--num_timesteps``: a positive step count, or argparse's
     one-line error (exit status 2)."""

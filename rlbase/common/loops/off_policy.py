@@ -32,6 +32,7 @@ from rlbase.common.off_policy import (
     step_and_store,
 )
 from rlbase.common.schedules import get_schedule_fn
+from rlbase.common.signals import EnvWaitInterrupted
 from rlbase.common.vec_env import VecEnv
 
 
@@ -153,6 +154,8 @@ def run_off_policy(hooks: OffPolicyHooks[Any], env: VecEnv, total_timesteps: int
     hooks.start(loop)
     try:
         _iterate(hooks, loop, schedule)
+    except EnvWaitInterrupted as exc:  # hung env workers killed on a stop request
+        loop.stop_in_env_step(exc)
     except BaseException:
         if hooks.comm is not None:  # the other workers wait in a collective: stop the job
             traceback.print_exc()
