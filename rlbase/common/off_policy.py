@@ -1,15 +1,13 @@
-"""The parts of an off-policy learn() loop that DDPG/TD3, SAC and DQN share: the training
-cadence (SB3's ``train_freq`` and ``gradient_steps``), independent random streams, the env
-step that fills the replay buffer with raw transitions, and minibatches normalized with the
-current VecNormalize statistics and stacked for a compiled call that runs several gradient
-steps at once. Observations may be nested (Dict/Tuple spaces: dicts and tuples of arrays,
-rlbase.common.nested) everywhere here.
+"""What goes into an off-policy replay buffer and what comes out, for DDPG/TD3, SAC, DQN
+(and ACER's replay): independent random streams, the env step that fills the buffer with raw
+transitions, and minibatches normalized with the current VecNormalize statistics and stacked
+for a compiled call that runs several gradient steps at once (when to train:
+rlbase.common.train_schedule). Observations may be nested (Dict/Tuple spaces: dicts and
+tuples of arrays, rlbase.common.nested) everywhere here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import gymnasium as gym
@@ -17,7 +15,6 @@ import numpy as np
 
 from rlbase.common import nested
 from rlbase.common.checkpoint import object_state, restore_object_state
-from rlbase.common.config import OtherName
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
 from rlbase.common.her_replay_buffer import HerReplayBuffer, her_buffer
@@ -38,89 +35,6 @@ from rlbase.common.vec_env import (
     find_wrapper,
 )
 from rlbase.common.vec_env.vec_normalize import RAW_FINAL_OBSERVATION, NormalizationStats
-
-
-def _count(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise RLBaseError(f"{name} must be {kind}, got {value!r}")
-    return int(value)
-
-
-@dataclass(frozen=True)
-class TrainSchedule:
-    """When an off-policy loop acts at random and when it trains (SB3's convention).
-
-    train_freq: env steps (summed over envs) between training phases (1: one phase per env
-        step, so several per vector step with several envs).
-    gradient_steps: gradient steps per training phase (0: collect only).
-    learning_starts: env steps (summed over envs) of uniformly random actions at the start;
-        training starts after the first vector step that takes the count past it (SB3's
-        ``num_timesteps > learning_starts``).
-    batch_size: transitions per gradient step, drawn with replacement: training starts after
-        ``learning_starts`` even while the buffer holds fewer (SB3's and Baselines' rule).
-    """
-
-    train_freq: int
-    gradient_steps: int
-    learning_starts: int
-    batch_size: int
-
-    def __post_init__(self) -> None:
-        _count("train_freq", self.train_freq, 1)
-        _count("gradient_steps", self.gradient_steps, 0)
-        _count("learning_starts", self.learning_starts, 0)
-        _count("batch_size", self.batch_size, 1)
-
-    def warming_up(self, num_timesteps: int) -> bool:
-        """Whether the actions of the vector step taken at ``num_timesteps`` env steps are
-        uniformly random."""
-        return num_timesteps < self.learning_starts
-
-    def started(self, num_timesteps: int, stored: int) -> bool:
-        """Whether training may follow the vector step that brought the count to
-        ``num_timesteps``, with ``stored`` transitions in the buffer: the count is past
-        ``learning_starts`` (SB3's rule) and the buffer holds something to sample."""
-        return num_timesteps > self.learning_starts and stored > 0
-
-    def phases(self, num_timesteps: int, num_envs: int, stored: int) -> int:
-        """The training phases owed to the vector step of ``num_envs`` env steps that brought
-        the count to ``num_timesteps`` (0 before :meth:`started`): one per multiple of
-        ``train_freq`` among its env steps, numbered from 1. With one env a phase after every
-        ``train_freq``-th env step; with SB3's ``(n, "step")`` (``train_freq = n *
-        num_envs``) one every n vector steps; with ``train_freq`` below ``num_envs``,
-        several, so the gradient steps per env step do not depend on the number of envs.
-        DQN runs them right after that step; SAC and DDPG before the next one, in one
-        compiled call with its acting."""
-        if self.gradient_steps == 0 or not self.started(num_timesteps, stored):
-            return 0
-        f = self.train_freq
-        return num_timesteps // f - (num_timesteps - num_envs) // f
-
-
-def sb3_train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
-    """SB3's forms of ``train_freq``: ``(n, "step")`` is n vector steps, ``n * num_envs`` env
-    steps; a plain int is taken as rlbase's env steps (summed over envs); ``"episode"`` units
-    are refused."""
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2 or value[1] != "step":
-            raise RLBaseError("rlbase counts train_freq in env steps; give n or (n, 'step')")
-        return int(value[0]) * num_envs
-    return value
-
-
-#: the ``sb3=`` rule of an off-policy config's ``train_freq`` field
-SB3_TRAIN_FREQ = OtherName("train_freq", sb3_train_freq, "(n, 'step') -> n * num_envs")
-GRADIENT_STEPS_DOC = ("gradient steps per training phase, run in one compiled call with the "
-                      "next step's acting (0: no training; -1, as in SB3: one per env step "
-                      "collected, so train_freq)")
-
-
-def resolve_gradient_steps(config: Any) -> None:
-    """SB3's ``gradient_steps=-1`` (one gradient step per env step collected): the config's
-    ``train_freq``, in every off-policy algorithm (call from the config's __post_init__)."""
-    if config.gradient_steps == -1:
-        object.__setattr__(config, "gradient_steps", config.train_freq)
 
 
 def random_streams(seed: int | None, n: int, rank: int = 0) -> list[np.random.Generator]:

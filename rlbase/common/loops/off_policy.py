@@ -25,14 +25,10 @@ import numpy as np
 from rlbase.common.base_model import BaseModel
 from rlbase.common.loop import LoopOptions, TrainingLoop
 from rlbase.common.mpi_util import mpi_rank
-from rlbase.common.off_policy import (
-    RawReplay,
-    TrainSchedule,
-    reset_env,
-    step_and_store,
-)
+from rlbase.common.off_policy import RawReplay, reset_env, step_and_store
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.signals import EnvWaitInterrupted
+from rlbase.common.train_schedule import TrainSchedule
 from rlbase.common.vec_env import VecEnv
 
 
