@@ -1,10 +1,14 @@
-"""Command-line values shared by rlbase's commands (standard library only, so that parsing
-and --help stay fast)."""
+"""Command-line and hyperparameter-file values shared by rlbase's commands (the standard
+library and rlbase's error only, so that parsing and --help stay fast)."""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import math
+from typing import Any
+
+from rlbase.common.errors import RLBaseError
 
 # The largest count a float such as '2e5' holds exactly (2**53): more steps than any run makes.
 MAX_COUNT = 2 ** 53
@@ -25,8 +29,6 @@ class OneLineParser(argparse.ArgumentParser):
     status 2, printed by rlbase.run.run_cli) instead of the usage and argparse's own line."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        from rlbase.common.errors import RLBaseError
-
         raise RLBaseError(f"{message} (see {self.prog} --help)")
 
 
@@ -60,4 +62,40 @@ def timesteps_arg(text: str) -> int:
     if value is None:
         raise argparse.ArgumentTypeError(f"must be a positive number such as 2e5, at most "
                                          f"{MAX_COUNT:.3g}, got '{text}'")
+    return value
+
+
+def _policy_literal(node: ast.AST, where: str) -> Any:
+    """A policy_kwargs expression: literals, ``dict(...)`` and dotted names (the zoo's
+    ``nn.ReLU`` -> the Keras activation name ``'relu'``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "dict" and not node.args:
+        return {kw.arg: _policy_literal(kw.value, where) for kw in node.keywords if kw.arg}
+    if isinstance(node, ast.Dict):
+        return {_policy_literal(k, where): _policy_literal(v, where)
+                for k, v in zip(node.keys, node.values) if k is not None}
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_policy_literal(v, where) for v in node.elts]
+    if isinstance(node, ast.Attribute):
+        return node.attr.lower()
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise RLBaseError(f"{where}: cannot read {ast.unparse(node)!r} (literals, dict(...) "
+                          "and names such as nn.ReLU only)") from None
+
+
+def parse_policy_kwargs(text: Any, where: str) -> dict[str, Any]:
+    """The zoo's ``policy_kwargs`` string (``"dict(net_arch=[64, 64], activation_fn=nn.ReLU)"``)
+    or a mapping, as a dict."""
+    if isinstance(text, dict):
+        return dict(text)
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval")
+    except (SyntaxError, RecursionError, MemoryError):
+        raise RLBaseError(f"{where}: policy_kwargs is not a Python dict: {str(text)[:80]!r}") \
+            from None
+    value = _policy_literal(tree.body, where)
+    if not isinstance(value, dict):
+        raise RLBaseError(f"{where}: policy_kwargs must be a dict, got {text!r}")
     return value

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any, ClassVar, TypeVar
 
+from rlbase.common.arg_types import parse_policy_kwargs
 from rlbase.common.errors import RLBaseError
 from rlbase.common.precision import PRECISION_DOC, PRECISIONS
 from rlbase.common.schedules import SHAPES
@@ -521,8 +522,6 @@ def _replay_buffer_kwargs(value: Any, given: Mapping[str, Any], num_envs: int) -
     """The zoo's and the CLI's text form ``"dict(n_sampled_goal=4)"`` (or a dict literal) ->
     a dict; a mapping passes unchanged."""
     if isinstance(value, str):
-        from rlbase.common.hyperparams import parse_policy_kwargs
-
         return parse_policy_kwargs(value, "replay_buffer_kwargs")
     return value
 

@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlbase.common.arg_types import parse_policy_kwargs
 from rlbase.common.errors import RLBaseError
 
 HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -151,41 +152,6 @@ def apply_overrides(row: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
             raise RLBaseError(f"--hyperparams takes key:value pairs, got {pair!r}")
         out[key.strip()] = parse_value(value.strip(), key.strip())
     return out
-
-
-def _literal(node: ast.AST, where: str) -> Any:
-    """A policy_kwargs expression: literals, ``dict(...)`` and dotted names (the zoo's
-    ``nn.ReLU`` -> the Keras activation name ``'relu'``)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id == "dict" and not node.args:
-        return {kw.arg: _literal(kw.value, where) for kw in node.keywords if kw.arg}
-    if isinstance(node, ast.Dict):
-        return {_literal(k, where): _literal(v, where) for k, v in zip(node.keys, node.values)
-                if k is not None}
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(v, where) for v in node.elts]
-    if isinstance(node, ast.Attribute):
-        return node.attr.lower()
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        raise RLBaseError(f"{where}: cannot read {ast.unparse(node)!r} (literals, dict(...) "
-                          "and names such as nn.ReLU only)") from None
-
-
-def parse_policy_kwargs(text: Any, where: str) -> dict[str, Any]:
-    """The zoo's ``policy_kwargs`` string (``"dict(net_arch=[64, 64], activation_fn=nn.ReLU)"``)
-    or a mapping, as a dict."""
-    if isinstance(text, dict):
-        return dict(text)
-    try:
-        tree = ast.parse(str(text).strip(), mode="eval")
-    except SyntaxError:
-        raise RLBaseError(f"{where}: policy_kwargs is not a Python dict: {text!r}") from None
-    value = _literal(tree.body, where)
-    if not isinstance(value, dict):
-        raise RLBaseError(f"{where}: policy_kwargs must be a dict, got {text!r}")
-    return value
 
 
 def network_kwargs(alg: str, policy_kwargs: dict[str, Any]) -> dict[str, Any]:
