@@ -98,12 +98,6 @@ class Algorithm:
         params = inspect.signature(self.learn).parameters.values()
         return [p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
 
-    def defaults(self, env_type: str) -> dict[str, Any]:
-        """The algorithm's defaults for an env type: the env-type row of
-        ``rlbase/hyperparams/<alg>.yml`` ({} if none)."""
-        from rlbase.common.hyperparams import env_type_defaults
-
-        return env_type_defaults(self.name, env_type)
 
 
 def get_algorithm(name: str) -> Algorithm:

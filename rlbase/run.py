@@ -411,6 +411,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         env_type_of,
         import_gym_packages,
     )
+    from rlbase.common.hyperparams import env_type_defaults
     from rlbase.common.mpi_util import abort_on_error, any_rank, mpi_rank
     from rlbase.common.signals import StopExit, stop_requested
 
@@ -423,7 +424,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         if args.num_timesteps is None:
             args.num_timesteps = n_timesteps
     else:  # (Baselines' her settings are complete: no env-type row under them)
-        alg_kwargs = entry.defaults(env_type) if args.alg != "her" else {}
+        alg_kwargs = env_type_defaults(entry.name, env_type) if args.alg != "her" else {}
     total = parse_num_timesteps("1e6" if args.num_timesteps is None else args.num_timesteps,
                                 allow_zero=bool(args.load_path))
     alg_kwargs.update(copy.deepcopy(preset))

@@ -33,11 +33,12 @@ def main() -> None:
 
     from rlbase.common import logger
     from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.hyperparams import env_type_defaults
     from rlbase.registry import get_algorithm
 
     logger.configure(None, [])
     entry = get_algorithm(args.alg)
-    kwargs = entry.defaults("classic_control")
+    kwargs = env_type_defaults(entry.name, "classic_control")
     num_env = kwargs.pop("num_env", 1)
     every, next_sample, start = int(args.every), 0, time.perf_counter()
 

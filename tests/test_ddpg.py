@@ -22,6 +22,7 @@ from rlbase.common.checkpoint import list_checkpoints, object_state
 from rlbase.common.continuous import build_torso, scale_actions, unscale_actions
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.hyperparams import env_type_defaults
 from rlbase.common.loop import LoopOptions
 from rlbase.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise, SumNoise
 from rlbase.common.serialization import load_file
@@ -710,7 +711,7 @@ def test_pendulum_at_the_zoo_settings(td3):
     # -200 or better.
     from rlbase.common.cmd_util import make_vec_env
 
-    kw = registry.get_algorithm("ddpg").defaults("classic_control")
+    kw = env_type_defaults("ddpg", "classic_control")
     kw.pop("num_env")
     if td3:
         kw.update(registry.ALIASES["td3"][1])

@@ -21,6 +21,7 @@ from rlbase.common.cmd_util import make_vec_env
 from rlbase.common.episodes import EpisodeStats
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.hyperparams import env_type_defaults
 from rlbase.common.loop import LoopOptions
 from rlbase.common.models import network_kwarg_names
 from rlbase.common.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
@@ -643,11 +644,11 @@ def test_defaults_are_learn_arguments():
     # rl-baselines3-zoo's LunarLander settings, and gamma defaults to 0.99 (Baselines' was 1).
     learn_names = set(registry.get_algorithm("dqn").learn_parameters())
     for env_type in ("atari", "classic_control", "box2d", "toy_text"):
-        settings = registry.get_algorithm("dqn").defaults(env_type)
+        settings = env_type_defaults("dqn", env_type)
         names = learn_names | set(network_kwarg_names(settings["network"])) | {"num_env",
                                                                                 "network"}
         assert set(settings) <= names, (env_type, set(settings) - names)
-    box2d = registry.get_algorithm("dqn").defaults("box2d")
+    box2d = env_type_defaults("dqn", "box2d")
     assert {k: box2d[k] for k in ("lr", "batch_size", "buffer_size", "learning_starts",
                                   "target_update_interval", "train_freq",
                                   "exploration_fraction", "exploration_final_eps",

@@ -15,6 +15,7 @@ from rlbase.common import logger
 from rlbase.common.checkpoint import generator_state, list_checkpoints, object_state
 from rlbase.common.errors import RLBaseError
 from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.hyperparams import env_type_defaults
 from rlbase.common.loop import LoopOptions
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.sac import losses
@@ -581,7 +582,7 @@ def test_pendulum_at_the_zoo_settings(seed):
     # -200 or better at 2e4 steps.
     from rlbase.common.cmd_util import make_vec_env
 
-    kw = registry.get_algorithm("sac").defaults("classic_control")
+    kw = env_type_defaults("sac", "classic_control")
     kw.pop("num_env")
     model = learn(env=make_vec_env("Pendulum-v1", num_env=1, seed=seed), seed=seed,
                   total_timesteps=20000, **kw)

@@ -14,6 +14,7 @@ import tensorflow as tf
 from rlbase.common import trust_region as tr
 from rlbase.common.distributions import Categorical, DiagGaussian
 from rlbase.common.errors import RLBaseError
+from rlbase.common.hyperparams import env_type_defaults
 from rlbase.common.trust_region_losses import mean_kl, policy_gain, surrogate_gain
 from rlbase.common.trust_region_model import advantages_and_returns
 
@@ -367,10 +368,9 @@ def test_cartpole_learns_over_seeds() -> None:
     """The classic_control row (Baselines' learn() defaults, one env) at 5e4 steps, seeds 0-2
     (rlbase/docs/algorithms/trpo.md has the measured evaluations)."""
     from rlbase.common.cmd_util import make_vec_env
-    from rlbase.registry import get_algorithm
     from rlbase.trpo.trpo import learn
 
-    settings = {k: v for k, v in get_algorithm("trpo").defaults("classic_control").items()
+    settings = {k: v for k, v in env_type_defaults("trpo", "classic_control").items()
                 if k not in ("network", "num_env")}
     untrained = learn("mlp", "CartPole-v1", total_timesteps=0, seed=0)
     assert _mean_reward(untrained, 0) < 100

@@ -28,6 +28,7 @@ import numpy as np
 
 from rlbase.bench.settings import PEER_SETTINGS
 from rlbase.common.arg_types import timesteps_arg
+from rlbase.common.hyperparams import env_type_defaults
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def resolve_settings(alg: str, env_id: str, num_env: int | None,
     name, preset = registry.resolve(alg)
     env_type = get_env_type(env_id)
     entry = registry.get_algorithm(name)
-    defaults = {**entry.defaults(env_type), **preset}
+    defaults = {**env_type_defaults(entry.name, env_type), **preset}
     wanted = {**defaults, **PEER_SETTINGS.get((alg, env_id), PEER_SETTINGS.get((name, env_id),
                                                                                 {})), **extra}
     if num_env is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.hyperparams import env_type_defaults
 from rlbase.tuning.spaces import Budget, sample, space
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def base_settings(settings: TuneSettings) -> Base:
     check_env_id(settings.env_id)
     algorithm, preset = resolve(settings.algo)
     env_type = env_type_of(settings.env_id, None)
-    defaults = get_algorithm(algorithm).defaults(env_type)
+    defaults = env_type_defaults(get_algorithm(algorithm).name, env_type)
     num_envs = int(defaults.pop("num_env", 1) or 1)
     network = str(defaults.pop("network", "mlp"))
     normalize = bool(defaults.pop("normalize", False))
