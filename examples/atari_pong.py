@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from rlbase.common import logger
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.logs import logger
 from rlbase.run import get_defaults
 
 

@@ -19,8 +19,8 @@ import numpy as np
 
 from rlbase import PPO
 from rlbase.api import ExpertDataset, generate_expert_traj
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.loops.evaluation import evaluate_policy
 
 
 def expert(obs: np.ndarray) -> int:

@@ -22,8 +22,8 @@ import os
 import tempfile
 
 from rlbase import PPO
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.ppo.ppo import learn
 
 SETTINGS = dict(nsteps=32, nminibatches=1, noptepochs=20, gamma=0.98, lam=0.8, lr=1e-3,

@@ -18,9 +18,9 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.a2c.a2c import learn
-from rlbase.common import logger
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.logs import logger
+from rlbase.common.loops.evaluation import evaluate_policy
 
 
 class Corridor(gym.Env):

@@ -16,10 +16,10 @@ import argparse
 
 import keras
 
-from rlbase.common import logger
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.models import register
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.logs import logger
+from rlbase.common.loops.evaluation import evaluate_policy
+from rlbase.common.networks.registry import register
 from rlbase.ppo.ppo import learn
 
 

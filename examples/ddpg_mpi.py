@@ -17,9 +17,9 @@ import argparse
 import os
 import tempfile
 
-from rlbase.common import logger
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.logs import logger
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.mpi_util import mpi_rank, mpi_size
 from rlbase.ddpg.ddpg import learn
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from rlbase import generate_expert_traj
 from rlbase.api import PPO
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.vec_env.vec_normalize import VecNormalize
 from rlbase.gail.gail import learn
 

@@ -16,13 +16,13 @@ import argparse
 import os
 import tempfile
 
-from rlbase.common.plot_util import load_results, save_plot
+from rlbase.common.logs.plot_util import load_results, save_plot
 
 
 def train_runs(root: str, steps: int, seeds: int) -> None:
     """A2C and PPO on CartPole, a few seeds each, each writing monitor.csv in its folder."""
     from rlbase.a2c.a2c import learn as a2c
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
     from rlbase.ppo.ppo import learn as ppo
 
     for name, learn, kwargs in (("a2c", a2c, dict(lrschedule="constant")),

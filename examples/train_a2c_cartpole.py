@@ -10,9 +10,9 @@ import os
 import tempfile
 
 from rlbase.a2c.a2c import learn
-from rlbase.common import logger
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.logs import logger
+from rlbase.common.loops.evaluation import evaluate_policy
 
 
 def main() -> None:

@@ -3,12 +3,15 @@
 import os as _os
 
 from rlbase.common import quiet_import as _quiet_import
+from rlbase.compat import module_paths as _module_paths
 
 # Before TensorFlow is first imported (here is the one place): its C++ log level unless the user
 # set one, Keras 3 on TensorFlow, and the start-up notices filtered out of stderr.
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 _quiet_import.install()
+# Baselines' paths and rlbase's older ones (rlbase.logger, rlbase.common.cmd_util, ...).
+_module_paths.install()
 
 __version__ = "0.2.0"
 
@@ -24,7 +27,7 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name == "HerReplayBuffer":  # SB3's replay_buffer_class=HerReplayBuffer
-        from rlbase.common.her_replay_buffer import HerReplayBuffer
+        from rlbase.common.buffers.her_replay_buffer import HerReplayBuffer
 
         return HerReplayBuffer
     raise AttributeError(f"module 'rlbase' has no attribute {name!r}")

@@ -25,7 +25,7 @@ OPTIMIZE_FLAGS = ("--optimize", "-optimize", "--optimize-hyperparameters")
 
 def _plot(argv: list[str]) -> None:
     from rlbase.common.arg_types import OneLineParser
-    from rlbase.common.media import save_plots
+    from rlbase.common.logs.media import save_plots
 
     parser = OneLineParser(prog="rlbase plot",
                                      description="Learning curves of log folders to a PNG.")
@@ -37,7 +37,7 @@ def _plot(argv: list[str]) -> None:
                         help="plot this progress.csv column against time/total_timesteps "
                              "(e.g. rollout/success_rate) instead of the episode returns")
     args = parser.parse_args(argv)
-    from rlbase.common.plot_util import (
+    from rlbase.common.logs.plot_util import (
         algorithm_group_fn,
         env_split_fn,
         load_results,

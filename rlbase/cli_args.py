@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from rlbase.common.arg_types import OneLineParser, positive_finite_float, seconds_arg
-from rlbase.common.cmd_util import ENV_TYPES, VEC_ENV_KINDS
+from rlbase.common.envs.make import ENV_TYPES, VEC_ENV_KINDS
 
 # Config fields the CLI sets with its own flags (--seed, --eval_freq, ...). DDPG's
 # reward_scale (on sampled rewards) meets the CLI's own --reward_scale (on the env's rewards):

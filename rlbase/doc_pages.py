@@ -24,7 +24,7 @@ def run_arguments_table(learn: Any) -> str:
     """learn()'s arguments that are not config fields, with their defaults."""
     import inspect
 
-    from rlbase.common.learning import RUN_ARGUMENTS
+    from rlbase.common.loops.learning import RUN_ARGUMENTS
 
     rows = ["| argument | default | meaning |", "|---|---|---|"]
     for name, param in inspect.signature(learn).parameters.items():

@@ -3,7 +3,7 @@
 An algorithm is a package ``rlbase/<alg>/`` with ``<alg>.py`` (``learn``, ``train``),
 ``config.py`` (``CONFIG``, its typed parameters) and ``model.py`` (``Model`` and
 ``build_model``); its defaults per env type are the env-type rows of
-``rlbase/hyperparams/<alg>.yml`` (rlbase.common.hyperparams).
+``rlbase/hyperparams/<alg>.yml`` (rlbase.hyperparams).
 Nothing here imports TensorFlow until an algorithm is asked for.
 """
 
@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.her_baselines import BASELINES_HER
+from rlbase.common.families.her_baselines import BASELINES_HER
 
 # Names other libraries use for rlbase's algorithms: (rlbase algorithm, learn() arguments).
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -26,7 +26,8 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "deepq": ("dqn", {}),       # OpenAI Baselines
     "trpo_mpi": ("trpo", {}),   # OpenAI Baselines
     "td3": ("ddpg", {"twin_q": True, "policy_delay": 2, "target_noise": 0.2}),
-    # OpenAI Baselines' HER: DDPG with its HER settings (rlbase.common.her_baselines; the CLI
+    # OpenAI Baselines' HER: DDPG with its HER settings (rlbase.common.families.her_baselines; the
+    # CLI
     # adds what they derive from the env's episode length)
     "her": ("ddpg", BASELINES_HER),
 }
@@ -128,7 +129,7 @@ def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,
     spaces, network and hyperparameters. ``num_envs``: the batch it will train on (None: the
     one it was saved with); ``overrides``: hyperparameters that win over the file's (a new
     ``seed``)."""
-    from rlbase.common.serialization import load_file, space_from_json
+    from rlbase.common.io.serialization import load_file, space_from_json
 
     path = os.path.expanduser(os.fspath(path))
     metadata = load_file(path, allow_pickle=allow_pickle)[0]
@@ -179,7 +180,7 @@ def check_model_metadata(path: str, metadata: dict[str, Any], num_envs: int | No
         if not _whole(value, 1):
             raise RLBaseError(f"model file {path}: hyperparameter {key} must be a whole number "
                               f">= 1, got {value!r}")
-        from rlbase.common.memory import check_rollout
+        from rlbase.common.io.memory import check_rollout
 
         envs = num_envs or int(metadata.get("num_envs") or 1)
         check_rollout(int(value), envs, _step_bytes(metadata), f"model file {path}")
@@ -193,7 +194,7 @@ def _whole(value: Any, low: int) -> bool:
 def _step_bytes(metadata: dict[str, Any]) -> int:
     """The bytes one rollout step holds at least: the observation and action as the file's
     spaces describe them, and a reward, value, done flag and log-probability (4 bytes each)."""
-    from rlbase.common.serialization import space_from_json
+    from rlbase.common.io.serialization import space_from_json
 
     total = 16
     for key in ("observation_space", "action_space"):

@@ -17,8 +17,8 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common.arg_types import MAX_COUNT, OneLineParser, parse_count
-from rlbase.common.checkpoint import list_checkpoints
 from rlbase.common.errors import RLBaseError
+from rlbase.common.io.checkpoint import list_checkpoints
 
 # learn() arguments the CLI sets itself (from its own flags), never from --key=value extras.
 CLI_OWNED = {"env", "network", "seed", "total_timesteps", "load_path", "checkpoint_interval",
@@ -38,8 +38,8 @@ def parse_num_timesteps(text: str, allow_zero: bool) -> int:
 def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) -> None:
     """Every --key=value must be a learn() parameter, a deprecated spelling of one, or a
     network builder keyword."""
-    from rlbase.common.models import network_kwarg_names
-    from rlbase.common.policies import POLICY_KWARGS
+    from rlbase.common.networks.policies import POLICY_KWARGS
+    from rlbase.common.networks.registry import network_kwarg_names
 
     learn_names = set(entry.learn_parameters()) - {"network_kwargs"}
     aliases = set(entry.config.accepted_names())
@@ -66,7 +66,7 @@ def check_network_kwarg_types(network: Any, given: dict[str, Any]) -> None:
     (``--num_layers=abc`` for mlp's ``num_layers=2``) is a one-line error naming the flag."""
     import inspect
 
-    from rlbase.common.models import get_network_builder
+    from rlbase.common.networks.registry import get_network_builder
 
     try:
         params = inspect.signature(get_network_builder(network)).parameters
@@ -130,7 +130,7 @@ def _probe_write(folder: str) -> str | None:
 
 def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
               env_kwargs: dict[str, Any] | None = None) -> Any:
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
 
     kwargs = dict(env_kwargs or {})
     if args.save_video_interval:
@@ -180,8 +180,8 @@ def play_returns(model: Any, env_id: str, episodes: int, seed: int | None,
     """The returns and lengths of ``episodes`` deterministic episodes of the trained policy on
     a fresh env (observations normalized as in training): what --play prints and what the
     benchmark reports."""
-    from rlbase.common.cmd_util import make_vec_env
-    from rlbase.common.evaluation import run_episodes
+    from rlbase.common.envs.make import make_vec_env
+    from rlbase.common.loops.evaluation import run_episodes
 
     env = make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 12345,
                        env_kwargs=env_kwargs or None, monitor_dir=None)
@@ -223,9 +223,9 @@ def checkpoint_args(args: Any) -> dict[str, Any]:
 
 
 def lock_outputs(args: Any, ckpt: dict[str, Any]) -> None:
-    """Refuse a second run into the folders this one writes (rlbase.common.run_lock). A model
+    """Refuse a second run into the folders this one writes (rlbase.common.io.run_lock). A model
     file is written atomically, so --save_path needs no lock."""
-    from rlbase.common.run_lock import lock_folder
+    from rlbase.common.io.run_lock import lock_folder
 
     if args.log_path:
         lock_folder(args.log_path, "--log_path")
@@ -254,7 +254,7 @@ def eval_args(args: Any, alg_kwargs: dict[str, Any], env_kwargs: dict[str, Any]
 
 def evaluation_env(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:
     """The env that periodic evaluation scores on (the CLI's and the benchmark's)."""
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
 
     return make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 1000,
                         env_kwargs=env_kwargs or None, monitor_dir=None)
@@ -331,8 +331,8 @@ def check_media_packages(args: Any) -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     """Train (and save) as the flags ask, then play and write media."""
-    from rlbase.common.run_lock import release_all
-    from rlbase.common.signals import graceful_interrupt
+    from rlbase.common.io.run_lock import release_all
+    from rlbase.common.loops.signals import graceful_interrupt
 
     try:
         # From the start: a SIGINT/SIGTERM during startup or a save stops cleanly too. Playing
@@ -352,10 +352,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     """Everything up to the saved model: (model, args, env kwargs, MPI rank)."""
     from rlbase import registry
     from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
-    from rlbase.common.cmd_util import parse_env_kwargs, parse_unknown_args
-    from rlbase.common.hyperparams import user_over_defaults
+    from rlbase.common.envs.make import parse_env_kwargs, parse_unknown_args
+    from rlbase.common.io.serialization import load_file
     from rlbase.common.misc_util import import_tensorflow_quietly
-    from rlbase.common.serialization import load_file
+    from rlbase.hyperparams import user_over_defaults
 
     parser = common_arg_parser()
     pre = OneLineParser(add_help=False, prog=parser.prog)  # the algorithm first: its flags follow
@@ -404,16 +404,16 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     import_tensorflow_quietly()
     entry = registry.get_algorithm(alg)
 
-    from rlbase.common import logger
-    from rlbase.common.cmd_util import (
+    from rlbase.common.envs.make import (
         check_env_id,
         check_env_kwargs,
         env_type_of,
         import_gym_packages,
     )
-    from rlbase.common.hyperparams import env_type_defaults
+    from rlbase.common.logs import logger
+    from rlbase.common.loops.signals import StopExit, stop_requested
     from rlbase.common.mpi_util import abort_on_error, any_rank, mpi_rank
-    from rlbase.common.signals import StopExit, stop_requested
+    from rlbase.hyperparams import env_type_defaults
 
     import_gym_packages(args.gym_packages)
     check_env_id(args.env)
@@ -437,7 +437,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     args.normalize_kwargs = normalize if isinstance(normalize, dict) else {}
     args.normalize = bool(normalize) or args.normalize
     if args.alg == "her":
-        from rlbase.common.her_baselines import refuse_baselines_names
+        from rlbase.common.families.her_baselines import refuse_baselines_names
 
         refuse_baselines_names(extra)
     check_extra_args(alg, entry, network, extra)
@@ -468,7 +468,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     if args.log_path and rank == 0:
         write_run_metadata(args.log_path, args.alg, args.env, args.seed, num_env)
         if zoo:
-            from rlbase.common.hyperparams import write_config
+            from rlbase.hyperparams import write_config
 
             write_config(os.path.join(args.log_path, "config.yml"), args.alg, args.env,
                          args.seed, total, zoo_row)
@@ -487,7 +487,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     if rank == 0:  # under mpiexec, one banner for the job
         print(start_banner(args.alg, entry, {**alg_kwargs, "seed": args.seed}, total,
                            num_env, network, args.env, env_type), flush=True)
-    # Ctrl-C or SIGTERM stops at the learn loop's next safe point (rlbase.common.signals); the
+    # Ctrl-C or SIGTERM stops at the learn loop's next safe point (rlbase.common.loops.signals); the
     # model (and, with checkpoints, a checkpoint) is saved and the exit status is 130.
     if any_rank(stop_requested()):
         env.close()
@@ -517,7 +517,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
 
 def her_horizon(env: Any, given: dict[str, Any]) -> dict[str, Any]:
     """``--alg=her``'s settings that Baselines derived from the env's episode length."""
-    from rlbase.common.her_baselines import horizon_settings
+    from rlbase.common.families.her_baselines import horizon_settings
 
     spec = env.get_attr("spec", indices=[0])[0]
     return horizon_settings(getattr(spec, "max_episode_steps", None), env.num_envs, given)
@@ -566,7 +566,7 @@ def model_file_algorithm(given: str | None, path: str | None, saved: dict[str, A
 def zoo_flags(args: Any) -> None:
     """rl-baselines3-zoo's flags onto the CLI's own (--algo, -n, -f, --n-eval-envs,
     --device)."""
-    from rlbase.common.hyperparams import next_run_folder
+    from rlbase.hyperparams import next_run_folder
 
     if args.algo:
         args.alg = args.algo
@@ -597,7 +597,7 @@ def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], 
     """Zoo mode: the CLI's defaults dict from the row of --conf-file or
     rlbase/hyperparams/<algo>.yml for the env (with --hyperparams), the resolved row (for
     config.yml) and the row's n_timesteps. Every key is checked here, naming the row."""
-    from rlbase.common.hyperparams import flat, resolve_row, row_settings
+    from rlbase.hyperparams import flat, resolve_row, row_settings
 
     row, where = resolve_row(args.alg, args.env, env_type, args.conf_file, args.hyperparams)
     if args.seed is None and row.get("seed") is not None:
@@ -622,8 +622,8 @@ def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], 
 def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> None:
     """After a stop request: rank 0 saves the model, every rank waits for that save, and all
     exit with status 130 together (no MPI_Abort, which would kill rank 0 mid-write)."""
+    from rlbase.common.loops.signals import StopExit
     from rlbase.common.mpi_util import barrier
-    from rlbase.common.signals import StopExit
 
     if rank == 0:
         target = os.path.expanduser(args.save_path) if args.save_path else \
@@ -653,7 +653,7 @@ def log_formats(args: Any) -> list[str]:
     """--log_format, else $RLBASE_LOG_FORMAT (or its aliases $SB3_LOG_FORMAT,
     $OPENAI_LOG_FORMAT), else stdout (+ log and csv with --log_path); --log_path defaults to
     $RLBASE_LOGDIR (or $SB3_LOGDIR, $OPENAI_LOGDIR)."""
-    from rlbase.common.logger import env_log_format, env_logdir
+    from rlbase.common.logs.logger import env_log_format, env_logdir
 
     text = args.log_format or env_log_format()
     if text:
@@ -670,7 +670,7 @@ def log_formats(args: Any) -> list[str]:
 
 def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
     """--save_plots and --save_videos, after training."""
-    from rlbase.common.media import save_plots, save_videos
+    from rlbase.common.logs.media import save_plots, save_videos
 
     if args.save_plots:
         seed = "" if args.seed is None else f", seed {args.seed}"
@@ -687,8 +687,8 @@ def run_cli(main_fn: Callable[[], Any]) -> None:
     """One clear line and exit status 2 for a user's mistake."""
     import warnings
 
+    from rlbase.common.loops.signals import StopExit, ignore_stop_signals
     from rlbase.common.mpi_util import abort_job
-    from rlbase.common.signals import StopExit, ignore_stop_signals
 
     # A deprecated flag's warning is the user's to see (Python shows DeprecationWarnings only
     # for code in __main__; here the user's "line" is the command line).

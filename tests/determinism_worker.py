@@ -64,7 +64,7 @@ def scramble_generators() -> None:
 def run(alg: str, save_dir: str, load_dir: str) -> dict[str, str]:
     import rlbase
     from rlbase import registry
-    from rlbase.common import logger
+    from rlbase.common.logs import logger
     from rlbase.common.vec_env import DummyVecEnv
 
     env_id, extra = CASES[alg]

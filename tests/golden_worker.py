@@ -111,7 +111,7 @@ def _logged(folder: str) -> list[dict[str, float]]:
 
 def run_case(case: str, scratch: str) -> dict[str, Any]:
     from rlbase import registry
-    from rlbase.common import logger
+    from rlbase.common.logs import logger
 
     alg, env_name, steps, extra = CASES[case]
     extra = dict(extra)

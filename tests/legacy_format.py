@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.base_model import jsonable
-from rlbase.common.serialization import save_file, space_to_json
+from rlbase.common.io.serialization import save_file, space_to_json
 from rlbase.common.tf_util import variables_to_arrays
 
 

@@ -31,9 +31,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from rlbase.common import logger
-    from rlbase.common.cmd_util import make_vec_env
-    from rlbase.common.hyperparams import env_type_defaults
+    from rlbase.common.envs.make import make_vec_env
+    from rlbase.common.logs import logger
+    from rlbase.hyperparams import env_type_defaults
     from rlbase.registry import get_algorithm
 
     logger.configure(None, [])

@@ -4,7 +4,7 @@ import sys
 
 import numpy as np
 
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.mpi_util import mpi_rank, mpi_size
 from rlbase.ppo.ppo import learn
 

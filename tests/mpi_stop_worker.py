@@ -3,7 +3,7 @@ second update; both ranks must stop after that same update (not hang in the next
 
 import sys
 
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.mpi_util import mpi_rank
 from rlbase.ppo.ppo import learn
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from rlbase.common.checkpoint import list_checkpoints
+from rlbase.common.io.checkpoint import list_checkpoints
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)

@@ -8,11 +8,11 @@ from legacy_format import save_model
 
 from rlbase.a2c.a2c import Model, learn
 from rlbase.a2c.config import A2CConfig
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.policies import build_policy
-from rlbase.common.rollout import RolloutRunner
+from rlbase.common.loops.evaluation import evaluate_policy
+from rlbase.common.loops.rollout import RolloutRunner
+from rlbase.common.networks.policies import build_policy
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 
 QUIET = dict(log_interval=10**9)
@@ -81,7 +81,7 @@ def test_runner_bootstraps_on_truncation_only():
     np.testing.assert_allclose(rollout.obs.reshape(2, 4), [[0, .1, .2, 0], [0, .1, .2, 0]],
                                atol=1e-7)
     # With gamma = 1 a bootstrapped truncation would be an infinite return: it ends the
-    # return like a termination (rlbase.common.transitions).
+    # return like a termination (rlbase.common.buffers.transitions).
     rollout = RolloutRunner(env, model, nsteps=4, gamma=1.0).run()
     np.testing.assert_allclose(rollout.rewards, [[1, 1, 1, 1], [1, 1, 1, 1]])
 
@@ -260,7 +260,7 @@ def test_a_file_saved_with_the_old_rmsprop_names_loads(tmp_path):
     import warnings
 
     from rlbase import A2C, registry
-    from rlbase.common.serialization import load_file, save_file
+    from rlbase.common.io.serialization import load_file, save_file
 
     env = make_vec_env("CartPole-v1", num_env=2, seed=0)
     model = learn("mlp", env, seed=0, total_timesteps=20, rms_alpha=0.9, rms_epsilon=1e-3,

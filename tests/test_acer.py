@@ -18,11 +18,11 @@ from rlbase.acer.buffer import Buffer, normalized
 from rlbase.acer.config import ACERConfig
 from rlbase.acer.model import AcerPolicy, Model, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Runner, Sequences
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.buffers.raw_replay import RawReplay
 from rlbase.common.config import describe
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.off_policy import RawReplay
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 
 QUIET = dict(log_interval=10**9)
@@ -636,7 +636,7 @@ def test_learns_cartpole_with_vec_normalize():
 def test_resuming_an_older_checkpoint_behind_vecnormalize_is_refused(tmp_path, monkeypatch):
     # An older rlbase's ACER checkpoint holds rollouts normalized when collected: read as raw
     # ones they would be normalized twice, so the resume is refused in one line.
-    from rlbase.common.checkpoint import object_state
+    from rlbase.common.io.checkpoint import object_state
 
     def make():
         return VecNormalize(DummyVecEnv([lambda: CountingImages(0, 3, truncate=True)]))

@@ -17,11 +17,11 @@ from process_util import ENV, ROOT, kill_after_checkpoints
 
 from rlbase import registry
 from rlbase.acer.acer import learn
-from rlbase.common.checkpoint import list_checkpoints
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
-from rlbase.common.serialization import load_file
-from rlbase.common.signals import clear_stop, request_stop
+from rlbase.common.io.checkpoint import list_checkpoints
+from rlbase.common.io.serialization import load_file
+from rlbase.common.loops.signals import clear_stop, request_stop
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 
 # 2 envs x 5 steps: 10 env steps per update; a 10-rollout buffer that wraps within 200 steps.
@@ -282,7 +282,7 @@ def test_a_file_saved_with_baselines_names_loads(tmp_path):
     import warnings
 
     from rlbase import ACER
-    from rlbase.common.serialization import save_file
+    from rlbase.common.io.serialization import save_file
 
     env = make_vec_env("CartPole-v1", num_env=2, seed=0)
     model = learn(env=env, seed=0, total_timesteps=20, rms_alpha=0.9, rms_epsilon=1e-3,

@@ -213,7 +213,7 @@ def test_recurrent_network_and_async_refused() -> None:
 def _mean_reward(model, seed: int) -> float:
     import gymnasium as gym
 
-    from rlbase.common.evaluation import evaluate_policy
+    from rlbase.common.loops.evaluation import evaluate_policy
     from rlbase.common.vec_env import DummyVecEnv
 
     env = DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=200)])

@@ -6,8 +6,8 @@ import pytest
 pytest.importorskip("ale_py")
 
 from rlbase.a2c.a2c import learn as a2c_learn  # noqa: E402
-from rlbase.common.atari_wrappers import make_atari, wrap_deepmind  # noqa: E402
-from rlbase.common.cmd_util import get_env_type, make_vec_env  # noqa: E402
+from rlbase.common.envs.atari_wrappers import make_atari, wrap_deepmind  # noqa: E402
+from rlbase.common.envs.make import get_env_type, make_vec_env  # noqa: E402
 from rlbase.common.errors import RLBaseError  # noqa: E402
 from rlbase.ppo.ppo import learn as ppo_learn  # noqa: E402
 
@@ -95,7 +95,7 @@ def test_acer_and_dqn_smoke_runs_on_pong():
     obs = env.reset()
     assert obs.dtype == np.uint8 and dqn.step(obs)[0].shape == (1,)
     # Behind the ale path's VecFrameStack, the replay buffer keeps each uint8 frame once.
-    from rlbase.common.replay_buffer import FrameStackReplayBuffer
+    from rlbase.common.buffers.replay_buffer import FrameStackReplayBuffer
 
     storage = dqn.replay_buffer.storage
     assert isinstance(storage, FrameStackReplayBuffer)

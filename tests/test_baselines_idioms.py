@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rlbase.common.cmd_util import check_env_id
+from rlbase.common.envs.make import check_env_id
 from rlbase.common.errors import RLBaseError
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -134,7 +134,7 @@ def test_a_model_trained_behind_vecnormalize_asks_for_normalize(normalized_model
 
 def test_loading_on_a_plain_env_in_python_says_to_wrap_it(normalized_model):
     from rlbase.api import PPO
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
     from rlbase.ppo.ppo import learn
 
     plain = make_vec_env("Pendulum-v1", num_env=1)
@@ -158,7 +158,7 @@ def _run_folder(path, env_id="CartPole-v1", algorithm="ppo"):
 
 
 def test_plot_results_splits_by_folder_name_as_baselines_does(tmp_path):
-    from rlbase.common import plot_util as pu
+    from rlbase.common.logs import plot_util as pu
 
     for name in ("ppo", "a2c", "dqn", "acer"):  # four runs of one env
         _run_folder(tmp_path / "runs" / name, algorithm=name)
@@ -174,7 +174,7 @@ def test_plot_results_splits_by_folder_name_as_baselines_does(tmp_path):
 
 
 def test_plot_results_seed_suffixes_share_a_panel_and_group(tmp_path):
-    from rlbase.common import plot_util as pu
+    from rlbase.common.logs import plot_util as pu
 
     for name in ("cartpole-0", "cartpole-1", "pendulum-0"):
         _run_folder(tmp_path / name)
@@ -195,7 +195,7 @@ def test_plot_results_seed_suffixes_share_a_panel_and_group(tmp_path):
 
 
 def test_save_plots_names_td3_and_draws_raw_smoothed_and_evaluation(tmp_path, capsys):
-    from rlbase.common import plot_util as pu
+    from rlbase.common.logs import plot_util as pu
     from rlbase.run import main
 
     log = tmp_path / "log"
@@ -222,7 +222,7 @@ def test_save_plots_names_td3_and_draws_raw_smoothed_and_evaluation(tmp_path, ca
 @pytest.mark.skipif(importlib.util.find_spec("imageio_ffmpeg") is None,
                     reason="imageio-ffmpeg not installed")
 def test_a_clip_is_named_by_the_steps_it_holds(tmp_path):
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
     from rlbase.common.vec_env import VecVideoRecorder
 
     venv = make_vec_env("CartPole-v1", num_env=1, seed=0,

@@ -10,7 +10,7 @@ import pytest
 
 from rlbase import A2C, DQN, ES, PPO, ExpertDataset, generate_expert_traj
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv
 from tests.envs.dict_envs import CueEnv
 
@@ -122,7 +122,7 @@ def test_save_videos_and_plots(tmp_path):
     from rlbase import QLearning
     from rlbase.cli import main
     from rlbase.common.errors import RLBaseError
-    from rlbase.common.media import save_plots, save_videos
+    from rlbase.common.logs.media import save_plots, save_videos
 
     model = QLearning("TabularPolicy", "FrozenLake-v1", seed=0)
     paths = save_videos(model, "FrozenLake-v1", n_episodes=2, video_folder=str(tmp_path / "v"),
@@ -131,7 +131,7 @@ def test_save_videos_and_plots(tmp_path):
     for path in paths:  # H.264 (an avc1 sample entry), what browsers and notebooks play
         assert b"avc1" in open(path, "rb").read()
     # Learning curves from a monitor file.
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
 
     env = make_vec_env("FrozenLake-v1", num_env=1, seed=0, monitor_dir=str(tmp_path / "log"))
     QLearning("TabularPolicy", env).learn(300)

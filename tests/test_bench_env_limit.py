@@ -39,7 +39,7 @@ def test_num_timesteps_not_a_positive_count_is_argparse_error(capsys, text):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.endswith(f"argument --num_timesteps: must be a positive number such as 2e5, "
-                        f"got '{text}'")
+                        f"at most 9.01e+15, got '{text}'")
 
 
 def test_parse_count_reads_scientific_notation_and_refuses_non_counts():

@@ -11,7 +11,7 @@ import zipfile
 import pytest
 from process_util import cli_in_process
 
-from rlbase.common import logger
+from rlbase.common.logs import logger
 
 A2C = ["--alg=a2c", "--env=CartPole-v1", "--num_env=1", "--seed=0", "--no_progress"]
 

@@ -4,7 +4,7 @@ once reaches the config, whatever name the row uses for it; a parameter the user
 (two spellings) is a one-line error. Run in-process through ``rlbase.run.main`` up to the
 learn() call, whose arguments are captured and turned into the config as learn() does.
 
-Seen to fail before the fix (rlbase.common.hyperparams.user_over_defaults): e.g. ``--alg=dqn
+Seen to fail before the fix (rlbase.hyperparams.user_over_defaults): e.g. ``--alg=dqn
 --target_network_update_freq=10`` stopped with "target_update_interval is given twice"."""
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_every_other_spelling_is_covered() -> None:
 
 def test_the_defaults_row_still_applies_to_what_the_user_left_out(learn_arguments) -> None:
     """Only the parameter the user set leaves the row: the row's other values stay."""
-    from rlbase.common.hyperparams import env_type_defaults
+    from rlbase.hyperparams import env_type_defaults
 
     row = env_type_defaults("dqn", "classic_control")
     assert "target_update_interval" in row and "exploration_fraction" in row

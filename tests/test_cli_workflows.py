@@ -21,7 +21,7 @@ from process_util import cli_in_process
 
 import rlbase
 from rlbase.common.errors import RLBaseError
-from rlbase.common.serialization import load_file
+from rlbase.common.io.serialization import load_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUIET = ["--no_progress"]
@@ -132,7 +132,7 @@ def test_unknown_env_type_is_refused(capsys):
 def test_a_missing_physics_engine_is_one_line_naming_the_extra(monkeypatch):
     import importlib.util
 
-    from rlbase.common import cmd_util
+    from rlbase.common.envs import make as cmd_util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(cmd_util.importlib.util, "find_spec",

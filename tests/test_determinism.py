@@ -15,7 +15,7 @@ from determinism_worker import CASES, KINDS
 from process_util import ENV, ROOT, TESTS
 
 from rlbase import registry
-from rlbase.common import logger
+from rlbase.common.logs import logger
 from rlbase.common.vec_env import DummyVecEnv
 
 

@@ -22,15 +22,15 @@ from rlbase import registry
 from rlbase.acer.buffer import NestedBuffer
 from rlbase.acer.runner import Sequences
 from rlbase.common import nested
-from rlbase.common.checkpoint import object_state, restore_object_state
-from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.replay_buffer import (
+from rlbase.common.buffers.replay_buffer import (
     FrameStackReplayBuffer,
     NestedReplayBuffer,
     PrioritizedReplayBuffer,
 )
-from rlbase.common.serialization import space_from_json, space_to_json
+from rlbase.common.errors import RLBaseError
+from rlbase.common.io.checkpoint import object_state, restore_object_state
+from rlbase.common.io.serialization import space_from_json, space_to_json
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 from tests.envs.dict_envs import CueEnv, random_return
 from tests.envs.tracing import tracing_counts

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlbase.common.distributions import (
+from rlbase.common.errors import RLBaseError
+from rlbase.common.networks.distributions import (
     Bernoulli,
     Categorical,
     DiagGaussian,
     DistributionHead,
     MultiCategorical,
 )
-from rlbase.common.errors import RLBaseError
 
 NDRAWS = 20000
 SEED = tf.constant([7, 0], tf.int64)

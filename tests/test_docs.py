@@ -44,7 +44,7 @@ def test_cli_flag_table_is_the_parser():
 def test_every_parameter_has_a_meaning(alg):
     import inspect
 
-    from rlbase.common.learning import RUN_ARGUMENTS
+    from rlbase.common.loops.learning import RUN_ARGUMENTS
 
     entry = registry.get_algorithm(alg)
     fields = set(entry.config.field_names())

@@ -16,16 +16,15 @@ from legacy_format import save_model
 from process_util import cli_in_process
 
 from rlbase import registry
-from rlbase.common.checkpoint import list_checkpoints
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.episodes import EpisodeStats
+from rlbase.common.buffers.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.hyperparams import env_type_defaults
-from rlbase.common.loop import LoopOptions
-from rlbase.common.models import network_kwarg_names
-from rlbase.common.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
-from rlbase.common.serialization import load_file
+from rlbase.common.io.checkpoint import list_checkpoints
+from rlbase.common.io.serialization import load_file
+from rlbase.common.loops.episodes import EpisodeStats
+from rlbase.common.loops.evaluation import evaluate_policy
+from rlbase.common.loops.training_loop import LoopOptions
+from rlbase.common.networks.registry import network_kwarg_names
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
 from rlbase.dqn.best_model import BestModelRule
 from rlbase.dqn.config import DQNConfig
@@ -33,6 +32,7 @@ from rlbase.dqn.dqn import learn, train
 from rlbase.dqn.model import Model, build_model
 from rlbase.dqn.numpy_q import NumpyQ
 from rlbase.dqn.param_noise import AdaptiveParamNoise, kl_threshold
+from rlbase.hyperparams import env_type_defaults
 
 QUIET = dict(log_interval=10**9, best_model_interval=None)
 BOX2 = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
@@ -331,7 +331,7 @@ def test_checkpoints_keep_the_best_model_rule(tmp_path):
 class LivesGame(gym.Env):
     """A game of 3 lives of 2 steps: a lost life ends the learner's episode (terminated) and
     pays the clipped reward 1 a step; at game over ``info["episode"]`` holds the game's
-    unclipped score, 10 a step (as rlbase.common.atari_wrappers.GameScore puts it)."""
+    unclipped score, 10 a step (as rlbase.common.envs.atari_wrappers.GameScore puts it)."""
 
     observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
     action_space = gym.spaces.Discrete(2)
@@ -721,7 +721,7 @@ def test_the_cli_solves_cartpole_at_the_zoo_settings(seed):
 def test_periodic_evaluation_and_the_best_model_rule_play_each_evaluation_once(monkeypatch):
     # The CLI's classic_control defaults evaluate every 2560 steps for the log and score the
     # best model every 2560 steps on the same env: one set of episodes serves both.
-    import rlbase.common.evaluation as evaluation
+    import rlbase.common.loops.evaluation as evaluation
 
     played = []
     run_episodes = evaluation.run_episodes

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from rlbase import registry
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.es.es import learn, share
 from rlbase.es.model import Model
@@ -322,7 +322,7 @@ def test_discrete_action_probabilities_are_one_hot():
 def test_monitor_file_and_log_keys(tmp_path):
     import csv
 
-    from rlbase.common import logger
+    from rlbase.common.logs import logger
 
     totals = []
     with logger.scoped_configure(dir=str(tmp_path), format_strs=["csv"]):
@@ -355,7 +355,7 @@ def test_monitor_file_and_log_keys(tmp_path):
 def test_eval_env_replaces_the_center_episodes(tmp_path):
     import csv
 
-    from rlbase.common import logger
+    from rlbase.common.logs import logger
 
     with logger.scoped_configure(dir=str(tmp_path), format_strs=["csv"]):
         model = learn("mlp", make_vec_env("CartPole-v1", num_env=2, seed=0), 300, seed=0,
@@ -405,7 +405,7 @@ def test_save_load_round_trip(tmp_path):
 def test_files_of_the_previous_version_load(tmp_path):
     # rlbase 0.1's ES file: the policy's arrays, obs_rms/*, adam/*, no "format" entry, and
     # eval_episodes meaning the unperturbed episodes.
-    from rlbase.common.serialization import save_file, space_to_json
+    from rlbase.common.io.serialization import save_file, space_to_json
 
     ob_space, ac_space = gym.spaces.Box(-1, 1, (2,), np.float32), gym.spaces.Discrete(2)
     kernel = np.array([[1.0, -1.0], [0.5, 2.0]], np.float32)
@@ -509,8 +509,8 @@ def _assert_same(a: dict, b: dict) -> None:
 def test_resume_restores_everything_exactly_and_continues_bit_for_bit(tmp_path):
     import random
 
-    from rlbase.common.checkpoint import list_checkpoints
-    from rlbase.common.serialization import load_file
+    from rlbase.common.io.checkpoint import list_checkpoints
+    from rlbase.common.io.serialization import load_file
 
     folder = str(tmp_path / "ckpt")
     first = _es_run(1500, 0, checkpoint_interval=1, checkpoint_path=folder)
@@ -540,7 +540,7 @@ def test_resume_restores_everything_exactly_and_continues_bit_for_bit(tmp_path):
 
 
 def test_resume_with_an_empty_folder_starts_afresh_and_bad_state_is_an_error(tmp_path):
-    from rlbase.common.serialization import load_file, save_file
+    from rlbase.common.io.serialization import load_file, save_file
 
     model = _es_run(600, 0, checkpoint_path=str(tmp_path), resume=True,
                     checkpoint_interval=600)
@@ -548,7 +548,7 @@ def test_resume_with_an_empty_folder_starts_afresh_and_bad_state_is_an_error(tmp
     with pytest.raises(RLBaseError, match="checkpoint_interval must be >= 0, got -5"):
         _es_run(600, 0, checkpoint_interval=-5, checkpoint_path=str(tmp_path))
     # A checkpoint whose resume state was damaged is refused with a clear error.
-    from rlbase.common.checkpoint import list_checkpoints
+    from rlbase.common.io.checkpoint import list_checkpoints
 
     path = list_checkpoints(str(tmp_path))[-1][1]
     meta, arrays, _ = load_file(path)
@@ -561,8 +561,8 @@ def test_resume_with_an_empty_folder_starts_afresh_and_bad_state_is_an_error(tmp
 def test_ctrl_c_stops_after_the_generation_and_writes_a_checkpoint(tmp_path):
     import signal
 
-    from rlbase.common.checkpoint import list_checkpoints
-    from rlbase.common.signals import graceful_interrupt, stop_requested
+    from rlbase.common.io.checkpoint import list_checkpoints
+    from rlbase.common.loops.signals import graceful_interrupt, stop_requested
 
     def interrupt(model, info):
         if info["iteration"] == 2:
@@ -590,8 +590,8 @@ def test_non_finite_update_is_named(monkeypatch):
 def test_cli_sigkill_then_resume(tmp_path):
     from process_util import ENV, kill_after_checkpoints, start_cli
 
-    from rlbase.common.checkpoint import list_checkpoints
-    from rlbase.common.serialization import load_file
+    from rlbase.common.io.checkpoint import list_checkpoints
+    from rlbase.common.io.serialization import load_file
 
     ckpt = tmp_path / "ckpt"
     base = ["--alg=es", "--env=CartPole-v1", "--popsize=4", "--no_progress",
@@ -621,8 +621,8 @@ def test_cli_sigkill_then_resume(tmp_path):
 def test_mpi_resume_every_rank_restores_its_own_state(tmp_path):
     if importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None:
         pytest.skip("mpi4py / mpiexec not installed (pip install -e .[mpi])")
-    from rlbase.common.checkpoint import list_checkpoints
-    from rlbase.common.serialization import load_file
+    from rlbase.common.io.checkpoint import list_checkpoints
+    from rlbase.common.io.serialization import load_file
 
     folder = tmp_path / "ckpt"
     worker = os.path.join(ROOT, "tests", "mpi_es_worker.py")

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from rlbase import PPO, registry
-from rlbase.common import logger
-from rlbase.common.callbacks import EvalCallback
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import Evaluator, evaluate_policy, run_episodes
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.logs import logger
+from rlbase.common.loops.callbacks import EvalCallback
+from rlbase.common.loops.evaluation import Evaluator, evaluate_policy, run_episodes
 from rlbase.common.vec_env import DummyVecEnv, VecNormalize, find_wrapper
 
 PROBE = np.array([[0.5, -1.0, 0.1, 2.0]], np.float32)

@@ -44,7 +44,7 @@ def test_train_and_enjoy_cartpole(monkeypatch, capsys, tmp_path) -> None:
 
 
 def test_custom_network(monkeypatch, capsys) -> None:
-    from rlbase.common.models import registered_networks
+    from rlbase.common.networks.registry import registered_networks
 
     run_example("custom_network.py", "--num_timesteps=256", monkeypatch=monkeypatch)
     assert "residual_mlp" in registered_networks()

@@ -20,10 +20,10 @@ import pytest
 import rlbase
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
+from rlbase.common.export import runners
+from rlbase.common.export.graph import input_names
+from rlbase.common.export.metadata import FILENAME
 from rlbase.common.vec_env import DummyVecEnv, VecNormalize
-from rlbase.export import runners
-from rlbase.export.graph import input_names
-from rlbase.export.metadata import FILENAME
 from tests.envs.dict_envs import CueEnv
 from tests.identity_envs import (
     BoxIdentityEnv,

@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from rlbase.common import logger, run_lock
+from rlbase.common.io import run_lock
+from rlbase.common.logs import logger
 
 ENOSPC = errno.ENOSPC
 

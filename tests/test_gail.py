@@ -125,7 +125,7 @@ def test_the_discriminator_trains_every_g_step_updates(cartpole_expert) -> None:
 
 
 def test_rollout_rewards_are_env_rewards_plus_the_truncation_bootstrap(cartpole_expert) -> None:
-    from rlbase.common.rollout import RolloutRunner
+    from rlbase.common.loops.rollout import RolloutRunner
     from rlbase.common.vec_env import DummyVecEnv
 
     model = _learn(gym.make("CartPole-v1"), cartpole_expert, steps=0)

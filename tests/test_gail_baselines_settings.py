@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from rlbase.common.trust_region_config import TrustRegionConfig
+from rlbase.common.families.trust_region.config import TrustRegionConfig
 from rlbase.gail.adversary import Discriminator
 from rlbase.gail.config import GAILConfig
 from rlbase.trpo.config import CONFIG as TRPOConfig

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlbase.common.trust_region_model import TrustRegionModel
+from rlbase.common.families.trust_region.model import TrustRegionModel
 from rlbase.gail.config import GAILConfig
 from rlbase.gail.model import build_model
 

@@ -13,11 +13,15 @@ import numpy as np
 import pytest
 from process_util import cli_in_process
 
-from rlbase.common.checkpoint import object_state, restore_object_state
-from rlbase.common.episodes import EpisodeStats
+from rlbase.common.buffers.her_replay_buffer import (
+    GoalSelectionStrategy,
+    HerReplayBuffer,
+    her_kwargs,
+)
+from rlbase.common.buffers.raw_replay import RawReplay, store_step
 from rlbase.common.errors import RLBaseError
-from rlbase.common.her_replay_buffer import GoalSelectionStrategy, HerReplayBuffer, her_kwargs
-from rlbase.common.off_policy import RawReplay, store_step
+from rlbase.common.io.checkpoint import object_state, restore_object_state
+from rlbase.common.loops.episodes import EpisodeStats
 from rlbase.common.vec_env import DummyVecEnv
 from rlbase.envs import BitFlippingEnv
 
@@ -376,7 +380,7 @@ def test_her_config_refusals():
 @pytest.mark.parametrize("name", ["DQN", "SAC", "TD3", "DDPG"])
 def test_every_off_policy_class_takes_her(name):
     import rlbase
-    from rlbase.common.her_replay_buffer import GoalSelectionStrategy as Strategy
+    from rlbase.common.buffers.her_replay_buffer import GoalSelectionStrategy as Strategy
 
     cls = getattr(rlbase, name)
     env = DummyVecEnv([lambda: BitFlippingEnv(3, continuous=name != "DQN") for _ in range(2)])
@@ -427,7 +431,7 @@ def test_cli_her_flags(tmp_path, capsys):
 
 
 def test_missing_robotics_package_names_the_extra(monkeypatch):
-    from rlbase.common import cmd_util
+    from rlbase.common.envs import make as cmd_util
 
     monkeypatch.setattr(cmd_util, "_register_robotics", lambda: False)
     with pytest.raises(RLBaseError, match=r"^[^\n]*pip install 'rlbase\[robotics\]'[^\n]*$"):
@@ -451,7 +455,7 @@ def far() -> Far:
 
 
 def test_her_normalizer_is_per_key_clipped_at_5():
-    from rlbase.common.her_replay_buffer import her_vec_normalize
+    from rlbase.common.buffers.her_replay_buffer import her_vec_normalize
 
     venv = her_vec_normalize(DummyVecEnv([far]))
     assert venv.stats.names == ["ob_rms/achieved_goal", "ob_rms/desired_goal",
@@ -539,7 +543,7 @@ class CountingBits(BitFlippingEnv):
 def test_compute_reward_of_worker_envs_runs_once_in_this_process():
     """Envs in worker processes: the rewards come from a copy of env 0 made here from its spec
     (no worker is asked), as Baselines computed them."""
-    from rlbase.common.her_replay_buffer import goal_reward_fn
+    from rlbase.common.buffers.her_replay_buffer import goal_reward_fn
     from rlbase.common.vec_env import SubprocVecEnv
 
     env = SubprocVecEnv([lambda: BitFlippingEnv(3) for _ in range(2)])
@@ -553,7 +557,7 @@ def test_compute_reward_of_worker_envs_runs_once_in_this_process():
 
 
 def test_compute_reward_without_a_spec_runs_in_env_0s_worker_alone():
-    from rlbase.common.her_replay_buffer import goal_reward_fn
+    from rlbase.common.buffers.her_replay_buffer import goal_reward_fn
     from rlbase.common.vec_env import SubprocVecEnv
 
     env = SubprocVecEnv([CountingBits for _ in range(2)])
@@ -570,7 +574,7 @@ def test_compute_reward_without_a_spec_runs_in_env_0s_worker_alone():
 
 
 def test_her_behind_the_normalizer_stores_raw_goals():
-    from rlbase.common.her_replay_buffer import her_vec_normalize
+    from rlbase.common.buffers.her_replay_buffer import her_vec_normalize
     from rlbase.dqn.dqn import learn
 
     venv = her_vec_normalize(DummyVecEnv([far, far]))

@@ -11,7 +11,11 @@ import tensorflow as tf
 from process_util import cli_in_process
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.her_baselines import BASELINES_HER, horizon_settings, refuse_baselines_names
+from rlbase.common.families.her_baselines import (
+    BASELINES_HER,
+    horizon_settings,
+    refuse_baselines_names,
+)
 from rlbase.ddpg.config import DDPGConfig
 from rlbase.ddpg.ddpg import learn
 from rlbase.ddpg.graph import clip_targets, policy_loss

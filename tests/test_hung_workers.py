@@ -17,7 +17,7 @@ from fault_envs import FaultyEnv
 from process_util import ENV, start_cli
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.signals import (
+from rlbase.common.loops.signals import (
     INTERRUPTED_EXIT_CODE,
     STOP_GRACE_S,
     EnvWaitInterrupted,

@@ -6,8 +6,8 @@ import pytest
 import yaml
 from process_util import cli_in_process
 
+from rlbase import hyperparams as hp
 from rlbase import registry
-from rlbase.common import hyperparams as hp
 from rlbase.common.errors import RLBaseError
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rlbase import registry
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
 
 ENV_OF = {"ddpg": "Pendulum-v1", "sac": "Pendulum-v1", "qlearning": "FrozenLake-v1"}

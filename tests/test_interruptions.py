@@ -19,14 +19,15 @@ import numpy as np
 import pytest
 from process_util import ENV, ROOT, cli_in_process, kill_after_checkpoints, start_cli
 
-from rlbase.common import logger, serialization
-from rlbase.common.checkpoint import (
+from rlbase.common.buffers.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer
+from rlbase.common.errors import RLBaseError
+from rlbase.common.io import serialization
+from rlbase.common.io.checkpoint import (
     list_checkpoints,
     object_state,
     restore_object_state,
 )
-from rlbase.common.errors import RLBaseError
-from rlbase.common.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer
+from rlbase.common.logs import logger
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.run import check_writable, main
 
@@ -213,7 +214,7 @@ def test_full_disk_for_logs_monitor_and_checkpoints_warns_once_and_saves_the_mod
     """progress.csv, log.txt, monitor.csv and every checkpoint fail with ENOSPC: training
     goes on to the end with one warning per output, and the model at a healthy --save_path
     is written."""
-    from rlbase.common import monitor  # writes VecMonitor's file
+    from rlbase.common.envs import monitor  # writes VecMonitor's file
 
     monkeypatch.setattr(logger, "open", full_disk_open(), raising=False)
     monkeypatch.setattr(monitor, "open", full_disk_open(), raising=False)
@@ -288,7 +289,7 @@ def test_unwritable_output_paths_are_refused_up_front_even_for_root():
 
 
 def test_a_second_run_into_the_same_log_folder_is_refused_naming_the_first(tmp_path, capsys):
-    from rlbase.common.run_lock import LOCK_NAME
+    from rlbase.common.io.run_lock import LOCK_NAME
 
     log = tmp_path / "log"
     out = tmp_path / "first.txt"
@@ -410,8 +411,8 @@ def test_an_action_space_whose_network_cannot_fit_is_refused_before_building(alg
 
 
 def test_a_layer_is_checked_against_the_memory_available(monkeypatch):
-    from rlbase.common import memory
-    from rlbase.common.models import Dense
+    from rlbase.common.io import memory
+    from rlbase.common.networks.registry import Dense
 
     monkeypatch.setattr(memory, "available_bytes", lambda: 10**6)
     Dense(10).build((None, 6249))  # (6249 + 1) x 10 x 16 = 1,000,000 bytes: fits

@@ -1,4 +1,5 @@
-"""learn()'s signature and docs come from the config (rlbase.common.learning.config_signature),
+"""learn()'s signature and docs come from the config
+(rlbase.common.loops.learning.config_signature),
 and start_learning reads the arguments as passed exactly as it read learn()'s locals()."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from rlbase.a2c.a2c import learn as a2c_learn
 from rlbase.a2c.config import CONFIG
 from rlbase.a2c.model import build_model
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import RUN_PARAMETERS, config_signature, start_learning
+from rlbase.common.loops.learning import RUN_PARAMETERS, config_signature, start_learning
 from rlbase.ppo.ppo import learn as ppo_learn
 
 

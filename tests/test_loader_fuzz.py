@@ -21,7 +21,7 @@ import pytest
 from fault_envs import FaultyEnv
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.serialization import load_file, save_file, spaces_metadata
+from rlbase.common.io.serialization import load_file, save_file, spaces_metadata
 from rlbase.common.vec_env import DummyVecEnv
 
 SEED = 20240611

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rlbase.common import logger
 from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import logger
 
 
 @pytest.fixture(autouse=True)
@@ -213,6 +213,7 @@ def test_comm_weighted_mean(tmp_path):
 
 def test_rlbase_logger_is_the_same_module():
     import rlbase.logger
+
     from rlbase import logger as top
 
     assert rlbase.logger is logger and top is logger

@@ -11,7 +11,7 @@ from identity_envs import DiscreteIdentityEnv, EndsAtThree
 
 from rlbase import A2C, ACER, ACKTR, DDPG, DQN, ES, PPO, SAC, TD3, TRPO, QLearning
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loops.evaluation import evaluate_policy
 from tests.envs.tracing import tracing_counts
 
 TINY = {"num_layers": 1, "num_hidden": 8}

@@ -17,8 +17,8 @@ import pytest
 
 import rlbase
 from rlbase import registry
-from rlbase.common import logger
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.logs import logger
 
 # (env id, CLI flags that keep the run short, extra class/learn() arguments)
 CASES = {

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlbase.common import models
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import (
+from rlbase.common.networks import registry as models
+from rlbase.common.networks.registry import (
     build_network,
     get_network_builder,
     network_kwarg_names,

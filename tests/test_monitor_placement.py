@@ -8,10 +8,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlbase.common import logger
-from rlbase.common.cmd_util import ensure_monitor, make_vec_env
+from rlbase.common.envs.make import ensure_monitor, make_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import Evaluator, run_episodes
+from rlbase.common.logs import logger
+from rlbase.common.loops.evaluation import Evaluator, run_episodes
 from rlbase.common.vec_env import (
     DummyVecEnv,
     VecEnvWrapper,

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlbase.common.compiled_policy import CompiledPolicy
-from rlbase.common.numpy_actor import NumpyActor
-from rlbase.common.policies import build_policy
+from rlbase.common.networks.compiled_policy import CompiledPolicy
+from rlbase.common.networks.numpy_actor import NumpyActor
+from rlbase.common.networks.policies import build_policy
 
 BOX_OBS = gym.spaces.Box(-2.0, 2.0, (5,), np.float32)
 SPACES = {

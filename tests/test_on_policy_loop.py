@@ -6,7 +6,7 @@ from typing import Any
 
 from rlbase.a2c.config import CONFIG
 from rlbase.a2c.model import build_model
-from rlbase.common.learning import start_learning
+from rlbase.common.loops.learning import start_learning
 from rlbase.common.loops.on_policy import learning_rate, policy_rollouts, run_on_policy
 
 

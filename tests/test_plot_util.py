@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from rlbase.common import plot_util as pu
 from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import plot_util as pu
 
 
 def _write_monitor(path, t_start, episodes, env_id="CartPole-v1"):

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.policies import build_policy, encode_observation
+from rlbase.common.networks.policies import build_policy, encode_observation
 
 VEC_OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 BATCH = 5

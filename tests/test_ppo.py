@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.tf_util import gae_advantages
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.ppo.model import clipped_surrogate, value_loss_fn
@@ -179,7 +179,7 @@ def test_behaviour_policy_in_blocks_is_the_whole_pass(monkeypatch, rows_per_bloc
     import gymnasium as gym
     import tensorflow as tf
 
-    from rlbase.common import on_policy_model
+    from rlbase.common.families import actor_critic as on_policy_model
     from rlbase.ppo.config import PPOConfig
     from rlbase.ppo.model import build_model
 

@@ -13,9 +13,9 @@ from process_util import cli_in_process
 
 from rlbase import registry
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import build_network
+from rlbase.common.io.serialization import load_file
+from rlbase.common.networks.registry import build_network
 from rlbase.common.precision import current_precision, precision_scope
-from rlbase.common.serialization import load_file
 
 
 def test_mlp_computes_in_bfloat16_on_float32_variables_and_returns_float32():

@@ -9,9 +9,9 @@ import pytest
 
 from rlbase import QLearning, registry
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.loop import LoopOptions
-from rlbase.common.serialization import load_file, save_file, space_to_json
+from rlbase.common.io.serialization import load_file, save_file, space_to_json
+from rlbase.common.loops.evaluation import evaluate_policy
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 from rlbase.qlearning.config import QLearningConfig
 from rlbase.qlearning.model import Model
@@ -270,7 +270,7 @@ def test_taxi_and_frozen_lake(seed):
 
 
 def fresh_env(env_id, seed):
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
 
     return make_vec_env(env_id, seed=100 + seed)
 
@@ -278,7 +278,7 @@ def fresh_env(env_id, seed):
 def test_retired_taxi_v3_is_taxi_v4():
     """gymnasium 1.4 only has Taxi-v4; rlbase registers the v3 id the issue's command uses,
     and it plays exactly as v4 does."""
-    from rlbase.common.cmd_util import check_env_id
+    from rlbase.common.envs.make import check_env_id
 
     check_env_id("Taxi-v3")
     envs = [gym.make(env_id) for env_id in ("Taxi-v3", "Taxi-v4")]
@@ -306,7 +306,7 @@ def test_cli_taxi_train_save_play(tmp_path, capsys):
 
 
 def test_checkpoint_resume_restores_table_exploration_and_rngs(tmp_path):
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
 
     def run(steps, seed, resume):
         env = make_vec_env("FrozenLake-v1", num_env=2, seed=seed)

@@ -18,9 +18,9 @@ import pytest
 from fault_envs import FaultyEnv
 from process_util import ENV, ROOT, kill_after_checkpoints
 
-from rlbase.common.checkpoint import Checkpointer, list_checkpoints
 from rlbase.common.errors import NonFiniteError, RLBaseError
-from rlbase.common.serialization import load_file, save_file
+from rlbase.common.io.checkpoint import Checkpointer, list_checkpoints
+from rlbase.common.io.serialization import load_file, save_file
 from rlbase.common.vec_env import (
     DummyVecEnv,
     EnvWorkerError,
@@ -157,7 +157,7 @@ def test_sigint_saves_the_model_and_exits_130(tmp_path):
 
 _SAVER = """
 import sys, numpy as np
-from rlbase.common.serialization import save_file
+from rlbase.common.io.serialization import save_file
 k = 0
 while True:
     k += 1
@@ -359,7 +359,7 @@ def test_vec_monitor_keeps_a_bounded_history():
 def test_a_stop_request_ends_with_its_training():
     import signal
 
-    from rlbase.common.signals import graceful_interrupt, stop_requested
+    from rlbase.common.loops.signals import graceful_interrupt, stop_requested
 
     with graceful_interrupt():
         os.kill(os.getpid(), signal.SIGINT)

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from rlbase.common.errors import RLBaseError
-from rlbase.common.replay_buffer import (
+from rlbase.common.buffers.replay_buffer import (
     FrameStackReplayBuffer,
     PrioritizedReplayBuffer,
     ReplayBuffer,
 )
+from rlbase.common.errors import RLBaseError
 
 
 def stacked_stream(num_envs, steps, nstack, axis, pad, seed):
@@ -155,7 +155,7 @@ def test_buffers_store_the_done_flags_the_target_cuts_on(gamma):
     # DQN stores target_dones(terminated, truncated, gamma) as the done flag: a truncation
     # counts as terminal exactly when gamma == 1; its true final observation is kept either
     # way (frame buffer: the final frame, only where it is still bootstrapped).
-    from rlbase.common.transitions import target_dones
+    from rlbase.common.buffers.transitions import target_dones
 
     terminated, truncated = np.array([True, False, False]), np.array([False, True, False])
     dones = target_dones(terminated, truncated, gamma)

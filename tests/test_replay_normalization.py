@@ -12,15 +12,20 @@ import numpy as np
 import pytest
 
 from rlbase import DQN, SAC
-from rlbase.common.episodes import EpisodeStats
-from rlbase.common.errors import RLBaseError
-from rlbase.common.off_policy import RawReplay, reset_env, sample_minibatches, step_and_store
-from rlbase.common.replay_buffer import (
+from rlbase.common.buffers.raw_replay import (
+    RawReplay,
+    reset_env,
+    sample_minibatches,
+    step_and_store,
+)
+from rlbase.common.buffers.replay_buffer import (
     FrameStackReplayBuffer,
     NestedReplayBuffer,
     PrioritizedReplayBuffer,
     ReplayBuffer,
 )
+from rlbase.common.errors import RLBaseError
+from rlbase.common.loops.episodes import EpisodeStats
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 EPISODE = 5  # Known's episodes are truncated after this many steps
@@ -310,7 +315,7 @@ def test_ddpg_resume_keeps_the_param_noise_distance(tmp_path):
 def test_resuming_an_older_checkpoint_behind_vecnormalize_is_refused(tmp_path, monkeypatch):
     """An older rlbase's checkpoint holds normalized transitions: read as raw ones they would
     be normalized twice, so the resume is refused in one line."""
-    from rlbase.common.checkpoint import object_state
+    from rlbase.common.io.checkpoint import object_state
     from rlbase.sac.sac import learn as sac_learn
 
     def make():

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlbase.common.checkpoint import list_checkpoints
+from rlbase.common.io.checkpoint import list_checkpoints
 from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack

@@ -9,7 +9,8 @@ import signal
 import pytest
 
 from rlbase import run
-from rlbase.common import hyperparams, logger
+from rlbase.common import hyperparams
+from rlbase.common.logs import logger
 
 
 def test_sigterm_during_the_final_save_exits_130_after_the_save(tmp_path, monkeypatch, capsys):

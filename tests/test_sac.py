@@ -11,13 +11,13 @@ import pytest
 import tensorflow as tf
 
 from rlbase import registry
-from rlbase.common import logger
-from rlbase.common.checkpoint import generator_state, list_checkpoints, object_state
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.hyperparams import env_type_defaults
-from rlbase.common.loop import LoopOptions
+from rlbase.common.io.checkpoint import generator_state, list_checkpoints, object_state
+from rlbase.common.logs import logger
+from rlbase.common.loops.evaluation import evaluate_policy
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
+from rlbase.hyperparams import env_type_defaults
 from rlbase.sac import losses
 from rlbase.sac.model import Model, parse_ent_coef
 from rlbase.sac.sac import learn, train
@@ -286,7 +286,7 @@ class EndsAtThreeBox(ie.EndsAtThree):
 def test_truncation_bootstraps_only_below_gamma_one(gamma):
     """An episode cut by a time limit at step 3: with gamma < 1 the target bootstraps from the
     final observation's soft value; with gamma = 1 it is the reward alone
-    (rlbase.common.transitions)."""
+    (rlbase.common.buffers.transitions)."""
     env = VecMonitor(DummyVecEnv([lambda: EndsAtThreeBox(True)]))
     model = learn("mlp", env, seed=0, total_timesteps=3, learning_starts=100, gamma=gamma,
                   layer_sizes=(3,), jit_compile=False)
@@ -580,7 +580,7 @@ def test_pendulum_at_the_zoo_settings(seed):
     # rl-baselines3-zoo's Pendulum-v1 SAC settings (rlbase/hyperparams/sac.yml
     # classic_control, the peer's anchor): the issue asks for a deterministic evaluation of
     # -200 or better at 2e4 steps.
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
 
     kw = env_type_defaults("sac", "classic_control")
     kw.pop("num_env")

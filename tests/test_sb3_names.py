@@ -4,7 +4,7 @@ import pytest
 
 from rlbase import A2C, DQN, PPO, TD3
 from rlbase.api.policy_kwargs import translate_policy_kwargs
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
 
 

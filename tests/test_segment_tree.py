@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from rlbase.common.buffers.segment_tree import MinSegmentTree, SumSegmentTree
 from rlbase.common.errors import RLBaseError
-from rlbase.common.segment_tree import MinSegmentTree, SumSegmentTree
 
 
 @pytest.mark.parametrize("capacity", [1, 2, 8, 64])

@@ -12,9 +12,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlbase.common import serialization
 from rlbase.common.errors import RLBaseError
-from rlbase.common.serialization import (
+from rlbase.common.io import serialization
+from rlbase.common.io.serialization import (
     atomic_write,
     check_spaces,
     load_file,
@@ -245,7 +245,7 @@ def test_versions_do_not_import_tensorflow():
     import subprocess
     import sys
 
-    code = ("import sys; from rlbase.common.serialization import library_versions; "
+    code = ("import sys; from rlbase.common.io.serialization import library_versions; "
             "v = library_versions(); assert 'tensorflow' not in sys.modules; print(v)")
     repo_root = Path(serialization.__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -14,8 +14,8 @@ import time
 import pytest
 from process_util import ENV, ROOT
 
-from rlbase.common.checkpoint import list_checkpoints
-from rlbase.common.serialization import load_file
+from rlbase.common.io.checkpoint import list_checkpoints
+from rlbase.common.io.serialization import load_file
 
 # Short PPO iterations (64 steps), a log row and a checkpoint after each: the first row in the
 # output is the 'started' marker, and a stop writes its checkpoint within a fraction of a second.

@@ -5,8 +5,8 @@ about -134 / -133 / -132 on seeds 0 / 1 / 2 there."""
 
 import pytest
 
-from rlbase.common.cmd_util import make_vec_env
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.envs.make import make_vec_env
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.run import main
 
 

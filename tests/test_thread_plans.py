@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from rlbase.common import tf_util
-from rlbase.common.models import build_network
+from rlbase.common.networks.registry import build_network
 from rlbase.common.tf_util import batch_blocks, configure_threads, split_rows
 
 
@@ -108,7 +108,7 @@ import numpy as np
 import tensorflow as tf
 import rlbase
 from rlbase.common.tf_util import batch_blocks
-from rlbase.export import runners
+from rlbase.common.export import runners
 
 class Frames(gym.Env):
     observation_space = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlbase.common import trust_region as tr
-from rlbase.common.distributions import Categorical, DiagGaussian
 from rlbase.common.errors import RLBaseError
-from rlbase.common.hyperparams import env_type_defaults
-from rlbase.common.trust_region_losses import mean_kl, policy_gain, surrogate_gain
-from rlbase.common.trust_region_model import advantages_and_returns
+from rlbase.common.families.trust_region import steps as tr
+from rlbase.common.families.trust_region.losses import mean_kl, policy_gain, surrogate_gain
+from rlbase.common.families.trust_region.model import advantages_and_returns
+from rlbase.common.networks.distributions import Categorical, DiagGaussian
+from rlbase.hyperparams import env_type_defaults
 
 
 def _graph(fn):
@@ -176,7 +176,7 @@ def test_gae_with_terminated_and_truncated_against_numpy() -> None:
     terminated[0, 1] = True
     truncated[0, 3] = True
     truncated[1, 4] = True    # a time limit at the rollout's last step
-    # the rollout's convention (rlbase.common.rollout): truncation's bootstrap in the reward
+    # the rollout's convention (rlbase.common.loops.rollout): truncation's bootstrap in the reward
     rewards = env_rewards + gamma * final_values * (truncated & ~terminated)
     dones = (terminated | truncated).astype(np.float32)
     want = _gae_reference(env_rewards, terminated, truncated, values, final_values,
@@ -217,8 +217,8 @@ def test_update_is_one_compiled_call_that_moves_every_variable() -> None:
     """Each ``train(rollout)`` is one call of the traced update (traced once), and one update
     moves every trainable variable: the policy's by the trust-region step, the value's by
     Adam. GAIL's path: the rollout's rewards are the only rewards the update sees."""
-    from rlbase.common.cmd_util import make_vec_env
-    from rlbase.common.rollout import RolloutRunner
+    from rlbase.common.envs.make import make_vec_env
+    from rlbase.common.loops.rollout import RolloutRunner
 
     model = _model()
     compiled = model._train
@@ -259,8 +259,8 @@ def test_update_is_one_compiled_call_that_moves_every_variable() -> None:
 
 def test_value_fit_never_moves_the_policy() -> None:
     """With the line search unable to accept (max_kl tiny, one try), only the value moves."""
-    from rlbase.common.cmd_util import make_vec_env
-    from rlbase.common.rollout import RolloutRunner
+    from rlbase.common.envs.make import make_vec_env
+    from rlbase.common.loops.rollout import RolloutRunner
 
     model = _model(line_search_iters=1, max_kl=1e-12)
     env = make_vec_env("CartPole-v1", num_env=1, seed=0, monitor_dir=None)
@@ -278,8 +278,8 @@ def test_value_fit_never_moves_the_policy() -> None:
 
 
 def test_no_value_fit_keeps_the_value_and_a_finite_loss() -> None:
-    from rlbase.common.cmd_util import make_vec_env
-    from rlbase.common.rollout import RolloutRunner
+    from rlbase.common.envs.make import make_vec_env
+    from rlbase.common.loops.rollout import RolloutRunner
 
     model = _model(vf_iters=0)
     env = make_vec_env("CartPole-v1", num_env=1, seed=0, monitor_dir=None)
@@ -355,7 +355,7 @@ CARTPOLE_THRESHOLD = 400
 
 
 def _mean_reward(model: Any, seed: int) -> float:
-    from rlbase.common.evaluation import evaluate_policy
+    from rlbase.common.loops.evaluation import evaluate_policy
     from rlbase.common.vec_env import DummyVecEnv
 
     env = DummyVecEnv([lambda: gym.make("CartPole-v1")])
@@ -367,7 +367,7 @@ def _mean_reward(model: Any, seed: int) -> float:
 def test_cartpole_learns_over_seeds() -> None:
     """The classic_control row (Baselines' learn() defaults, one env) at 5e4 steps, seeds 0-2
     (rlbase/docs/algorithms/trpo.md has the measured evaluations)."""
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
     from rlbase.trpo.trpo import learn
 
     settings = {k: v for k, v in env_type_defaults("trpo", "classic_control").items()

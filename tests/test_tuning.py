@@ -95,7 +95,7 @@ def test_ppo_cartpole_study_runs_resumes_and_writes_the_best(tmp_path):
     fields = {k: v for k, v in row.items() if k in config.field_names()}
     assert config.build(fields, num_envs=row["n_envs"]).nsteps == row["nsteps"]
     # rlbase train --conf-file best.yml trains with the best trial's config, field for field.
-    from rlbase.common.hyperparams import flat, resolve_row, row_settings
+    from rlbase.hyperparams import flat, resolve_row, row_settings
 
     row, where = resolve_row("ppo", "CartPole-v1", "classic_control", str(out), None)
     params = flat("ppo", row_settings("ppo", row, where, "classic_control", "CartPole-v1"))
@@ -192,7 +192,7 @@ def test_a_trial_below_the_median_is_pruned():
 
 def test_the_callback_evaluates_every_eval_freq_and_stops_a_pruned_run(monkeypatch):
     scores = iter([2.5, 4.0])
-    monkeypatch.setattr("rlbase.common.evaluation.evaluate_policy",
+    monkeypatch.setattr("rlbase.common.loops.evaluation.evaluate_policy",
                         lambda model, env, n: (next(scores), 0.0))
     settings = TuneSettings(algo="ppo", env_id="CartPole-v1", eval_freq=100, eval_episodes=1)
     trials = median_study()

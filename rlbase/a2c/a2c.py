@@ -6,14 +6,18 @@ from typing import Any, Callable
 
 from rlbase.a2c.config import CONFIG
 from rlbase.a2c.model import Model, build_model
-from rlbase.common.learning import ACTOR_CRITIC_NETWORK_KWARGS, config_signature, start_learning
-from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.learning import (
+    ACTOR_CRITIC_NETWORK_KWARGS,
+    config_signature,
+    start_learning,
+)
 from rlbase.common.loops.on_policy import (
     learning_rate,
     policy_rollouts,
     run_on_policy,
     update_with_learning_rate,
 )
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "a2c"

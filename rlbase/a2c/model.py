@@ -8,8 +8,8 @@ import gymnasium as gym
 import tensorflow as tf
 
 from rlbase.a2c.config import A2CConfig
-from rlbase.common.on_policy_model import OnPolicyModel, actor_critic_parts
-from rlbase.common.policies import (
+from rlbase.common.families.actor_critic import OnPolicyModel, actor_critic_parts
+from rlbase.common.networks.policies import (
     ActorCriticPolicy,
 )
 from rlbase.common.tf_util import (

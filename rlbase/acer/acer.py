@@ -10,9 +10,9 @@ from rlbase.acer.config import CONFIG
 from rlbase.acer.model import Model, build_model
 from rlbase.acer.runner import Runner, Sequences
 from rlbase.common.errors import NonFiniteError
-from rlbase.common.learning import config_signature, start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop
+from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.on_policy import Rollouts, learning_rate, run_on_policy
+from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop
 from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "acer"

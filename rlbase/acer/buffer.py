@@ -15,7 +15,7 @@ layout) is known: a model built or loaded without an env holds no frames.
 
 Behind a VecNormalize the buffer holds raw rollouts (``Sequences.raw``, in the space below the
 normalization: images stay uint8), normalized with the current statistics when replayed
-(rlbase.common.off_policy.RawReplay, SB3's rule): a VecNormalize of observations must sit
+(rlbase.common.buffers.raw_replay.RawReplay, SB3's rule): a VecNormalize of observations must sit
 above the frame stack, whose raw stacks the buffer rebuilds.
 
 Dict/Tuple observations (:class:`NestedBuffer`) are stored whole, leaf by leaf: no frame
@@ -32,8 +32,8 @@ import numpy as np
 
 from rlbase.acer.runner import Sequences
 from rlbase.common import nested
+from rlbase.common.buffers.raw_replay import RawReplay
 from rlbase.common.errors import RLBaseError
-from rlbase.common.off_policy import RawReplay
 from rlbase.common.vec_env import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 
@@ -122,7 +122,7 @@ class Buffer:
 
     def configure(self, env: VecEnv) -> None:
         """Allocate the storage for ``env`` (the training env): its raw observations (below a
-        VecNormalize, see rlbase.common.off_policy.RawReplay) in its frame layout; kept when
+        VecNormalize, see rlbase.common.buffers.raw_replay.RawReplay) in its frame layout; kept when
         it is the one already allocated."""
         space = RawReplay(env).stored_space(env.observation_space)
         nstack, axis = frame_layout(env, space)

@@ -20,11 +20,12 @@ from rlbase.acer.config import ACERConfig
 from rlbase.acer.retrace import EPS, add_grads, avg_norm, q_retrace, trust_region_adjust
 from rlbase.acer.runner import Sequences
 from rlbase.common import nested
-from rlbase.common.checkpoint import generator_state, set_generator_state
+from rlbase.common.buffers.raw_replay import RawReplay
+from rlbase.common.buffers.transitions import bootstraps_truncation
 from rlbase.common.errors import RLBaseError
-from rlbase.common.off_policy import RawReplay
-from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy, has_images, xla_is_faster
+from rlbase.common.families.actor_critic import OnPolicyModel
+from rlbase.common.io.checkpoint import generator_state, set_generator_state
+from rlbase.common.networks.policies import ActorCriticPolicy, has_images, xla_is_faster
 from rlbase.common.tf_util import (
     CompiledFunction,
     RMSprop,
@@ -35,7 +36,6 @@ from rlbase.common.tf_util import (
     observation_spec,
     spec_like,
 )
-from rlbase.common.transitions import bootstraps_truncation
 from rlbase.common.vec_env import VecEnv
 
 __all__ = ["AcerPolicy", "Model", "build_model", "q_retrace", "trust_region_adjust"]
@@ -91,7 +91,7 @@ class Model(OnPolicyModel):
     after each step: ``average <- (1 - tau) * average + tau * policy``.
     A truncated step bootstraps from ``gamma * V(final observation)`` computed in the
     training call with the weights being trained (never stored), unless gamma is 1 (see
-    rlbase.common.transitions).
+    rlbase.common.buffers.transitions).
     """
 
     algorithm = ALGORITHM

@@ -2,7 +2,7 @@
 action probabilities (needed for the importance weights when the sequence is replayed).
 
 Behind a VecNormalize each rollout also comes raw (``Sequences.raw``: what the env produced
-below the normalization), which is what the replay buffer stores (rlbase.common.off_policy.
+below the normalization), which is what the replay buffer stores (rlbase.common.buffers.raw_replay.
 RawReplay): the on-policy update uses the rollout as collected, a replayed one is normalized
 with the statistics of the moment it is replayed. The behaviour probabilities are those of the
 actions actually taken, whatever the normalization: they stay the behaviour policy's; only the
@@ -18,10 +18,10 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common import nested
-from rlbase.common.episodes import EpisodeStats
+from rlbase.common.buffers.raw_replay import RawReplay
 from rlbase.common.errors import RLBaseError
-from rlbase.common.off_policy import RawReplay
-from rlbase.common.runners import AbstractEnvRunner
+from rlbase.common.loops.episodes import EpisodeStats
+from rlbase.common.loops.runners import AbstractEnvRunner
 from rlbase.common.vec_env import VecEnv
 
 

@@ -6,14 +6,14 @@ from typing import Any, Callable
 
 from rlbase.acktr.config import CONFIG
 from rlbase.acktr.model import Model, build_model
-from rlbase.common.learning import config_signature, start_learning
-from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.on_policy import (
     learning_rate,
     policy_rollouts,
     run_on_policy,
     update_with_learning_rate,
 )
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecEnv
 
 ALGORITHM = "acktr"

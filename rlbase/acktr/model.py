@@ -13,8 +13,8 @@ from rlbase.acktr.config import ACKTRConfig
 from rlbase.acktr.kfac import KFAC, check_layers, recording
 from rlbase.acktr.losses import actor_critic_losses, sampled_fisher_loss
 from rlbase.common.errors import RLBaseError
-from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.policies import ActorCriticPolicy, has_images, policy_from_kwargs
+from rlbase.common.families.actor_critic import OnPolicyModel
+from rlbase.common.networks.policies import ActorCriticPolicy, has_images, policy_from_kwargs
 from rlbase.common.tf_util import configure_threads, discounted_returns, explained_variance
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy_loss", "explained_variance",

@@ -23,16 +23,17 @@ from rlbase.api.policy_kwargs import translate_policy_kwargs
 from rlbase.api.pretraining import fit_policy
 from rlbase.api.replay import ReplayModel, load_buffer, save_buffer
 from rlbase.api.saving import custom_object_kwargs, excluded_names, reading, writing
-from rlbase.common import logger, nested
+from rlbase.common import nested
 from rlbase.common.base_model import BaseModel, jsonable, unserializable
-from rlbase.common.cmd_util import as_vec_env, ensure_monitor
+from rlbase.common.buffers.her_replay_buffer import HerReplayBuffer
+from rlbase.common.envs.make import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
-from rlbase.common.her_replay_buffer import HerReplayBuffer
-from rlbase.common.logger import Logger, configure_logger
-from rlbase.common.loop import LoopOptions
+from rlbase.common.io.serialization import NORMALIZE_HINT, library_versions, load_file
+from rlbase.common.logs import logger
+from rlbase.common.logs.logger import Logger, configure_logger
+from rlbase.common.loops.evaluation import evaluate_policy
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
-from rlbase.common.serialization import NORMALIZE_HINT, library_versions, load_file
 from rlbase.common.vec_env import VecEnv
 from rlbase.common.vec_env.base import find_wrapper
 from rlbase.common.vec_env.vec_normalize import VecNormalize
@@ -137,7 +138,7 @@ class BaseRLModel:
                 raise RLBaseError(f"{type(self).__name__} does not support policy {policy!r}; "
                                   f"supported: {', '.join(self.policies)}")
             return POLICY_NETWORKS.get(policy, self.default_network)
-        from rlbase.common.models import registered_networks
+        from rlbase.common.networks.registry import registered_networks
         if policy not in registered_networks():
             raise RLBaseError(f"unknown policy {policy!r}: use one of {', '.join(self.policies)}"
                               f", a network name ({', '.join(registered_networks())}) or a "
@@ -179,7 +180,8 @@ class BaseRLModel:
         return f"{type(self).__name__} has no logger before learn() or set_logger()"
 
     def set_logger(self, logger: Logger) -> None:
-        """Make every later learn() write to ``logger`` (a :class:`~rlbase.common.logger.Logger`,
+        """Make every later learn() write to ``logger`` (a
+        :class:`~rlbase.common.logs.logger.Logger`,
         e.g. from ``rlbase.logger.configure(folder, formats)``) instead of making its own; the
         model leaves it open."""
         if not isinstance(logger, Logger):
@@ -195,7 +197,7 @@ class BaseRLModel:
         """Train for ``total_timesteps`` more env steps; a second call continues training in
         memory.
 
-        callback: a Stable-Baselines3 callback (:mod:`rlbase.common.callbacks`: hooks at every
+        callback: a Stable-Baselines3 callback (:mod:`rlbase.common.loops.callbacks`: hooks at every
             vector step), a plain ``callback(model, info)`` after every iteration returning
             False to stop, SB3's ``fn(locals, globals)``, or a list of those.
         log_interval: log every this many updates (A2C 100, PPO 1) or finished episodes
@@ -598,7 +600,7 @@ class BaseRLModel:
 
     @property
     def replay_buffer(self) -> Any:
-        """The model's replay buffer (rlbase.common.replay_buffer's, raw transitions)."""
+        """The model's replay buffer (rlbase.common.buffers.replay_buffer's, raw transitions)."""
         return self._replay_model("replay_buffer").replay_buffer
 
     def save_replay_buffer(self, path: Any) -> None:

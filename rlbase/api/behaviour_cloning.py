@@ -11,11 +11,11 @@ import numpy as np
 
 from rlbase.api.base_class import BaseRLModel
 from rlbase.common import nested
-from rlbase.common.errors import RLBaseError
-from rlbase.common.expert_data import (
+from rlbase.common.buffers.expert_data import (
     KEYS,
     LEAF_PREFIX,
 )
+from rlbase.common.errors import RLBaseError
 
 
 def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes: int = 10,

@@ -1,5 +1,5 @@
 """The model classes' callbacks: Stable-Baselines3's protocol (the classes of
-rlbase.common.callbacks, whose hooks run at every vector step) and rlbase's plain
+rlbase.common.loops.callbacks, whose hooks run at every vector step) and rlbase's plain
 ``callback(model, info)``, called after every iteration (an update, or an env step for the
 off-policy algorithms), which stops training by returning False.
 
@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rlbase.common.baselines_callback import is_baselines_form
-from rlbase.common.callbacks import (
+from rlbase.common.errors import RLBaseError
+from rlbase.common.loops.baselines_callback import is_baselines_form
+from rlbase.common.loops.callbacks import (
     BaseCallback,
     CallbackList,
     CheckpointCallback,
@@ -28,7 +29,6 @@ from rlbase.common.callbacks import (
     StopTrainingOnNoModelImprovement,
     StopTrainingOnRewardThreshold,
 )
-from rlbase.common.errors import RLBaseError
 
 __all__ = ["BaseCallback", "CallbackList", "CheckpointCallback", "ConvertCallback",
            "EvalCallback", "EventCallback", "EveryNTimesteps", "ProgressBarCallback",

@@ -9,14 +9,14 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common import logger
-from rlbase.common.errors import RLBaseError
-from rlbase.common.expert_data import (
+from rlbase.common.buffers.expert_data import (
     check_observations,
     expert_pairs,
     read_expert_data,
     typed_batch,
 )
+from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import logger
 from rlbase.common.tf_util import observation_spec, spec_like
 
 

@@ -1,5 +1,5 @@
 """``save_replay_buffer`` / ``load_replay_buffer`` of the classes whose model keeps a replay
-buffer: the same arrays a checkpoint holds (rlbase.common.checkpoint's object state, raw
+buffer: the same arrays a checkpoint holds (rlbase.common.io.checkpoint's object state, raw
 transitions), in the one safe file format (no pickle)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import gymnasium as gym
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.serialization import check_spaces, load_file, save_file, spaces_metadata
+from rlbase.common.io.serialization import check_spaces, load_file, save_file, spaces_metadata
 
 if TYPE_CHECKING:
-    from rlbase.common.off_policy import RawReplay
+    from rlbase.common.buffers.raw_replay import RawReplay
 
 KIND = "replay_buffer"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
-from rlbase.common.serialization import suffixed_path
+from rlbase.common.io.serialization import suffixed_path
 
 # Attributes a class file records besides the hyperparameters (``exclude``: not recorded, the
 # loaded model starts from the default: verbose 0, no TensorBoard folder, step count 0).

@@ -100,7 +100,7 @@ def measure(fn: Callable[[np.ndarray], Any], one: np.ndarray, many: np.ndarray, 
 
 def tflite_fn(path: str) -> Callable[[np.ndarray], np.ndarray]:
     """The TFLite interpreter's tensor API, resized only when the batch changes."""
-    from rlbase.export.runners import tflite_interpreter
+    from rlbase.common.export.runners import tflite_interpreter
 
     interpreter = tflite_interpreter(path, num_threads=1)
     runner = interpreter.get_signature_runner()

@@ -35,8 +35,8 @@ def measure(env_id: str, num_env: int = 8, steps: int = 400, rounds: int = 3,
         raise RLBaseError(f"steps and rounds must be at least 1, got {steps} and {rounds}")
     import tensorflow as tf
 
-    from rlbase.common.compiled_policy import CompiledPolicy
-    from rlbase.common.policies import policy_from_kwargs
+    from rlbase.common.networks.compiled_policy import CompiledPolicy
+    from rlbase.common.networks.policies import policy_from_kwargs
     from rlbase.common.tf_util import configure_threads
     from rlbase.common.vec_env.ale_vec_env import AleVecEnv
 

@@ -99,7 +99,7 @@ def train_step_seconds(repeats: int = 300) -> dict[str, dict[str, float]]:
     import numpy as np
 
     from rlbase import registry
-    from rlbase.common import logger
+    from rlbase.common.logs import logger
     from rlbase.common.precision import PRECISIONS
 
     out = {}

@@ -199,7 +199,7 @@ def _row_name(result: Any) -> str:
 
 def write_plots(out_dir: str, rows: list[dict[str, Any]]) -> list[str]:
     """One PNG per env: each row's mean learning curve over seeds, shaded by their spread."""
-    from rlbase.common.plot_util import load_results, save_plot
+    from rlbase.common.logs.plot_util import load_results, save_plot
 
     written = []
     for env in sorted({r["env"] for r in rows}):

@@ -28,7 +28,7 @@ import numpy as np
 
 from rlbase.bench.settings import PEER_SETTINGS
 from rlbase.common.arg_types import timesteps_arg
-from rlbase.common.hyperparams import env_type_defaults
+from rlbase.hyperparams import env_type_defaults
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def resolve_settings(alg: str, env_id: str, num_env: int | None,
     """The CLI's defaults for ``alg`` on ``env_id``, then ``PEER_SETTINGS`` (the anchor runs'
     settings), then ``extra``; ``overrides`` keeps what differs from the CLI's defaults."""
     from rlbase import registry
-    from rlbase.common.cmd_util import get_env_type
+    from rlbase.common.envs.make import get_env_type
 
     name, preset = registry.resolve(alg)
     env_type = get_env_type(env_id)
@@ -112,7 +112,7 @@ def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int |
     ``monitor_dir``: where the training envs write monitor.csv (learning curves), or None.
     """
     from rlbase import registry
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
     from rlbase.run import evaluation_env, play_returns
 
     run = resolve_settings(alg, env_id, num_env, extra, normalize)
@@ -173,7 +173,7 @@ def run_peer(peer_python: str, anchors: str, alg: str, env_id: str, num_timestep
 def main(argv: list[str] | None = None) -> None:
     """``run`` and ``compare`` (see rlbase.bench)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    from rlbase.common.cmd_util import parse_unknown_args
+    from rlbase.common.envs.make import parse_unknown_args
     from rlbase.common.misc_util import import_tensorflow_quietly
 
     parser = argparse.ArgumentParser(prog="python -m rlbase.bench")

@@ -177,7 +177,7 @@ def available(spec: RunSpec) -> str | None:
         if precision != FLOAT32 and refused:
             return f"{spec.alg} refuses precision={precision!r} ({refused})"
     try:
-        from rlbase.common.cmd_util import check_env_id
+        from rlbase.common.envs.make import check_env_id
 
         check_env_id(spec.env)
     except RLBaseError as exc:
@@ -187,7 +187,7 @@ def available(spec: RunSpec) -> str | None:
 
 def raw_env_steps(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     """The limit: one env stepped with random actions, no learning."""
-    from rlbase.common.cmd_util import make_env
+    from rlbase.common.envs.make import make_env
 
     env = make_env(env_id, seed=seed)
     env.reset(seed=seed)
@@ -231,7 +231,7 @@ def run_one(run_dir: str) -> dict[str, Any]:
 
 def _last_episodes_mean(run_dir: str, n: int = 100) -> float:
     """The mean return of the last ``n`` training episodes (the Atari tables' figure)."""
-    from rlbase.common.plot_util import load_monitor
+    from rlbase.common.logs.plot_util import load_monitor
 
     loaded = load_monitor(run_dir) if any(
         name.endswith("monitor.csv") for name in os.listdir(run_dir)) else None

@@ -19,8 +19,8 @@ import numpy as np
 
 from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
-from rlbase.common.policy_graph import PolicyGraph
-from rlbase.common.serialization import check_spaces, load_file, save_file, space_to_json
+from rlbase.common.io.serialization import check_spaces, load_file, save_file, space_to_json
+from rlbase.common.networks.policy_graph import PolicyGraph
 from rlbase.common.vec_env.base import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_normalize import NormalizationStats, VecNormalize
 
@@ -152,7 +152,7 @@ class BaseModel(ABC):
         post-processing) to ``path`` as ``format`` ('saved_model', 'tflite' or 'onnx');
         ``quantize``: TFLite's dynamic-range int8 weights. Returns the file or folder
         written. See rlbase/docs/export.md."""
-        from rlbase.export import export_model
+        from rlbase.common.export import export_model
 
         return export_model(self, path, format, quantize=quantize)
 

@@ -550,6 +550,6 @@ class OffPolicyConfig(AlgorithmConfig):
                                   f"replay_buffer_class='her' (the plain buffer takes none), "
                                   f"got {kwargs!r}")
             return
-        from rlbase.common.her_replay_buffer import her_kwargs
+        from rlbase.common.buffers.her_replay_buffer import her_kwargs
 
         object.__setattr__(self, "replay_buffer_kwargs", her_kwargs(kwargs))

@@ -141,7 +141,7 @@ def map_structure(fn: Callable[[np.ndarray], Any], obs: Nested) -> Nested:
 def final_observations(space: gym.Space, new_obs: Nested, done: np.ndarray,
                        infos: Sequence[dict[str, Any]]) -> Nested:
     """``new_obs`` with each finished env's row replaced by ``infos[i]["final_observation"]``
-    (one nested observation), leaf by leaf; rlbase.common.transitions has the plain-array
+    (one nested observation), leaf by leaf; rlbase.common.buffers.transitions has the plain-array
     version and the why."""
     rows = [i for i in np.flatnonzero(done).tolist()
             if infos[i].get("final_observation") is not None]

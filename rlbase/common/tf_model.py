@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.base_model import BaseModel
-from rlbase.common.serialization import check_named_arrays, numbered_arrays
+from rlbase.common.io.serialization import check_named_arrays, numbered_arrays
 
 
 class TFModel(BaseModel):

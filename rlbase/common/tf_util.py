@@ -316,7 +316,7 @@ def variables_to_arrays(variables: Sequence[tf.Variable], prefix: str) -> dict[s
 def assign_from_arrays(variables: Sequence[tf.Variable], arrays: dict[str, np.ndarray],
                        prefix: str, path: str = "") -> None:
     """Inverse of :func:`variables_to_arrays`; a count or shape mismatch is a clear error."""
-    from rlbase.common.serialization import numbered_arrays
+    from rlbase.common.io.serialization import numbered_arrays
 
     saved = numbered_arrays(arrays, prefix, [v.shape for v in variables], path)
     # Assign only once every array has been checked: a bad file leaves the model untouched.

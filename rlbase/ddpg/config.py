@@ -17,7 +17,11 @@ from rlbase.common.config import (
     param,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.train_schedule import GRADIENT_STEPS_DOC, SB3_TRAIN_FREQ, resolve_gradient_steps
+from rlbase.common.loops.train_schedule import (
+    GRADIENT_STEPS_DOC,
+    SB3_TRAIN_FREQ,
+    resolve_gradient_steps,
+)
 from rlbase.ddpg.noise import noise_type_of, parse_noise_type
 
 

@@ -8,10 +8,10 @@ import numpy as np
 
 from rlbase.common.config import warn_deprecated
 from rlbase.common.errors import RLBaseError
-from rlbase.common.her_baselines import refuse_baselines_names
-from rlbase.common.learning import config_signature, start_learning
-from rlbase.common.loop import LoopOptions, crossings
+from rlbase.common.families.her_baselines import refuse_baselines_names
+from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
+from rlbase.common.loops.training_loop import LoopOptions, crossings
 from rlbase.common.mpi_util import check_synced
 from rlbase.common.vec_env import VecEnv
 from rlbase.ddpg.config import CONFIG

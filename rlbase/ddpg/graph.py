@@ -27,8 +27,8 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common import nested
-from rlbase.common.continuous import Critic
-from rlbase.common.policies import xla_is_faster
+from rlbase.common.families.continuous import Critic
+from rlbase.common.networks.policies import xla_is_faster
 from rlbase.common.tf_util import (
     CompiledFunction,
     average_over_workers,
@@ -140,7 +140,8 @@ class DDPGGraph:
     def critic_targets(self, rewards: tf.Tensor, next_obs: tf.Tensor, dones: tf.Tensor,
                        noise: tf.Tensor | None) -> tf.Tensor:
         """r + gamma (1 - done) min_i Q'_i(s', clip(mu'(s') + clip(noise))), with ``done``
-        what must not be bootstrapped across (rlbase.common.transitions.target_dones), clipped
+        what must not be bootstrapped across (rlbase.common.buffers.transitions.target_dones),
+        clipped
         to [target_min, target_max] where those are set."""
         next_actions = self.target_actor(next_obs)
         if noise is not None:

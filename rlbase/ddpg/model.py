@@ -16,11 +16,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common.checkpoint import (
-    generator_state,
-    set_generator_state,
+from rlbase.common.buffers.raw_replay import (
+    RawReplay,
+    attach_replay_env,
+    continuous_replay_buffer,
+    random_streams,
+    sample_minibatches,
 )
-from rlbase.common.continuous import (
+from rlbase.common.errors import RLBaseError
+from rlbase.common.families.continuous import (
     Critic,
     build_torso,
     check_continuous_action_space,
@@ -28,17 +32,13 @@ from rlbase.common.continuous import (
     check_torso,
     scale_actions,
 )
-from rlbase.common.errors import RLBaseError
-from rlbase.common.mpi_util import allreduce_mean, get_comm, mpi_rank, sync_variables
-from rlbase.common.off_policy import (
-    RawReplay,
-    attach_replay_env,
-    continuous_replay_buffer,
-    random_streams,
-    sample_minibatches,
+from rlbase.common.io.checkpoint import (
+    generator_state,
+    set_generator_state,
 )
-from rlbase.common.policies import xla_is_faster
-from rlbase.common.policy_graph import PolicyGraph, scale_to_bounds
+from rlbase.common.mpi_util import allreduce_mean, get_comm, mpi_rank, sync_variables
+from rlbase.common.networks.policies import xla_is_faster
+from rlbase.common.networks.policy_graph import PolicyGraph, scale_to_bounds
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import (
@@ -62,7 +62,7 @@ class Model(DDPGGraph, TFModel):
     """A DDPG agent (TD3 with ``twin_q``, ``policy_delay`` and ``target_noise``).
 
     observation_space / action_space: a Box or a Dict/Tuple space (SB3's MultiInputPolicy:
-        see rlbase.common.continuous); a 1-D Box with finite bounds.
+        see rlbase.common.families.continuous); a 1-D Box with finite bounds.
     num_envs: the envs it trains on (one noise process each).
     network / network_kwargs: the registry network of the actor's and every critic's torso.
     config: DDPG's parameters.

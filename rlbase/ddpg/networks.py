@@ -1,5 +1,5 @@
 """DDPG's deterministic actor: an observation to actions in [-1, 1] (a tanh output) on a
-registry torso. The critic is the shared :class:`rlbase.common.continuous.Critic`."""
+registry torso. The critic is the shared :class:`rlbase.common.families.continuous.Critic`."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from rlbase.common.continuous import ObservationFeatures, dummy_observations, final_layer
-from rlbase.common.models import Composite
+from rlbase.common.families.continuous import ObservationFeatures, dummy_observations, final_layer
+from rlbase.common.networks.registry import Composite
 
 
 class Actor(Composite, keras.Model):
     """Observation -> actions in [-1, 1]. A Box observation arrives normalized as float32; a
     Dict/Tuple one nested, its Box vectors normalized (see
-    :class:`~rlbase.common.continuous.ObservationFeatures`)."""
+    :class:`~rlbase.common.families.continuous.ObservationFeatures`)."""
 
     def __init__(self, observation_space: gym.Space, num_actions: int, torso: keras.layers.Layer,
                  **kwargs: Any):

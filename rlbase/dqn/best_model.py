@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from rlbase.common import logger
-from rlbase.common.episodes import EpisodeStats
-from rlbase.common.evaluation import Evaluator
-from rlbase.common.loop import crossings
+from rlbase.common.logs import logger
+from rlbase.common.loops.episodes import EpisodeStats
+from rlbase.common.loops.evaluation import Evaluator
+from rlbase.common.loops.training_loop import crossings
 
 #: Baselines scores training episodes only once more than this many have ended
 MIN_EPISODES = 100

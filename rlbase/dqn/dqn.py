@@ -8,15 +8,15 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase import registry
-from rlbase.common.baselines_callback import (
+from rlbase.common.errors import RLBaseError
+from rlbase.common.loops.baselines_callback import (
     BaselinesCallback,
     is_baselines_form,
 )
-from rlbase.common.baselines_callback import baselines_callback as baselines_callback
-from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import config_signature, network_first, start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop, crossings
+from rlbase.common.loops.baselines_callback import baselines_callback as baselines_callback
+from rlbase.common.loops.learning import config_signature, network_first, start_learning
 from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
+from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop, crossings
 from rlbase.common.schedules import LinearSchedule
 from rlbase.common.vec_env import VecEnv
 from rlbase.dqn.best_model import BestModelRule
@@ -37,7 +37,7 @@ LOSSES = ("loss",)
     "callback": "called after every vector env step as callback(model, info); returning False "
                 "stops. Baselines' callback(lcl, glb) (parameters named so, or wrapped in "
                 "baselines_callback) is called before every env step with Baselines' locals "
-                "(t, episode_rewards, ..., see rlbase.common.baselines_callback) and stops "
+                "(t, episode_rewards, ..., see rlbase.common.loops.baselines_callback) and stops "
                 "training by returning True",
     "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
                        "holds the model, replay buffer, counters, generators and the best "

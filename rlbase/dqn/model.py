@@ -17,18 +17,19 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common import logger, nested
+from rlbase.common import nested
 from rlbase.common.base_model import SavesExplorationRate
-from rlbase.common.checkpoint import (
+from rlbase.common.buffers.raw_replay import RawReplay, attach_replay_env, draw
+from rlbase.common.buffers.replay_buffer import PrioritizedReplayBuffer
+from rlbase.common.errors import RLBaseError
+from rlbase.common.io.checkpoint import (
     generator_state,
     set_generator_state,
 )
-from rlbase.common.errors import RLBaseError
-from rlbase.common.numpy_actor import use_numpy_actor
-from rlbase.common.off_policy import RawReplay, attach_replay_env, draw
-from rlbase.common.policies import has_images, xla_is_faster
-from rlbase.common.policy_graph import PolicyGraph
-from rlbase.common.replay_buffer import PrioritizedReplayBuffer
+from rlbase.common.logs import logger
+from rlbase.common.networks.numpy_actor import use_numpy_actor
+from rlbase.common.networks.policies import has_images, xla_is_faster
+from rlbase.common.networks.policy_graph import PolicyGraph
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import (
     Adam,

@@ -13,8 +13,14 @@ from keras import layers
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import Composite, Dense, build_network, get_network_builder, is_recurrent
-from rlbase.common.policies import ObservationEncoder, check_network_for_space
+from rlbase.common.networks.policies import ObservationEncoder, check_network_for_space
+from rlbase.common.networks.registry import (
+    Composite,
+    Dense,
+    build_network,
+    get_network_builder,
+    is_recurrent,
+)
 
 # What each action space can be trained with, for the error DQN gives on the others.
 OTHER_ALGORITHMS = {
@@ -99,7 +105,7 @@ class QNetwork(Composite, keras.Model):
 
     observation_space / action_space: the env's single observation and (Discrete) action
         spaces; a Dict/Tuple observation is encoded entry by entry (images through their own
-        convnet, see :class:`~rlbase.common.policies.ObservationEncoder`) for an mlp torso.
+        convnet, see :class:`~rlbase.common.networks.policies.ObservationEncoder`) for an mlp torso.
     network: a registered feed-forward network name or a builder callable (the torso).
     hiddens: sizes of the dense ReLU layers each head puts on the torso's output.
     dueling: Q = V(s) + A(s, a) - mean_a A(s, a) from two heads (Wang et al., 2016).

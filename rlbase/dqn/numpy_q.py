@@ -13,9 +13,9 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common.models import MLP
 from rlbase.common.nested import is_nested
-from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
+from rlbase.common.networks.numpy_actor import ACTIVATIONS, observation_encoder
+from rlbase.common.networks.registry import MLP
 from rlbase.dqn.networks import QNetwork, Stream
 
 

@@ -8,8 +8,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common import nested
-from rlbase.common.her_replay_buffer import her_buffer
-from rlbase.common.replay_buffer import (
+from rlbase.common.buffers.her_replay_buffer import her_buffer
+from rlbase.common.buffers.replay_buffer import (
     FrameStackReplayBuffer,
     NestedReplayBuffer,
     PrioritizedReplayBuffer,
@@ -32,7 +32,7 @@ def frame_layout(env: VecEnv) -> FrameLayout | None:
     observations, whose stacks are stored whole).
 
     The buffer keeps raw frames: a VecNormalize above the VecFrameStack normalizes the
-    rebuilt stacks when they are sampled (rlbase.common.off_policy.RawReplay, which refuses
+    rebuilt stacks when they are sampled (rlbase.common.buffers.raw_replay.RawReplay, which refuses
     one below it).
     """
     if nested.is_nested(env.observation_space):

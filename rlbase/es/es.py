@@ -15,8 +15,8 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.learning import config_signature, start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop
+from rlbase.common.loops.learning import config_signature, start_learning
+from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop
 from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import get_comm
 from rlbase.common.vec_env import VecEnv, VecMonitor, find_wrapper

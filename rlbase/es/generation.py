@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rlbase.common.checkpoint import generator_state
 from rlbase.common.errors import NonFiniteError
+from rlbase.common.io.checkpoint import generator_state
 from rlbase.es.model import Model
 from rlbase.es.noise_table import NoiseTable
 from rlbase.es.optimizer import ascent_step, es_gradient, shape_fitness

@@ -8,14 +8,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlbase.common import logger, nested
+from rlbase.common import nested
 from rlbase.common.base_model import BaseModel, StepResult
-from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
+from rlbase.common.io.checkpoint import generator_state, set_generator_state
+from rlbase.common.io.serialization import check_named_arrays, numbered_arrays
+from rlbase.common.logs import logger
 from rlbase.common.mpi_util import mpi_rank, mpi_size
-from rlbase.common.policy_graph import PolicyGraph
+from rlbase.common.networks.policy_graph import PolicyGraph
 from rlbase.common.running_mean_std import RunningMeanStd
-from rlbase.common.serialization import check_named_arrays, numbered_arrays
 from rlbase.es.config import ESConfig
 from rlbase.es.networks import ESPolicy
 from rlbase.es.noise_table import NoiseTable, default_size

@@ -18,14 +18,14 @@ import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import MLP, Composite, Dense, build_network, ortho
-from rlbase.common.numpy_actor import ACTIVATIONS, observation_encoder
-from rlbase.common.policies import (
+from rlbase.common.networks.numpy_actor import ACTIVATIONS, observation_encoder
+from rlbase.common.networks.policies import (
     check_observation_space,
     encode_observation,
     is_image_space,
 )
-from rlbase.common.policy_graph import scale_to_bounds
+from rlbase.common.networks.policy_graph import scale_to_bounds
+from rlbase.common.networks.registry import MLP, Composite, Dense, build_network, ortho
 
 OBS_CLIP = 5.0  # normalized observations are clipped to +-5 (Salimans et al.)
 # The reference (evolution-strategies-starter's RunningStat) floors the variance at 1e-2, so

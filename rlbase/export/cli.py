@@ -27,8 +27,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> None:
+    from rlbase.common.export.metadata import FILENAME
     from rlbase.export import export_model
-    from rlbase.export.metadata import FILENAME
     from rlbase.registry import load
 
     args = parser().parse_args(argv)

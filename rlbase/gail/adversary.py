@@ -11,8 +11,8 @@ import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
-from rlbase.common.models import Composite
-from rlbase.common.policies import ObservationEncoder, is_image_space
+from rlbase.common.networks.policies import ObservationEncoder, is_image_space
+from rlbase.common.networks.registry import Composite
 
 #: floor of the observation variance the classifier divides by the square root of (Baselines'
 #: RunningMeanStd: std = sqrt(max(var, 1e-2)), so the std's floor is 0.1)

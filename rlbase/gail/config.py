@@ -1,5 +1,6 @@
 """GAIL's parameters: the trust-region step's (declared once in
-:class:`~rlbase.common.trust_region_config.TrustRegionConfig`, with Baselines' GAIL defaults)
+:class:`~rlbase.common.families.trust_region.config.TrustRegionConfig`, with Baselines' GAIL
+defaults)
 and the discriminator's."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any, ClassVar  # noqa: F401 (the base class's annotations res
 
 from rlbase.common.config import param, redefault
 from rlbase.common.errors import RLBaseError
-from rlbase.common.trust_region_config import TrustRegionConfig
+from rlbase.common.families.trust_region.config import TrustRegionConfig
 
 T = TrustRegionConfig
 

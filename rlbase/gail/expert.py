@@ -8,14 +8,14 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common import nested
-from rlbase.common.errors import RLBaseError
-from rlbase.common.expert_data import (
+from rlbase.common.buffers.expert_data import (
     check_actions,
     check_observations,
     expert_pairs,
     read_expert_data,
     typed_batch,
 )
+from rlbase.common.errors import RLBaseError
 
 
 class ExpertPairs:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from rlbase.common.learning import config_signature, start_learning
-from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.on_policy import policy_rollouts, run_on_policy
-from rlbase.common.rollout import Rollout
+from rlbase.common.loops.rollout import Rollout
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecEnv
 from rlbase.gail.config import CONFIG
 from rlbase.gail.expert import ExpertPairs

@@ -10,10 +10,11 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
+from rlbase.common.families.trust_region.model import TrustRegionModel, trust_region_policy
+from rlbase.common.io.checkpoint import generator_state, set_generator_state
 from rlbase.common.mpi_util import get_comm, sync_variables
-from rlbase.common.policies import ActorCriticPolicy
+from rlbase.common.networks.policies import ActorCriticPolicy
 from rlbase.common.tf_util import (
     Adam,
     CompiledFunction,
@@ -21,7 +22,6 @@ from rlbase.common.tf_util import (
     observation_spec,
     spec_like,
 )
-from rlbase.common.trust_region_model import TrustRegionModel, trust_region_policy
 from rlbase.gail.adversary import Discriminator, check_spaces
 from rlbase.gail.config import GAILConfig
 from rlbase.gail.losses import discriminator_loss, imitation_reward
@@ -33,7 +33,7 @@ DISCRIMINATOR_STATS = ("discriminator_loss", "policy_pairs_loss", "expert_pairs_
 
 class Model(TrustRegionModel):
     """The GAIL learner (Ho & Ermon 2016, Baselines' setting): the trust-region update of
-    :class:`~rlbase.common.trust_region_model.TrustRegionModel` on the reward
+    :class:`~rlbase.common.families.trust_region.model.TrustRegionModel` on the reward
     ``-log(1 - D(s, a))``, added to the rollout's rewards inside the same compiled call, and a
     discriminator phase (one compiled call) training D to tell expert pairs from the policy's.
 

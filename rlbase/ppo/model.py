@@ -10,9 +10,9 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.families.actor_critic import OnPolicyModel, actor_critic_parts, restore_seed
 from rlbase.common.mpi_util import get_comm, sync_variables
-from rlbase.common.on_policy_model import OnPolicyModel, actor_critic_parts, restore_seed
-from rlbase.common.policies import (
+from rlbase.common.networks.policies import (
     ActorCriticPolicy,
 )
 from rlbase.common.tf_util import (

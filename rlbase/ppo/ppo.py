@@ -7,11 +7,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rlbase.common.learning import ACTOR_CRITIC_NETWORK_KWARGS, config_signature, start_learning
-from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.learning import (
+    ACTOR_CRITIC_NETWORK_KWARGS,
+    config_signature,
+    start_learning,
+)
 from rlbase.common.loops.on_policy import policy_rollouts, run_on_policy
+from rlbase.common.loops.rollout import Rollout
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.mpi_util import allreduce_mean, check_synced
-from rlbase.common.rollout import Rollout
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.vec_env import VecEnv
 from rlbase.ppo.config import CONFIG

@@ -13,8 +13,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common.base_model import SavesExplorationRate
-from rlbase.common.checkpoint import generator_state, set_generator_state
 from rlbase.common.errors import RLBaseError
+from rlbase.common.io.checkpoint import generator_state, set_generator_state
 from rlbase.qlearning.config import QLearningConfig
 from rlbase.qlearning.states import StateIndexer
 
@@ -104,7 +104,7 @@ class Model(SavesExplorationRate):
     def update(self, rows: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
                next_rows: np.ndarray, dones: np.ndarray, lr: float, gamma: float) -> None:
         """One Q-learning step per transition, in order (envs may share a state). ``dones``:
-        where the target does not bootstrap (rlbase.common.transitions.target_dones)."""
+        where the target does not bootstrap (rlbase.common.buffers.transitions.target_dones)."""
         q = self.q_table
         for s, a, r, s2, done in zip(rows, actions, rewards, next_rows, dones):
             target = r if done else r + gamma * q[s2].max()

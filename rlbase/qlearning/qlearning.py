@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from rlbase.common.learning import config_signature, start_learning
-from rlbase.common.loop import LoopOptions, TrainingLoop
+from rlbase.common.buffers.transitions import final_observations, target_dones
+from rlbase.common.loops.learning import config_signature, start_learning
+from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop
 from rlbase.common.schedules import make_schedule
-from rlbase.common.transitions import final_observations, target_dones
 from rlbase.common.vec_env import VecEnv
 from rlbase.qlearning.config import CONFIG
 from rlbase.qlearning.model import Model, build_model

@@ -17,8 +17,8 @@ import numpy as np
 
 from rlbase.api.base_class import BaseRLModel
 from rlbase.common.errors import RLBaseError
-from rlbase.common.loop import crossings
-from rlbase.common.serialization import load_file
+from rlbase.common.io.serialization import load_file
+from rlbase.common.loops.training_loop import crossings
 from rlbase.common.vec_env import VecEnv, VecMonitor, VecVideoRecorder
 from rlbase.rlib.envs import EnvSpec
 from rlbase.rlib.records import git_state, jsonable, plot_curves, write_json

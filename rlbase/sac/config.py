@@ -15,7 +15,11 @@ from rlbase.common.config import (
     param,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.train_schedule import GRADIENT_STEPS_DOC, SB3_TRAIN_FREQ, resolve_gradient_steps
+from rlbase.common.loops.train_schedule import (
+    GRADIENT_STEPS_DOC,
+    SB3_TRAIN_FREQ,
+    resolve_gradient_steps,
+)
 
 
 def parse_ent_coef(value: Any) -> tuple[bool, float]:

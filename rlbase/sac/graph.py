@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common import nested
-from rlbase.common.continuous import Critic
+from rlbase.common.families.continuous import Critic
 from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
 from rlbase.sac import losses
 from rlbase.sac.networks import Actor

@@ -4,7 +4,7 @@ graph (rlbase/sac/graph.py) only wires networks into it.
 
 Notation: ``u`` the pre-tanh Gaussian sample, ``a = tanh(u)`` the action in [-1, 1], ``alpha``
 the entropy coefficient (temperature), ``d`` 1 where a target must not bootstrap
-(rlbase.common.transitions.target_dones).
+(rlbase.common.buffers.transitions.target_dones).
 """
 
 from __future__ import annotations

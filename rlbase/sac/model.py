@@ -17,26 +17,26 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common import nested
-from rlbase.common.checkpoint import (
-    generator_state,
-    set_generator_state,
-)
-from rlbase.common.continuous import (
-    build_torso,
-    check_continuous_action_space,
-    check_observation_space,
-    check_torso,
-    scale_actions,
-)
-from rlbase.common.errors import RLBaseError
-from rlbase.common.off_policy import (
+from rlbase.common.buffers.raw_replay import (
     RawReplay,
     attach_replay_env,
     continuous_replay_buffer,
     random_streams,
     sample_minibatches,
 )
-from rlbase.common.policy_graph import PolicyGraph, scale_to_bounds
+from rlbase.common.errors import RLBaseError
+from rlbase.common.families.continuous import (
+    build_torso,
+    check_continuous_action_space,
+    check_observation_space,
+    check_torso,
+    scale_actions,
+)
+from rlbase.common.io.checkpoint import (
+    generator_state,
+    set_generator_state,
+)
+from rlbase.common.networks.policy_graph import PolicyGraph, scale_to_bounds
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import Adam, CompiledFunction, configure_threads

@@ -1,6 +1,8 @@
 """SAC's networks: the squashed-Gaussian actor, and the twin Q-networks (the shared
-:class:`rlbase.common.continuous.Critic`). Actor and critics each see the observation through
-their own :class:`~rlbase.common.continuous.ObservationFeatures` (SB3's SAC shares no features
+:class:`rlbase.common.families.continuous.Critic`). Actor and critics each see the observation
+through
+their own :class:`~rlbase.common.families.continuous.ObservationFeatures` (SB3's SAC shares no
+features
 extractor), so Dict/Tuple observations work.
 
 Output layers are initialized like PyTorch's ``nn.Linear`` (weights and biases uniform in
@@ -17,8 +19,8 @@ import keras
 import tensorflow as tf
 from keras import layers
 
-from rlbase.common.continuous import Critic, ObservationFeatures, dummy_observations
-from rlbase.common.models import Composite
+from rlbase.common.families.continuous import Critic, ObservationFeatures, dummy_observations
+from rlbase.common.networks.registry import Composite
 from rlbase.sac.losses import clip_log_std
 
 
@@ -29,7 +31,7 @@ class Actor(Composite, keras.Model):
 
     observation_space: the env's observation space (a Box, or Dict/Tuple).
     num_actions: the action dimension.
-    torso: the hidden layers (rlbase.common.continuous.build_torso).
+    torso: the hidden layers (rlbase.common.families.continuous.build_torso).
     """
 
     def __init__(self, observation_space: gym.Space, num_actions: int, torso: keras.layers.Layer,

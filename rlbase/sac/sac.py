@@ -7,9 +7,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rlbase.common.learning import config_signature, start_learning
-from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecEnv
 from rlbase.sac.config import CONFIG
 from rlbase.sac.model import Model, build_model

@@ -1,5 +1,5 @@
 """TRPO's parameters: those of the shared trust-region update, each declared once in
-:class:`~rlbase.common.trust_region_config.TrustRegionConfig`."""
+:class:`~rlbase.common.families.trust_region.config.TrustRegionConfig`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping  # noqa: F401 (the base class's annotations 
 from dataclasses import dataclass
 from typing import Any, ClassVar  # noqa: F401 (the base class's annotations resolve here)
 
-from rlbase.common.trust_region_config import TrustRegionConfig
+from rlbase.common.families.trust_region.config import TrustRegionConfig
 
 
 @dataclass(frozen=True)

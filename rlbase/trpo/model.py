@@ -7,14 +7,14 @@ from typing import Any
 
 import gymnasium as gym
 
+from rlbase.common.families.trust_region.model import TrustRegionModel, trust_region_policy
 from rlbase.common.mpi_util import get_comm
-from rlbase.common.trust_region_model import TrustRegionModel, trust_region_policy
 from rlbase.trpo.config import TRPOConfig
 
 
 class Model(TrustRegionModel):
     """The TRPO learner: one compiled call per rollout (see
-    :class:`~rlbase.common.trust_region_model.TrustRegionModel`)."""
+    :class:`~rlbase.common.families.trust_region.model.TrustRegionModel`)."""
 
     algorithm = "trpo"
 

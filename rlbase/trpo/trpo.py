@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rlbase.common.learning import config_signature, start_learning
-from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.on_policy import policy_rollouts, run_on_policy
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecEnv
 from rlbase.trpo.config import CONFIG
 from rlbase.trpo.model import Model, build_model

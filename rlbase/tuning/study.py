@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.hyperparams import env_type_defaults
+from rlbase.hyperparams import env_type_defaults
 from rlbase.tuning.spaces import Budget, sample, space
 
 if TYPE_CHECKING:
@@ -143,14 +143,14 @@ class TrialCallback:
         self.pruned = False
 
     def evaluate(self, model: Any, step: int) -> bool:
-        from rlbase.common.evaluation import evaluate_policy
+        from rlbase.common.loops.evaluation import evaluate_policy
 
         self.last_value = evaluate_policy(model, self.eval_env, self.settings.eval_episodes)[0]
         self.last_step = step
         return report(self.trial, self.last_value, step)
 
     def __call__(self, model: Any, info: dict[str, Any]) -> bool:
-        from rlbase.common.loop import crossings
+        from rlbase.common.loops.training_loop import crossings
 
         step = int(info["num_timesteps"])
         if crossings(step, step - self.last_step, self.settings.eval_freq) and \
@@ -176,7 +176,7 @@ class Base:
 
 
 def base_settings(settings: TuneSettings) -> Base:
-    from rlbase.common.cmd_util import check_env_id, env_type_of
+    from rlbase.common.envs.make import check_env_id, env_type_of
     from rlbase.registry import config_class, get_algorithm, resolve
 
     check_env_id(settings.env_id)
@@ -192,7 +192,7 @@ def base_settings(settings: TuneSettings) -> Base:
 
 
 def make_envs(settings: TuneSettings, base: Base, seed: int | None) -> tuple[Any, Any]:
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
 
     env = make_vec_env(settings.env_id, base.env_type, base.num_envs, seed, monitor_dir=None)
     if base.normalize:
@@ -208,7 +208,7 @@ def run_trial(trial: optuna.Trial, settings: TuneSettings, base: Base) -> float:
     """Train with the trial's sample; the last evaluation's mean return."""
     import optuna
 
-    from rlbase.common import logger
+    from rlbase.common.logs import logger
     from rlbase.registry import get_algorithm
 
     params = sample(trial, base.algorithm, Budget(base.num_envs, settings.n_timesteps))
@@ -299,7 +299,7 @@ def optimize(settings: TuneSettings) -> optuna.Study:
     tmp = tempfile.mkdtemp(prefix="rlbase-tune-") if settings.storage is None else None
     spec = settings.storage or os.path.join(str(tmp), "study.journal")
     try:
-        from rlbase.common.cmd_util import check_env_id
+        from rlbase.common.envs.make import check_env_id
 
         check_env_id(settings.env_id)  # a bad env id: one error here, not one per process
         open_study(settings, make_storage(spec), settings.seed)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from rlbase.a2c.a2c import learn as a2c_learn
-from rlbase.common.cmd_util import make_vec_env
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.loop import LoopOptions
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecMonitor
 from rlbase.dqn import dqn as deepq
 

@@ -14,7 +14,7 @@ from rlbase.registry import get_algorithm
 pytest.importorskip("ale_py")
 
 # deepq: its replay buffer for 50000 raw Pong frames is written full of zeros when built
-# (np.zeros_like in rlbase.common.replay_buffer), ~5 GB and ~30 s: slow until that is lazy.
+# (np.zeros_like in rlbase.common.buffers.replay_buffer), ~5 GB and ~30 s: slow until that is lazy.
 ALGOS = ["a2c", "acer", "acktr", pytest.param("deepq", marks=pytest.mark.slow), "ppo2",
          "trpo_mpi"]
 

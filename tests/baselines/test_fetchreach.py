@@ -7,7 +7,8 @@ Deliberate differences:
   mujoco_py); the test skips, saying why, where the Fetch envs cannot be built (no
   gymnasium-robotics, or mujoco >= 3.12, which it fails on: ``pip install 'rlbase[robotics]'``);
 - ``her`` is the registry's alias for rlbase's ddpg with Baselines' HER settings
-  (rlbase.common.her_baselines), plus what Baselines derived from the episode length (gamma,
+  (rlbase.common.families.her_baselines), plus what Baselines derived from the episode length
+  (gamma,
   return clipping, one training cycle per episode), as ``python -m rlbase.run --alg=her`` runs;
 - the 100 evaluation episodes play the deterministic actor (Baselines' ``model.step`` of its HER
   policy took no exploration either).
@@ -17,7 +18,7 @@ import gymnasium as gym
 import pytest
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.her_baselines import horizon_settings
+from rlbase.common.families.her_baselines import horizon_settings
 from rlbase.registry import get_algorithm, resolve
 
 from .util import reward_per_episode_test
@@ -28,7 +29,7 @@ LEARN_KWARGS = {"her": dict(total_timesteps=2000)}
 
 
 def _fetch_or_skip():
-    from rlbase.common.cmd_util import check_env_id
+    from rlbase.common.envs.make import check_env_id
 
     try:
         check_env_id(ENV_ID)

@@ -1,10 +1,10 @@
-"""Port of baselines/common/tests/test_segment_tree.py: rlbase.common.segment_tree's sums,
+"""Port of baselines/common/tests/test_segment_tree.py: rlbase.common.buffers.segment_tree's sums,
 minimums and prefix-sum search on the same small trees (negative ``end``: counted from the
 end, as in Baselines)."""
 
 import numpy as np
 
-from rlbase.common.segment_tree import MinSegmentTree, SumSegmentTree
+from rlbase.common.buffers.segment_tree import MinSegmentTree, SumSegmentTree
 
 
 def _sum_tree(values: dict) -> SumSegmentTree:

@@ -17,9 +17,12 @@ import os
 import gymnasium as gym
 import numpy as np
 import pytest
+from rlbase.logger import configure
 
 from rlbase.api import A2C, DDPG, DQN, PPO, SAC, TD3
-from rlbase.common.callbacks import (
+from rlbase.common.envs.env_util import make_vec_env
+from rlbase.common.errors import RLBaseError
+from rlbase.common.loops.callbacks import (
     BaseCallback,
     CallbackList,
     CheckpointCallback,
@@ -29,9 +32,6 @@ from rlbase.common.callbacks import (
     StopTrainingOnNoModelImprovement,
     StopTrainingOnRewardThreshold,
 )
-from rlbase.common.env_util import make_vec_env
-from rlbase.common.errors import RLBaseError
-from rlbase.logger import configure
 
 SMALL = dict(policy_kwargs=dict(net_arch=[32]))
 
@@ -217,7 +217,7 @@ def test_checkpoint_saves_the_replay_buffer(tmp_path):
 
 def test_sb3_callbacks_are_refused_under_mpi():
     # A rank stopping mid-rollout would leave the other ranks waiting: refused in one line.
-    from rlbase.common.loop import LoopOptions, TrainingLoop
+    from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop
 
     class TwoRanks:
         def Get_size(self) -> int:

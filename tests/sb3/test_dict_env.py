@@ -8,7 +8,7 @@ import pytest
 
 from rlbase.api import A2C, DDPG, DQN, PPO, SAC, TD3
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv
 
 from .envs import DummyEnv

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from rlbase.common.env_checker import check_env
+from rlbase.common.envs.env_checker import check_env
 from rlbase.common.errors import NonFiniteError, RLBaseError
 
 from .checker_envs import BitFlippingEnv, FakeImageEnv, SimpleMultiObsEnv

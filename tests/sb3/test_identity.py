@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rlbase.api import A2C, DDPG, DQN, PPO, SAC, TD3
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.noise import NormalActionNoise
 from rlbase.common.vec_env import DummyVecEnv
 

@@ -17,10 +17,6 @@ import pytest
 import tensorflow as tf
 from gymnasium import spaces
 from pandas.errors import EmptyDataError
-
-from rlbase import A2C, DQN
-from rlbase.common import logger as logger_module
-from rlbase.common.errors import RLBaseError
 from rlbase.logger import (
     DEBUG,
     INFO,
@@ -36,6 +32,10 @@ from rlbase.logger import (
     configure,
     make_output_format,
 )
+
+from rlbase import A2C, DQN
+from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import logger as logger_module
 
 matplotlib.use("Agg")
 from matplotlib import pyplot as plt  # noqa: E402

@@ -13,7 +13,12 @@ import numpy as np
 import pandas
 import pytest
 
-from rlbase.common.monitor import LoadMonitorResultsError, Monitor, get_monitor_files, load_results
+from rlbase.common.envs.monitor import (
+    LoadMonitorResultsError,
+    Monitor,
+    get_monitor_files,
+    load_results,
+)
 from rlbase.common.vec_env import DummyVecEnv, VecMonitor
 
 DEMO_MONITOR = """#{"t_start": 1771532779.9940808, "env_id": "Pendulum-v1"}

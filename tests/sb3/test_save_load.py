@@ -16,9 +16,9 @@ import pytest
 from identity_envs import BoxIdentityEnv, DiscreteIdentityEnv
 
 from rlbase import A2C, DDPG, DQN, PPO, SAC, TD3
-from rlbase.common.checkpoint import object_state
 from rlbase.common.errors import RLBaseError
-from rlbase.common.serialization import suffixed_path
+from rlbase.common.io.checkpoint import object_state
+from rlbase.common.io.serialization import suffixed_path
 from rlbase.common.vec_env import DummyVecEnv
 
 MODEL_LIST = [PPO, A2C, TD3, SAC, DQN, DDPG]
@@ -264,7 +264,7 @@ def test_no_resource_warning(tmp_path):
 
 
 def test_dqn_target_update_interval(tmp_path):
-    from rlbase.common.cmd_util import make_vec_env
+    from rlbase.common.envs.make import make_vec_env
 
     env = make_vec_env("CartPole-v1", num_env=2)
     model = DQN("MlpPolicy", env, verbose=1, target_update_interval=100)
@@ -368,7 +368,7 @@ def test_load_unsaved_object(tmp_path):
 
 @pytest.mark.parametrize("pathtype", [str, pathlib.Path])
 def test_open_file_str_pathlib(tmp_path, pathtype):
-    """SB3's open_path rules (rlbase.common.serialization.suffixed_path): a written path
+    """SB3's open_path rules (rlbase.common.io.serialization.suffixed_path): a written path
     without a suffix gets one, a custom suffix is kept, a read path falls back to the
     suffixed one."""
     assert suffixed_path(pathtype(f"{tmp_path}/t1"), "pkl", "w") == f"{tmp_path}/t1.pkl"

@@ -6,10 +6,10 @@ import os
 
 import pytest
 import tensorflow as tf
+from rlbase.logger import HParam, get_latest_run_id
 
 from rlbase import A2C, PPO, SAC, TD3
 from rlbase.common.errors import RLBaseError
-from rlbase.logger import HParam, get_latest_run_id
 
 MODEL_DICT = {
     "a2c": (A2C, "CartPole-v1"),

@@ -1,6 +1,6 @@
 """Stable-Baselines3's tests/test_utils.py, ported: the make_vec_env, Monitor and is_wrapped
-parts (rlbase.common.env_util). Left out: make_atari_env (rlbase applies the Atari
-preprocessing in Baselines' make_vec_env, rlbase.common.cmd_util, instead) and
+parts (rlbase.common.envs.env_util). Left out: make_atari_env (rlbase applies the Atari
+preprocessing in Baselines' make_vec_env, rlbase.common.envs.make, instead) and
 test_env_auto_monitor_wrap (rlbase monitors a model's env with one VecMonitor, not a Monitor
 per env). Plus Baselines' make_vec_env writing its monitor file into logger.get_dir()."""
 
@@ -11,11 +11,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlbase.common import logger
-from rlbase.common.cmd_util import ensure_monitor
-from rlbase.common.cmd_util import make_vec_env as baselines_make_vec_env
-from rlbase.common.env_util import is_wrapped, make_vec_env, unwrap_wrapper
-from rlbase.common.monitor import Monitor, load_results
+from rlbase.common.envs.env_util import is_wrapped, make_vec_env, unwrap_wrapper
+from rlbase.common.envs.make import ensure_monitor
+from rlbase.common.envs.make import make_vec_env as baselines_make_vec_env
+from rlbase.common.envs.monitor import Monitor, load_results
+from rlbase.common.logs import logger
 from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 

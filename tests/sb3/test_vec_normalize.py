@@ -17,7 +17,7 @@ import pytest
 
 from rlbase.api import PPO
 from rlbase.common.errors import RLBaseError
-from rlbase.common.evaluation import evaluate_policy
+from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 

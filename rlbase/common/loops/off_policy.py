@@ -3,7 +3,8 @@
 One vector env step per iteration: choose actions (uniformly random during the warm-up, or
 the policy's), store the raw transitions, train (the phases a step owes once the count is past
 ``learning_starts``, SB3's rule: TrainSchedule), count, log, call back, evaluate, checkpoint
-(rlbase.common.loop.TrainingLoop). What only one algorithm does (its exploration, target
+(rlbase.common.loops.training_loop.TrainingLoop). What only one algorithm does (its exploration,
+target
 copies, observation statistics, ...) comes through :class:`OffPolicyHooks`::
 
     class SACHooks(OffPolicyHooks[Model]):
@@ -23,12 +24,12 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 import numpy as np
 
 from rlbase.common.base_model import BaseModel
-from rlbase.common.loop import LoopOptions, TrainingLoop
+from rlbase.common.buffers.raw_replay import RawReplay, reset_env, step_and_store
+from rlbase.common.loops.signals import EnvWaitInterrupted
+from rlbase.common.loops.train_schedule import TrainSchedule
+from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop
 from rlbase.common.mpi_util import mpi_rank
-from rlbase.common.off_policy import RawReplay, reset_env, step_and_store
 from rlbase.common.schedules import get_schedule_fn
-from rlbase.common.signals import EnvWaitInterrupted
-from rlbase.common.train_schedule import TrainSchedule
 from rlbase.common.vec_env import VecEnv
 
 

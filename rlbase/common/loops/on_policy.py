@@ -3,7 +3,8 @@
 Each iteration reads the schedules at the progress remaining, collects one rollout of
 ``nsteps`` steps per env, hands it to the algorithm's update, averages the statistics over
 MPI workers where the algorithm has them, runs what the algorithm does after its update (ACER's
-replay) and ends the iteration in :class:`~rlbase.common.loop.TrainingLoop`, which logs, calls
+replay) and ends the iteration in :class:`~rlbase.common.loops.training_loop.TrainingLoop`, which
+logs, calls
 the callbacks, evaluates and checkpoints. An algorithm supplies only its own steps::
 
     return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
@@ -18,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from rlbase.common.loop import LoopOptions, TrainingLoop
+from rlbase.common.families.actor_critic import OnPolicyModel
+from rlbase.common.loops.rollout import RolloutRunner
+from rlbase.common.loops.signals import EnvWaitInterrupted
+from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop
 from rlbase.common.mpi_util import mpi_rank
-from rlbase.common.on_policy_model import OnPolicyModel
-from rlbase.common.rollout import RolloutRunner
 from rlbase.common.schedules import get_schedule_fn, named_schedule
-from rlbase.common.signals import EnvWaitInterrupted
 from rlbase.common.vec_env import VecEnv
 
 ModelT = TypeVar("ModelT", bound=OnPolicyModel)
@@ -50,7 +51,7 @@ class Rollouts(Protocol):
 
 
 class PolicyRollouts:
-    """:class:`~rlbase.common.rollout.RolloutRunner`'s rollouts, with SB3's rollout hooks
+    """:class:`~rlbase.common.loops.rollout.RolloutRunner`'s rollouts, with SB3's rollout hooks
     run around each of them and after every vector step."""
 
     def __init__(self, runner: RolloutRunner):

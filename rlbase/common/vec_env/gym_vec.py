@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlbase.common.checks import observation_shape_error
+from rlbase.common.envs.checks import observation_shape_error
 from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env.base import Indices, VecEnv, VecStepResult
 from rlbase.common.vec_env.reset_rng import ResetNotes

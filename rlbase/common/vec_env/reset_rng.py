@@ -10,7 +10,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rlbase.common.reset_args import reset_arguments, reset_with
+from rlbase.common.envs.reset_args import reset_arguments, reset_with
 
 
 class ResetNotes(gym.Wrapper):

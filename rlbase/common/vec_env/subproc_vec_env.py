@@ -15,9 +15,9 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 from gymnasium.vector.async_vector_env import AsyncState
 
-from rlbase.common.checks import observation_shape_error
+from rlbase.common.envs.checks import observation_shape_error
 from rlbase.common.errors import RLBaseError
-from rlbase.common.signals import EnvWaitInterrupted, ignore_stop_signals, wait_or_stop
+from rlbase.common.loops.signals import EnvWaitInterrupted, ignore_stop_signals, wait_or_stop
 from rlbase.common.vec_env.base import Indices, VecStepResult
 from rlbase.common.vec_env.gym_vec import GymVecEnv
 from rlbase.common.vec_env.reset_rng import ResetNotes
@@ -47,7 +47,7 @@ class SubprocVecEnv(GymVecEnv):
         (None: $RLBASE_ENV_TIMEOUT, else 600; ``math.inf``: forever); a worker stuck longer is
         reported as hung, in one line naming its env, and every worker is stopped. A stop
         request (SIGINT/SIGTERM) is answered within seconds even while a worker hangs: see
-        :class:`~rlbase.common.signals.EnvWaitInterrupted`.
+        :class:`~rlbase.common.loops.signals.EnvWaitInterrupted`.
     start_method: the multiprocessing start method ('fork', 'spawn', 'forkserver'; None:
         the platform's default); ``context`` is the same setting under gymnasium's name.
     in_series: Baselines' envs per process. Accepted so Baselines code runs; gymnasium's

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from rlbase.common.monitor import MonitorFile, monitor_path
+from rlbase.common.envs.monitor import MonitorFile, monitor_path
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
 
 __all__ = ["VecMonitor", "monitor_path"]

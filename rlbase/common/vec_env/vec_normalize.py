@@ -7,8 +7,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlbase.common import nested, serialization
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
+from rlbase.common.io import serialization
 from rlbase.common.running_mean_std import RunningMeanStd
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
 

@@ -1,0 +1,1 @@
+"""The trust-region policy update (TRPO's), shared by TRPO and GAIL."""

@@ -1,0 +1,1 @@
+"""Logging: the logger and its output formats, TensorBoard, plots and videos."""

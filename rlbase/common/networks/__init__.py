@@ -1,0 +1,2 @@
+"""Networks: the registry of network builders, policies, distributions and the compiled acting
+paths."""
