@@ -327,3 +327,22 @@ def test_checkpoint_resume_restores_table_exploration_and_rngs(tmp_path):
     longer = run(1500, 7, True)
     assert longer.num_timesteps == 1500 and longer.epsilon <= epsilon
     assert not np.array_equal(longer.q_table, table)
+
+
+def test_a_stop_inside_a_hung_env_step_ends_training_there():
+    """Hung subprocess workers killed on a stop request (EnvWaitInterrupted) end the loop at
+    that step with the model intact, as a stop at a safe point does."""
+    from rlbase.common.loops.signals import EnvWaitInterrupted
+
+    class HangsAtFifthStep(DummyVecEnv):
+        calls = 0
+
+        def step_wait(self):
+            HangsAtFifthStep.calls += 1
+            if HangsAtFifthStep.calls == 5:
+                raise EnvWaitInterrupted("env 0 still busy with step when asked to stop")
+            return super().step_wait()
+
+    env = HangsAtFifthStep([lambda: gym.make("FrozenLake-v1")])
+    model = learn("tabular", env, total_timesteps=100, seed=0)
+    assert model.num_timesteps == 4

@@ -8,6 +8,7 @@ import numpy as np
 
 from rlbase.common.buffers.transitions import final_observations, target_dones
 from rlbase.common.loops.learning import config_signature, start_learning
+from rlbase.common.loops.signals import EnvWaitInterrupted
 from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop
 from rlbase.common.schedules import make_schedule
 from rlbase.common.vec_env import VecEnv
@@ -60,7 +61,11 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     while loop.running():
         rows = model.states(obs)
         actions = model.act(rows, model.epsilon)
-        new_obs, rewards, terminated, truncated, infos = env.step(actions + start)
+        try:
+            new_obs, rewards, terminated, truncated, infos = env.step(actions + start)
+        except EnvWaitInterrupted as exc:  # hung env workers killed on a stop request
+            loop.stop_in_env_step(exc)
+            break
         loop.episodes.update(infos)
         done = np.logical_or(terminated, truncated)
         # A truncation bootstraps from the true last state (unless gamma = 1).
