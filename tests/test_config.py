@@ -134,7 +134,7 @@ def test_docs_rows():
 
 @pytest.mark.parametrize("alg", ["dqn", "ddpg", "sac"])
 def test_gradient_steps_minus_one_is_train_freq_in_every_off_policy_algorithm(alg):
-    # One rule (rlbase.common.loops.train_schedule.resolve_gradient_steps), SB3's meaning: -1 is one
+    # One rule (OffPolicyConfig.__post_init__ in rlbase.common.config), SB3's meaning: -1 is one
     # gradient step per env step collected; 0 collects only.
     from rlbase.registry import config_class
 

@@ -526,10 +526,31 @@ def _replay_buffer_kwargs(value: Any, given: Mapping[str, Any], num_envs: int) -
     return value
 
 
+def sb3_train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
+    """SB3's forms of ``train_freq``: ``(n, "step")`` is n vector steps, ``n * num_envs`` env
+    steps; a plain int is taken as rlbase's env steps (summed over envs); ``"episode"`` units
+    are refused."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2 or value[1] != "step":
+            raise RLBaseError("rlbase counts train_freq in env steps; give n or (n, 'step')")
+        return int(value[0]) * num_envs
+    return value
+
+
+#: the ``sb3=`` rule of an off-policy config's ``train_freq`` field
+SB3_TRAIN_FREQ = OtherName("train_freq", sb3_train_freq, "(n, 'step') -> n * num_envs")
+GRADIENT_STEPS_DOC = ("gradient steps per training phase, run in one compiled call with the "
+                      "next step's acting (0: no training; -1, as in SB3: one per env step "
+                      "collected, so train_freq)")
+
+
 @dataclass(frozen=True)
 class OffPolicyConfig(AlgorithmConfig):
     """The parameters every off-policy algorithm (DQN, SAC, DDPG/TD3) shares: the replay
-    buffer's class."""
+    buffer's class; and what each of their ``train_freq`` / ``gradient_steps`` fields means
+    (SB3_TRAIN_FREQ, GRADIENT_STEPS_DOC; SB3's ``gradient_steps=-1`` resolved here)."""
+
+    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED}
 
     replay_buffer_class: str | None = param(
         None, "'her': Hindsight Experience Replay (rlbase.HerReplayBuffer, for goal envs; "
@@ -540,6 +561,13 @@ class OffPolicyConfig(AlgorithmConfig):
         None, "the HER buffer's arguments: n_sampled_goal (4), goal_selection_strategy "
         "('future', 'final' or 'episode') and copy_info_dict (False), as SB3's",
         sb3=OtherName("replay_buffer_kwargs", _replay_buffer_kwargs, "dict(...) text -> dict"))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # SB3's gradient_steps=-1: one gradient step per env step collected, so train_freq
+        # (both fields are each subclass's, with its own default)
+        if getattr(self, "gradient_steps", None) == -1:
+            object.__setattr__(self, "gradient_steps", self.__dict__["train_freq"])
 
     def check(self) -> None:
         super().check()

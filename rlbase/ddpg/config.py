@@ -10,18 +10,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rlbase.common.config import (
-    SB3_OFF_POLICY_FIXED,
-    AlgorithmConfig,
+    GRADIENT_STEPS_DOC,
+    SB3_TRAIN_FREQ,
     OffPolicyConfig,
     OtherName,
     param,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.loops.train_schedule import (
-    GRADIENT_STEPS_DOC,
-    SB3_TRAIN_FREQ,
-    resolve_gradient_steps,
-)
 from rlbase.ddpg.noise import noise_type_of, parse_noise_type
 
 
@@ -49,7 +44,6 @@ def _noise_eps(value: Any, given: Mapping[str, Any], num_envs: int) -> str:
 @dataclass(frozen=True)
 class DDPGConfig(OffPolicyConfig):
     algorithm: ClassVar[str] = "ddpg"
-    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED}
 
     buffer_size: int = param(int(1e6), "transitions the replay buffer keeps",
                              unit="transitions", low=1)
@@ -135,9 +129,6 @@ class DDPGConfig(OffPolicyConfig):
     log_interval: int = param(4, "log every this many finished episodes", unit="episodes",
                               low=1)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        resolve_gradient_steps(self)
 
     def check(self) -> None:
         super().check()

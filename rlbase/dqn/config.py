@@ -8,18 +8,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rlbase.common.config import (
-    SB3_OFF_POLICY_FIXED,
-    AlgorithmConfig,
+    GRADIENT_STEPS_DOC,
+    SB3_TRAIN_FREQ,
     OffPolicyConfig,
     OtherName,
     param,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.loops.train_schedule import (
-    GRADIENT_STEPS_DOC,
-    SB3_TRAIN_FREQ,
-    resolve_gradient_steps,
-)
 
 
 def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
@@ -31,7 +26,7 @@ def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
 class DQNConfig(OffPolicyConfig):
     algorithm: ClassVar[str] = "dqn"
     # SB3's tau=1.0 is the hard target copy rlbase makes.
-    sb3_fixed: ClassVar[dict[str, Any]] = {**AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED,
+    sb3_fixed: ClassVar[dict[str, Any]] = {**OffPolicyConfig.sb3_fixed,
                                            "tau": 1.0}
 
     lr: float | Callable[[float], float] = param(
@@ -114,9 +109,6 @@ class DQNConfig(OffPolicyConfig):
         unit="episodes", low=1,
         deprecated=[OtherName("print_freq", _log_interval)])
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        resolve_gradient_steps(self)
 
     def check(self) -> None:
         super().check()

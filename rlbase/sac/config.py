@@ -8,18 +8,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from rlbase.common.config import (
-    SB3_OFF_POLICY_FIXED,
-    AlgorithmConfig,
+    GRADIENT_STEPS_DOC,
+    SB3_TRAIN_FREQ,
     OffPolicyConfig,
     OtherName,
     param,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.loops.train_schedule import (
-    GRADIENT_STEPS_DOC,
-    SB3_TRAIN_FREQ,
-    resolve_gradient_steps,
-)
 
 
 def parse_ent_coef(value: Any) -> tuple[bool, float]:
@@ -51,7 +46,7 @@ def target_entropy_value(value: float | str, num_actions: int) -> float:
 class SACConfig(OffPolicyConfig):
     algorithm: ClassVar[str] = "sac"
     sb3_fixed: ClassVar[dict[str, Any]] = {
-        **AlgorithmConfig.sb3_fixed, **SB3_OFF_POLICY_FIXED, "use_sde": False,
+        **OffPolicyConfig.sb3_fixed, "use_sde": False,
         "sde_sample_freq": -1, "use_sde_at_warmup": False, "action_noise": None}
 
     lr: float | Callable[[float], float] = param(
@@ -90,9 +85,6 @@ class SACConfig(OffPolicyConfig):
     log_interval: int = param(4, "log every this many finished episodes", unit="episodes",
                               low=1)
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        resolve_gradient_steps(self)
 
     def check(self) -> None:
         super().check()

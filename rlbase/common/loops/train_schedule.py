@@ -4,13 +4,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rlbase.common.config import OtherName
 from rlbase.common.errors import RLBaseError
 
 
@@ -70,28 +68,3 @@ class TrainSchedule:
             return 0
         f = self.train_freq
         return num_timesteps // f - (num_timesteps - num_envs) // f
-
-
-def sb3_train_freq(value: Any, given: Mapping[str, Any], num_envs: int) -> Any:
-    """SB3's forms of ``train_freq``: ``(n, "step")`` is n vector steps, ``n * num_envs`` env
-    steps; a plain int is taken as rlbase's env steps (summed over envs); ``"episode"`` units
-    are refused."""
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2 or value[1] != "step":
-            raise RLBaseError("rlbase counts train_freq in env steps; give n or (n, 'step')")
-        return int(value[0]) * num_envs
-    return value
-
-
-#: the ``sb3=`` rule of an off-policy config's ``train_freq`` field
-SB3_TRAIN_FREQ = OtherName("train_freq", sb3_train_freq, "(n, 'step') -> n * num_envs")
-GRADIENT_STEPS_DOC = ("gradient steps per training phase, run in one compiled call with the "
-                      "next step's acting (0: no training; -1, as in SB3: one per env step "
-                      "collected, so train_freq)")
-
-
-def resolve_gradient_steps(config: Any) -> None:
-    """SB3's ``gradient_steps=-1`` (one gradient step per env step collected): the config's
-    ``train_freq``, in every off-policy algorithm (call from the config's __post_init__)."""
-    if config.gradient_steps == -1:
-        object.__setattr__(config, "gradient_steps", config.train_freq)
