@@ -16,8 +16,7 @@ END = "<!-- end learn-parameters -->"
 
 
 def page_path(algorithm: str) -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, "docs", "algorithms", f"{algorithm}.md")
+    return _docs_path(os.path.join("algorithms", f"{algorithm}.md"))
 
 
 def run_arguments_table(learn: Any) -> str:
@@ -48,12 +47,20 @@ def generated_block(algorithm: str) -> str:
             f"and of the CLI as `--name=value`):\n\n{parameter_table(entry.config)}\n{END}")
 
 
+def _block_in(path: str, start: str, end: str) -> str | None:
+    """The generated block of a docs page as it is now, markers included (None: no markers)."""
+    with open(path, encoding="utf-8") as f:
+        match = re.search(re.escape(start) + r".*?" + re.escape(end), f.read(), re.S)
+    return match.group(0) if match else None
+
+
+def _docs_path(name: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", name)
+
+
 def current_block(algorithm: str) -> str | None:
     """The table block of an algorithm's page as it is now (None: no markers)."""
-    with open(page_path(algorithm), encoding="utf-8") as f:
-        text = f.read()
-    match = re.search(re.escape(START) + r".*?" + re.escape(END), text, re.S)
-    return match.group(0) if match else None
+    return _block_in(page_path(algorithm), START, END)
 
 
 def rewrite_page(algorithm: str) -> bool:
@@ -109,7 +116,7 @@ def sb3_names_table() -> str:
 
 
 def sb3_path() -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "sb3_names.md")
+    return _docs_path("sb3_names.md")
 
 
 def sb3_block() -> str:
@@ -117,13 +124,11 @@ def sb3_block() -> str:
 
 
 def current_sb3_block() -> str | None:
-    with open(sb3_path(), encoding="utf-8") as f:
-        match = re.search(re.escape(SB3_START) + r".*?" + re.escape(SB3_END), f.read(), re.S)
-    return match.group(0) if match else None
+    return _block_in(sb3_path(), SB3_START, SB3_END)
 
 
 def cli_path() -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "cli.md")
+    return _docs_path("cli.md")
 
 
 def _rewrite(path: str, start: str, end: str, block: str) -> bool:
@@ -143,9 +148,7 @@ def cli_block() -> str:
 
 
 def current_cli_block() -> str | None:
-    with open(cli_path(), encoding="utf-8") as f:
-        match = re.search(re.escape(CLI_START) + r".*?" + re.escape(CLI_END), f.read(), re.S)
-    return match.group(0) if match else None
+    return _block_in(cli_path(), CLI_START, CLI_END)
 
 
 def main() -> None:
