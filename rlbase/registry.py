@@ -27,8 +27,7 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     "trpo_mpi": ("trpo", {}),   # OpenAI Baselines
     "td3": ("ddpg", {"twin_q": True, "policy_delay": 2, "target_noise": 0.2}),
     # OpenAI Baselines' HER: DDPG with its HER settings (rlbase.common.families.her_baselines; the
-    # CLI
-    # adds what they derive from the env's episode length)
+    # CLI adds what they derive from the env's episode length)
     "her": ("ddpg", BASELINES_HER),
 }
 ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")

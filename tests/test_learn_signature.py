@@ -1,6 +1,6 @@
 """learn()'s signature and docs come from the config
-(rlbase.common.loops.learning.config_signature),
-and start_learning reads the arguments as passed exactly as it read learn()'s locals()."""
+(rlbase.common.loops.learning.config_signature), and start_learning reads the arguments as passed
+exactly as it read learn()'s locals()."""
 
 from __future__ import annotations
 

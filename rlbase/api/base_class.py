@@ -181,9 +181,8 @@ class BaseRLModel:
 
     def set_logger(self, logger: Logger) -> None:
         """Make every later learn() write to ``logger`` (a
-        :class:`~rlbase.common.logs.logger.Logger`,
-        e.g. from ``rlbase.logger.configure(folder, formats)``) instead of making its own; the
-        model leaves it open."""
+        :class:`~rlbase.common.logs.logger.Logger`, e.g. from ``rlbase.logger.configure(folder,
+        formats)``) instead of making its own; the model leaves it open."""
         if not isinstance(logger, Logger):
             raise RLBaseError(f"set_logger takes an rlbase.logger.Logger, got "
                               f"{type(logger).__name__}: make one with "

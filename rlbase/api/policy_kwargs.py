@@ -14,8 +14,7 @@ from typing import Any, Callable
 from rlbase.common.errors import RLBaseError
 
 # Algorithms with an actor-critic policy (rlbase.common.networks.policies): SB3's A2C, PPO and TRPO
-# build
-# separate policy and value MLPs from any net_arch (ACER takes SB3's pi/vf dict).
+# build separate policy and value MLPs from any net_arch (ACER takes SB3's pi/vf dict).
 _ACTOR_CRITIC = ("a2c", "ppo", "acer", "trpo")
 _SEPARATE_VALUE_NET = ("a2c", "ppo", "trpo")
 # Algorithms whose actor and critics each have their own torso (SB3's TD3/DDPG/SAC policies).

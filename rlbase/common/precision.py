@@ -6,10 +6,9 @@ the heads (logits, means, values, Q-values), the losses, targets and log-probabi
 optimizers' state, the normalization statistics and the saved arrays.
 
 ``learn()`` and ``rlbase.registry.build_model`` build the model inside
-:func:`precision_scope`; :func:`rlbase.common.networks.registry.build_network` builds each torso
-inside
-:func:`network_dtype_policy`, which sets Keras' global policy for that one build and restores
-it after, so nothing else (heads, optimizers, another model built later) is touched.
+:func:`precision_scope`; :func:`rlbase.common.networks.registry.build_network` builds each
+torso inside :func:`network_dtype_policy`, which sets Keras' global policy for that one build
+and restores it after, so nothing else (heads, optimizers, another model built later) is touched.
 
 bfloat16 pays only where the hardware multiplies it natively (GPUs; CPUs with AVX512-BF16 or
 AMX): elsewhere TensorFlow emulates it and it is slower than float32 (rlbase/docs/precision.md

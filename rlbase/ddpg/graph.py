@@ -139,10 +139,9 @@ class DDPGGraph:
 
     def critic_targets(self, rewards: tf.Tensor, next_obs: tf.Tensor, dones: tf.Tensor,
                        noise: tf.Tensor | None) -> tf.Tensor:
-        """r + gamma (1 - done) min_i Q'_i(s', clip(mu'(s') + clip(noise))), with ``done``
-        what must not be bootstrapped across (rlbase.common.buffers.transitions.target_dones),
-        clipped
-        to [target_min, target_max] where those are set."""
+        """r + gamma (1 - done) min_i Q'_i(s', clip(mu'(s') + clip(noise))), with ``done`` what must
+        not be bootstrapped across (rlbase.common.buffers.transitions.target_dones), clipped to
+        [target_min, target_max] where those are set."""
         next_actions = self.target_actor(next_obs)
         if noise is not None:
             clipped = tf.clip_by_value(noise, -self.target_noise_clip, self.target_noise_clip)

@@ -1,7 +1,6 @@
 """GAIL's parameters: the trust-region step's (declared once in
 :class:`~rlbase.common.families.trust_region.config.TrustRegionConfig`, with Baselines' GAIL
-defaults)
-and the discriminator's."""
+defaults) and the discriminator's."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """SAC's networks: the squashed-Gaussian actor, and the twin Q-networks (the shared
 :class:`rlbase.common.families.continuous.Critic`). Actor and critics each see the observation
-through
-their own :class:`~rlbase.common.families.continuous.ObservationFeatures` (SB3's SAC shares no
-features
-extractor), so Dict/Tuple observations work.
+through their own :class:`~rlbase.common.families.continuous.ObservationFeatures` (SB3's SAC
+shares no features extractor), so Dict/Tuple observations work.
 
 Output layers are initialized like PyTorch's ``nn.Linear`` (weights and biases uniform in
 ``+-1/sqrt(fan_in)``), the peer's initialization, so early actions and Q values are small.

@@ -8,8 +8,8 @@ Deliberate differences:
   gymnasium-robotics, or mujoco >= 3.12, which it fails on: ``pip install 'rlbase[robotics]'``);
 - ``her`` is the registry's alias for rlbase's ddpg with Baselines' HER settings
   (rlbase.common.families.her_baselines), plus what Baselines derived from the episode length
-  (gamma,
-  return clipping, one training cycle per episode), as ``python -m rlbase.run --alg=her`` runs;
+  (gamma, return clipping, one training cycle per episode), as ``python -m rlbase.run
+  --alg=her`` runs;
 - the 100 evaluation episodes play the deterministic actor (Baselines' ``model.step`` of its HER
   policy took no exploration either).
 """

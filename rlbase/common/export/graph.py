@@ -1,9 +1,8 @@
 """The whole deterministic policy as one ``tf.Module``: raw env observations in, env actions out.
 
-Around the model's own act path (:class:`~rlbase.common.networks.policy_graph.PolicyGraph`) it puts
-what
-surrounds ``model.step`` in ``predict``: before it the saved VecNormalize statistics (baked in
-as constants), after it the clipping of Box actions to their bounds. Inputs are flat and
+Around the model's own act path (:class:`~rlbase.common.networks.policy_graph.PolicyGraph`) it
+puts what surrounds ``model.step`` in ``predict``: before it the saved VecNormalize statistics
+(baked in as constants), after it the clipping of Box actions to their bounds. Inputs are flat and
 named, so every format (SavedModel signatures, TFLite signature runners, ONNX) sees the same
 names: ``obs`` (or ``obs_<entry>`` per entry of a Dict/Tuple space), plus ``state`` and
 ``mask`` for recurrent policies and ``seed`` for the stochastic variant. Outputs: ``actions``

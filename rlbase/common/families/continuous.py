@@ -4,9 +4,8 @@ critic Q(s, a).
 
 Observations are Boxes (flattened; the algorithm normalizes them before they reach a network)
 or Dict/Tuple spaces (SB3's MultiInputPolicy): those go through
-:class:`rlbase.common.networks.policies.ObservationEncoder`, one encoder per entry (images through
-the
-Nature convnet, vectors flattened, discrete entries one-hot), concatenated.
+:class:`rlbase.common.networks.policies.ObservationEncoder`, one encoder per entry (images
+through the Nature convnet, vectors flattened, discrete entries one-hot), concatenated.
 
 Actions live in [-1, 1] inside the agent (a tanh output's range, the replay buffer, the
 exploration noise) and are mapped affinely onto the env's [low, high] only when they leave it,

@@ -3,9 +3,9 @@
 One vector env step per iteration: choose actions (uniformly random during the warm-up, or
 the policy's), store the raw transitions, train (the phases a step owes once the count is past
 ``learning_starts``, SB3's rule: TrainSchedule), count, log, call back, evaluate, checkpoint
-(rlbase.common.loops.training_loop.TrainingLoop). What only one algorithm does (its exploration,
-target
-copies, observation statistics, ...) comes through :class:`OffPolicyHooks`::
+(rlbase.common.loops.training_loop.TrainingLoop). What only one algorithm does (its
+exploration, target copies, observation statistics, ...) comes through
+:class:`OffPolicyHooks`::
 
     class SACHooks(OffPolicyHooks[Model]):
         def act(self, obs, t): ...

@@ -4,8 +4,7 @@ Each iteration reads the schedules at the progress remaining, collects one rollo
 ``nsteps`` steps per env, hands it to the algorithm's update, averages the statistics over
 MPI workers where the algorithm has them, runs what the algorithm does after its update (ACER's
 replay) and ends the iteration in :class:`~rlbase.common.loops.training_loop.TrainingLoop`, which
-logs, calls
-the callbacks, evaluates and checkpoints. An algorithm supplies only its own steps::
+logs, calls the callbacks, evaluates and checkpoints. An algorithm supplies only its own steps::
 
     return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
                          rollouts=policy_rollouts(config.gamma),

@@ -49,8 +49,7 @@ class PolicyGraph:
 
 def scale_to_bounds(actions: tf.Tensor, space: gym.Space) -> tf.Tensor:
     """In-graph twin of :func:`rlbase.common.families.continuous.scale_actions`: [-1, 1] -> [low,
-    high]
-    of a Box (float32 constants; the numpy path computes in float64, within 1e-6 of this)."""
+    high] of a Box (float32 constants; the numpy path computes in float64, within 1e-6 of this)."""
     assert isinstance(space, gym.spaces.Box)
     low = tf.constant(space.low.astype(np.float32))
     half = tf.constant(((space.high.astype(np.float64) - space.low) * 0.5).astype(np.float32))
