@@ -14,7 +14,6 @@ own that says why.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
 import os
@@ -24,6 +23,7 @@ import tempfile
 from typing import Any
 
 import numpy as np
+from determinism_worker import digest  # sha256 over every array, by name
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "golden.json")
@@ -66,14 +66,6 @@ CASES: dict[str, tuple[str, str, int, dict[str, Any]]] = {
 
 # logged columns that measure the machine, not the run
 CLOCK = ("time/fps", "time/time_elapsed", "time/sps")
-
-
-def digest(arrays: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha256()
-    for name in sorted(arrays):
-        h.update(name.encode())
-        h.update(np.ascontiguousarray(arrays[name]).tobytes())
-    return h.hexdigest()
 
 
 def _balancer(obs: np.ndarray) -> int:
