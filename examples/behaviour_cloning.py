@@ -18,9 +18,9 @@ import tempfile
 import numpy as np
 
 from rlbase import PPO
-from rlbase.api import ExpertDataset, generate_expert_traj
 from rlbase.common.envs.make import make_vec_env
 from rlbase.common.loops.evaluation import evaluate_policy
+from rlbase.compat.sb3 import ExpertDataset, generate_expert_traj
 
 
 def expert(obs: np.ndarray) -> int:

@@ -22,9 +22,9 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase import generate_expert_traj
-from rlbase.api import PPO
 from rlbase.common.envs.make import make_vec_env
 from rlbase.common.vec_env.vec_normalize import VecNormalize
+from rlbase.compat.sb3 import PPO
 from rlbase.gail.gail import learn
 
 # rl-baselines3-zoo's PPO rows (rlbase/hyperparams/ppo.yml), in rlbase's names

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
-from rlbase.rlib import PPO
+from rlbase.compat.rlib import PPO
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ __all__ = ["__version__", *_API, "HerReplayBuffer"]
 def __getattr__(name: str):
     # Lazy: `import rlbase` (the CLI, every subprocess) must not pay for TensorFlow.
     if name in _API:
-        from rlbase import api
+        from rlbase.compat import sb3 as api
 
         return getattr(api, name)
     if name == "HerReplayBuffer":  # SB3's replay_buffer_class=HerReplayBuffer

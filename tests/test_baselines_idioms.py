@@ -133,8 +133,8 @@ def test_a_model_trained_behind_vecnormalize_asks_for_normalize(normalized_model
 
 
 def test_loading_on_a_plain_env_in_python_says_to_wrap_it(normalized_model):
-    from rlbase.api import PPO
     from rlbase.common.envs.make import make_vec_env
+    from rlbase.compat.sb3 import PPO
     from rlbase.ppo.ppo import learn
 
     plain = make_vec_env("Pendulum-v1", num_env=1)

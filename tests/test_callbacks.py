@@ -9,12 +9,12 @@ import pytest
 from identity_envs import DiscreteIdentityEnv
 
 from rlbase import A2C, QLearning
-from rlbase.api.callbacks import (
+from rlbase.common.errors import RLBaseError
+from rlbase.compat.sb3.callbacks import (
     CheckpointCallback,
     EvalCallback,
     StopTrainingOnRewardThreshold,
 )
-from rlbase.common.errors import RLBaseError
 
 
 def qmodel() -> QLearning:

@@ -48,7 +48,7 @@ def test_every_algorithm_refuses_a_learning_rate_that_is_not_positive(alg, name,
 
 
 def test_a_model_class_refuses_a_negative_learning_rate():
-    from rlbase.api import PPO
+    from rlbase.compat.sb3 import PPO
 
     with pytest.raises(RLBaseError, match="^ppo: lr must be > 0, got -0.5$"):
         PPO("MlpPolicy", "CartPole-v1", learning_rate=-0.5)

@@ -97,6 +97,19 @@ def test_nothing_in_common_imports_upwards():
     assert upward == []
 
 
+ALGORITHMS = ("a2c", "acer", "acktr", "ddpg", "dqn", "es", "gail", "ppo", "qlearning", "sac",
+              "trpo")
+
+
+def test_the_core_never_imports_the_compatibility_layer():
+    """Foreign names (SB3's classes, rlib's, old module paths) are translated in rlbase.compat;
+    rlbase.common and the algorithm packages know none of them."""
+    core = ("rlbase.common",) + tuple(f"rlbase.{alg}" for alg in ALGORITHMS)
+    inward = [f"{mod} -> {target}" for mod, targets in graph().items()
+              if mod.startswith(core) for target in targets if target.startswith("rlbase.compat")]
+    assert inward == []
+
+
 def test_no_folder_over_25_modules():
     counts: dict[str, int] = defaultdict(int)
     for path in modules().values():

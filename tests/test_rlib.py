@@ -1,4 +1,4 @@
-"""rlbase.rlib: rlib's documented examples run as written (tiny budgets), the run folder, the
+"""rlbase.compat.rlib: rlib's documented examples run as written (tiny budgets), the run folder, the
 saved hyperparameters and git state, test(), save/load, plots, videos, and every mapped
 parameter reaching the rlbase config it becomes."""
 
@@ -15,8 +15,8 @@ import pytest
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env import VecNormalize, find_wrapper
-from rlbase.rlib import DDPG, PPO, DeepQLearning, EvolutionStrategy, QLearning
-from rlbase.rlib.records import git_state
+from rlbase.compat.rlib import DDPG, PPO, DeepQLearning, EvolutionStrategy, QLearning
+from rlbase.compat.rlib.records import git_state
 
 VIDEO = importlib.util.find_spec("imageio_ffmpeg") is not None
 
@@ -73,7 +73,7 @@ def same_actions(algo, other, n=16):
 
 
 def test_both_import_paths():
-    from rlbase.rlib import learning
+    from rlbase.compat.rlib import learning
 
     assert learning.PPO is PPO and learning.DDPG is DDPG and learning.QLearning is QLearning
     assert learning.DeepQLearning is DeepQLearning

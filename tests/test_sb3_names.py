@@ -3,9 +3,9 @@
 import pytest
 
 from rlbase import A2C, DQN, PPO, TD3
-from rlbase.api.policy_kwargs import translate_policy_kwargs
 from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
+from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs
 
 
 def test_ppo_with_sb3_names_builds_what_rlbase_names_build():

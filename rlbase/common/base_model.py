@@ -6,7 +6,7 @@ A model holds its trainable state (weights, optimizer slots, statistics, replay 
 its spaces, network and hyperparameters, acts (``step``), and saves to and loads from the one
 safe model-file format. Each algorithm's ``<alg>/model.py`` subclasses it (TensorFlow models
 through :class:`rlbase.common.tf_model.TFModel`) and builds it with one ``build_model``
-function that ``learn()`` and the classes in ``rlbase.api`` both call.
+function that ``learn()`` and the classes in ``rlbase.compat.sb3`` both call.
 """
 
 from __future__ import annotations

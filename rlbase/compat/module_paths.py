@@ -1,6 +1,8 @@
 """Old import paths that keep working: Baselines' layout (``baselines.common.cmd_util`` ->
 ``rlbase.common.cmd_util``, ``baselines.logger`` -> ``rlbase.logger``) and rlbase's own before
-``rlbase.common`` was split by concern.
+``rlbase.common`` was split by concern and the SB3-style and rlib classes moved into
+:mod:`rlbase.compat` (``rlbase.api`` -> ``rlbase.compat.sb3``, ``rlbase.rlib`` ->
+``rlbase.compat.rlib``).
 
 An old path imports the very module object of its new path (not a copy), so a monkeypatch, an
 ``isinstance`` check or an unpickled class sees one module whichever path named it. Nothing is
@@ -50,6 +52,16 @@ OLD_PATHS: dict[str, str] = {
     "rlbase.common.hyperparams": "rlbase.hyperparams",
     **{f"rlbase.export.{name}": f"rlbase.common.export.{name}" for name in
        ("graph", "saved_model", "tflite", "onnx", "check", "runners", "metadata")},
+    # The SB3-style classes and the rlib classes, now in this compatibility layer.
+    "rlbase.api": "rlbase.compat.sb3",
+    **{f"rlbase.api.{name}": f"rlbase.compat.sb3.{name}" for name in
+       ("a2c", "acer", "acktr", "base_class", "behaviour_cloning", "callbacks", "ddpg", "dqn",
+        "es", "gail", "policy", "policy_kwargs", "ppo", "pretraining", "qlearning", "replay",
+        "sac", "saving", "trpo")},
+    "rlbase.rlib": "rlbase.compat.rlib",
+    **{f"rlbase.rlib.{name}": f"rlbase.compat.rlib.{name}" for name in
+       ("base", "ddpg", "deep_q_learning", "envs", "evolution_strategy", "learning", "ppo",
+        "q_learning", "records")},
 }
 
 

@@ -157,7 +157,7 @@ def apply_overrides(row: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
 def network_kwargs(alg: str, policy_kwargs: dict[str, Any]) -> dict[str, Any]:
     """SB3's policy keywords under rlbase's network names (net_arch, activation_fn), with the
     config fields they set (DQN's hiddens)."""
-    from rlbase.api.policy_kwargs import translate_policy_kwargs
+    from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs
 
     fields, network = translate_policy_kwargs(alg, policy_kwargs)
     return {**network, **fields}

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 from rlbase.logger import configure
 
-from rlbase.api import A2C, DDPG, DQN, PPO, SAC, TD3
 from rlbase.common.envs.env_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loops.callbacks import (
@@ -32,6 +31,7 @@ from rlbase.common.loops.callbacks import (
     StopTrainingOnNoModelImprovement,
     StopTrainingOnRewardThreshold,
 )
+from rlbase.compat.sb3 import A2C, DDPG, DQN, PPO, SAC, TD3
 
 SMALL = dict(policy_kwargs=dict(net_arch=[32]))
 

@@ -6,10 +6,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlbase.api import A2C, DDPG, DQN, PPO, SAC, TD3
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv
+from rlbase.compat.sb3 import A2C, DDPG, DQN, PPO, SAC, TD3
 
 from .envs import DummyEnv
 

@@ -5,10 +5,10 @@ over 20 deterministic episodes, in SB3's budget and with SB3's hyperparameters."
 import numpy as np
 import pytest
 
-from rlbase.api import A2C, DDPG, DQN, PPO, SAC, TD3
 from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.noise import NormalActionNoise
 from rlbase.common.vec_env import DummyVecEnv
+from rlbase.compat.sb3 import A2C, DDPG, DQN, PPO, SAC, TD3
 
 from .envs import BoxIdentityEnv, discrete_identity, multibinary_identity, multidiscrete_identity
 

@@ -5,9 +5,9 @@ import keras
 import numpy as np
 import pytest
 
-from rlbase.api import A2C, DQN, PPO, SAC, TD3
-from rlbase.api.policy_kwargs import translate_policy_kwargs
 from rlbase.common.errors import RLBaseError
+from rlbase.compat.sb3 import A2C, DQN, PPO, SAC, TD3
+from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs
 
 
 def dense_widths(layer):

@@ -5,9 +5,9 @@ n_critics, train_freq forms), and the options rlbase does not have refused in on
 import numpy as np
 import pytest
 
-from rlbase.api import A2C, DDPG, DQN, PPO, SAC, TD3
 from rlbase.common.errors import RLBaseError
 from rlbase.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+from rlbase.compat.sb3 import A2C, DDPG, DQN, PPO, SAC, TD3
 
 ONE_LINE = r"^[^\n]+$"
 

@@ -15,10 +15,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlbase.api import PPO
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
+from rlbase.compat.sb3 import PPO
 
 
 class ConstantRewardEnv(gym.Env):

@@ -10,7 +10,7 @@ config, so that no learn() restates a field::
                                              total_timesteps, seed, kwargs)
         return train(model, env, total_timesteps, options)
 
-``train`` is the algorithm's loop; the model classes in ``rlbase.api`` call the same
+``train`` is the algorithm's loop; the model classes in ``rlbase.compat.sb3`` call the same
 ``build_model`` and ``train``, so there is one implementation of each algorithm.
 """
 

@@ -1,12 +1,12 @@
-"""rlib's EvolutionStrategy over rlbase's ES (rlbase.api.ES)."""
+"""rlib's EvolutionStrategy over rlbase's ES (rlbase.compat.sb3.ES)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlbase.api import ES
-from rlbase.rlib.base import BaseAlgorithm, arguments, network
-from rlbase.rlib.envs import EnvSpec
+from rlbase.compat.rlib.base import BaseAlgorithm, arguments, network
+from rlbase.compat.rlib.envs import EnvSpec
+from rlbase.compat.sb3 import ES
 
 
 class EvolutionStrategy(BaseAlgorithm):
@@ -16,7 +16,7 @@ class EvolutionStrategy(BaseAlgorithm):
 
     Example::
 
-        from rlbase.rlib import EvolutionStrategy
+        from rlbase.compat.rlib import EvolutionStrategy
 
         env_kwargs = {'id': 'CartPole-v1'}
         agent_kwargs = {'hidden_sizes': [32, 32]}

@@ -17,12 +17,6 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase import registry
-from rlbase.api.callbacks import split_callbacks
-from rlbase.api.policy import Policy
-from rlbase.api.policy_kwargs import translate_policy_kwargs
-from rlbase.api.pretraining import fit_policy
-from rlbase.api.replay import ReplayModel, load_buffer, save_buffer
-from rlbase.api.saving import custom_object_kwargs, excluded_names, reading, writing
 from rlbase.common import nested
 from rlbase.common.base_model import BaseModel, jsonable, unserializable
 from rlbase.common.buffers.her_replay_buffer import HerReplayBuffer
@@ -37,6 +31,12 @@ from rlbase.common.misc_util import set_global_seeds
 from rlbase.common.vec_env import VecEnv
 from rlbase.common.vec_env.base import find_wrapper
 from rlbase.common.vec_env.vec_normalize import VecNormalize
+from rlbase.compat.sb3.callbacks import split_callbacks
+from rlbase.compat.sb3.policy import Policy
+from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs
+from rlbase.compat.sb3.pretraining import fit_policy
+from rlbase.compat.sb3.replay import ReplayModel, load_buffer, save_buffer
+from rlbase.compat.sb3.saving import custom_object_kwargs, excluded_names, reading, writing
 
 # Stable Baselines policy names -> rlbase network names.
 POLICY_NETWORKS = {"MlpPolicy": "mlp", "CnnPolicy": "cnn", "MlpLstmPolicy": "lstm",
@@ -683,7 +683,7 @@ class BaseRLModel:
     # -- supervised pre-training and evaluation -------------------------------------------------
     def pretrain(self, dataset: Any, n_epochs: int = 10, learning_rate: float = 1e-4,
                  val_interval: int | None = None) -> BaseRLModel:
-        """Fit the policy to an :class:`~rlbase.api.pretraining.ExpertDataset` by
+        """Fit the policy to an :class:`~rlbase.compat.sb3.pretraining.ExpertDataset` by
         supervised learning (behaviour cloning)."""
         model = self._require_model()
         space = self.action_space

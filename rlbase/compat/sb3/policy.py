@@ -57,7 +57,7 @@ class Policy:
 
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
                 deterministic: bool = False) -> tuple[np.ndarray, Any]:
-        """The class's :meth:`~rlbase.api.base_class.BaseRLModel.predict`."""
+        """The class's :meth:`~rlbase.compat.sb3.base_class.BaseRLModel.predict`."""
         return self._owner.predict(observation, state, episode_start, deterministic)
 
     def set_training_mode(self, mode: bool) -> None:

@@ -1,6 +1,6 @@
 """PPO as a model class (rlbase.ppo's build_model and train)."""
 
-from rlbase.api.base_class import BaseRLModel
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 
 class PPO(BaseRLModel):

@@ -1,6 +1,6 @@
 """TRPO as a model class (rlbase.trpo's build_model and train)."""
 
-from rlbase.api.base_class import BaseRLModel
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 
 class TRPO(BaseRLModel):

@@ -1,6 +1,6 @@
 """GAIL as a model class (rlbase.gail's build_model and train)."""
 
-from rlbase.api.base_class import BaseRLModel
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 
 class GAIL(BaseRLModel):

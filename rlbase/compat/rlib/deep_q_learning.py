@@ -1,12 +1,12 @@
-"""rlib's DeepQLearning over rlbase's DQN (rlbase.api.DQN)."""
+"""rlib's DeepQLearning over rlbase's DQN (rlbase.compat.sb3.DQN)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlbase.api import DQN
-from rlbase.rlib.base import BaseAlgorithm, arguments, network
-from rlbase.rlib.envs import EnvSpec
+from rlbase.compat.rlib.base import BaseAlgorithm, arguments, network
+from rlbase.compat.rlib.envs import EnvSpec
+from rlbase.compat.sb3 import DQN
 
 
 class DeepQLearning(BaseAlgorithm):
@@ -17,7 +17,7 @@ class DeepQLearning(BaseAlgorithm):
 
     Example::
 
-        from rlbase.rlib import DeepQLearning
+        from rlbase.compat.rlib import DeepQLearning
 
         env_kwargs = {'id': 'CartPole-v1'}
         agent_kwargs = {'hidden_sizes': [10]}

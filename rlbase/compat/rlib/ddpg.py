@@ -1,4 +1,4 @@
-"""rlib's DDPG (with TD3's options) over rlbase's DDPG (rlbase.api.DDPG)."""
+"""rlib's DDPG (with TD3's options) over rlbase's DDPG (rlbase.compat.sb3.DDPG)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlbase.api import DDPG as RLBaseDDPG
 from rlbase.common.errors import RLBaseError
-from rlbase.rlib.base import BaseAlgorithm, arguments, network
-from rlbase.rlib.envs import EnvSpec, clip_observations
+from rlbase.compat.rlib.base import BaseAlgorithm, arguments, network
+from rlbase.compat.rlib.envs import EnvSpec, clip_observations
+from rlbase.compat.sb3 import DDPG as RLBaseDDPG
 
 
 class DDPG(BaseAlgorithm):
@@ -22,7 +22,7 @@ class DDPG(BaseAlgorithm):
 
     Example::
 
-        from rlbase.rlib import DDPG
+        from rlbase.compat.rlib import DDPG
 
         env_kwargs = {'id': 'BipedalWalker-v3', 'hardcore': False}
         mu_kwargs = {'hidden_sizes': [256, 256]}

@@ -3,7 +3,7 @@ train)."""
 
 from typing import Any
 
-from rlbase.api.base_class import BaseRLModel
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 
 class DDPG(BaseRLModel):

@@ -1,14 +1,14 @@
-"""rlib's QLearning over rlbase's tabular Q-learning (rlbase.api.QLearning)."""
+"""rlib's QLearning over rlbase's tabular Q-learning (rlbase.compat.sb3.QLearning)."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
-from rlbase.api import QLearning as TabularQLearning
 from rlbase.common.errors import RLBaseError
+from rlbase.compat.rlib.base import BaseAlgorithm, arguments
+from rlbase.compat.rlib.envs import EnvSpec
+from rlbase.compat.sb3 import QLearning as TabularQLearning
 from rlbase.qlearning.model import Model
-from rlbase.rlib.base import BaseAlgorithm, arguments
-from rlbase.rlib.envs import EnvSpec
 
 
 class QLearning(BaseAlgorithm):
@@ -19,7 +19,7 @@ class QLearning(BaseAlgorithm):
 
     Example::
 
-        from rlbase.rlib import QLearning
+        from rlbase.compat.rlib import QLearning
 
         env_kwargs = {'id': 'MountainCar-v0'}
         agent_kwargs = {'grid_size': 20}

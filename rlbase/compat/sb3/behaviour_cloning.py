@@ -1,5 +1,5 @@
 """Behaviour cloning: record expert trajectories (read back and fitted by
-:mod:`rlbase.api.pretraining`)."""
+:mod:`rlbase.compat.sb3.pretraining`)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlbase.api.base_class import BaseRLModel
 from rlbase.common import nested
 from rlbase.common.buffers.expert_data import (
     KEYS,
     LEAF_PREFIX,
 )
 from rlbase.common.errors import RLBaseError
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 
 def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes: int = 10,

@@ -2,9 +2,9 @@
 
 from typing import cast
 
-from rlbase.api.base_class import FEED_FORWARD, BaseRLModel
 from rlbase.common.base_model import SavesExplorationRate
 from rlbase.common.errors import RLBaseError
+from rlbase.compat.sb3.base_class import FEED_FORWARD, BaseRLModel
 
 
 class DQN(BaseRLModel):

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from rlbase.api.base_class import BaseRLModel
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 if TYPE_CHECKING:  # TensorFlow is imported when a model is built, not with the classes
     from rlbase.sac.model import Model

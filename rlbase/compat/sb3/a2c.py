@@ -1,6 +1,6 @@
 """A2C as a model class (rlbase.a2c's build_model and train)."""
 
-from rlbase.api.base_class import BaseRLModel
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 
 class A2C(BaseRLModel):

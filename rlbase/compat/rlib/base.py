@@ -1,5 +1,5 @@
 """rlib's ``BaseAlgorithm`` (train, test, save, load, save_plots, save_videos) over rlbase's
-model classes: each rlib algorithm maps its parameters onto one class of :mod:`rlbase.api`
+model classes: each rlib algorithm maps its parameters onto one class of :mod:`rlbase.compat.sb3`
 and trains it with that class's ``learn()``; testing, saving models at the testing iterations
 and stopping at ``stop_max_score`` run in the loop's callback."""
 
@@ -15,13 +15,13 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from rlbase.api.base_class import BaseRLModel
 from rlbase.common.errors import RLBaseError
 from rlbase.common.io.serialization import load_file
 from rlbase.common.loops.training_loop import crossings
 from rlbase.common.vec_env import VecEnv, VecMonitor, VecVideoRecorder
-from rlbase.rlib.envs import EnvSpec
-from rlbase.rlib.records import git_state, jsonable, plot_curves, write_json
+from rlbase.compat.rlib.envs import EnvSpec
+from rlbase.compat.rlib.records import git_state, jsonable, plot_curves, write_json
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 # learn()'s budget when training stops on an episode or generation count (the callback stops
 # it; the algorithms' loops count env steps).
@@ -169,7 +169,7 @@ class BaseAlgorithm:
     def make_env(self, *args: Any, **kwargs: Any) -> Any:
         """Refused: rlib's make_env returns gymnasium vector envs with its wrappers, which
         rlbase does not train on."""
-        raise RLBaseError("make_env is not available: rlbase.rlib trains on rlbase VecEnvs; "
+        raise RLBaseError("make_env is not available: rlbase.compat.rlib trains on rlbase VecEnvs; "
                           "use algorithm.spec.vec_env(num_envs, seed, render_mode) or "
                           "gymnasium.make(**env_kwargs)")
 

@@ -2,7 +2,7 @@
 save_plots() / save_videos()``) as a thin layer over rlbase's algorithms; the parameter
 mapping is in rlbase/docs/rlib.md."""
 
-from rlbase.rlib.learning import (
+from rlbase.compat.rlib.learning import (
     DDPG,
     PPO,
     BaseAlgorithm,

@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from rlbase.api.base_class import BaseRLModel
 from rlbase.common.errors import RLBaseError
+from rlbase.compat.sb3.base_class import BaseRLModel
 
 
 class QLearning(BaseRLModel):

@@ -1,4 +1,4 @@
-"""rlib's PPO over rlbase's PPO (rlbase.api.PPO)."""
+"""rlib's PPO over rlbase's PPO (rlbase.compat.sb3.PPO)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from rlbase.api import PPO as RLBasePPO
 from rlbase.common.errors import RLBaseError
 from rlbase.common.schedules import named_schedule
-from rlbase.rlib.base import BaseAlgorithm, arguments, network
-from rlbase.rlib.envs import EnvSpec, clip_observations
+from rlbase.compat.rlib.base import BaseAlgorithm, arguments, network
+from rlbase.compat.rlib.envs import EnvSpec, clip_observations
+from rlbase.compat.sb3 import PPO as RLBasePPO
 
 
 def with_defaults(kwargs: Any) -> Any:
@@ -29,7 +29,7 @@ class PPO(BaseAlgorithm):
 
     Example::
 
-        from rlbase.rlib import PPO
+        from rlbase.compat.rlib import PPO
 
         env_kwargs = {'id': 'CartPole-v1'}
         actor_kwargs = {'hidden_sizes': [64, 64]}
