@@ -83,22 +83,21 @@ def warn_once(key: str, message: str) -> None:
         print(f"rlbase: warning: {message}", file=sys.stderr, flush=True)
 
 
+def _first_set(*names: str) -> str | None:
+    """The first of these variables that is set and not empty."""
+    return next((os.environ[name] for name in names if os.environ.get(name)), None)
+
+
 def env_logdir() -> str | None:
     """The log folder the environment asks for: ``$RLBASE_LOGDIR``, else ``$SB3_LOGDIR``, else
     ``$OPENAI_LOGDIR`` (set but empty: as if unset)."""
-    for name in (LOGDIR_ENV, *LOGDIR_ALIASES):
-        if os.environ.get(name):
-            return os.environ[name]
-    return None
+    return _first_set(LOGDIR_ENV, *LOGDIR_ALIASES)
 
 
 def env_log_format() -> str | None:
     """The formats the environment asks for: ``$RLBASE_LOG_FORMAT``, else ``$SB3_LOG_FORMAT``,
     else ``$OPENAI_LOG_FORMAT``."""
-    for name in (FORMAT_ENV, *FORMAT_ALIASES):
-        if os.environ.get(name):
-            return os.environ[name]
-    return None
+    return _first_set(FORMAT_ENV, *FORMAT_ALIASES)
 
 
 def cut_file(path: str, keep_lines: int) -> None:
@@ -133,6 +132,14 @@ def write_whole(file: IO[Any], text: str) -> None:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, start)
         raise
+
+
+def _open_rows(path: str, append: bool, newline: str | None = None) -> IO[str]:
+    """``path`` opened for appending (each row goes at the end, see write_whole); emptied
+    first unless ``append`` (a resumed run)."""
+    if not append:
+        open(path, "w").close()
+    return open(path, "a", newline=newline)  # noqa: SIM115
 
 
 def _read_lines(path: str) -> list[str]:
@@ -179,13 +186,8 @@ class HumanOutputFormat(KVWriter, SeqWriter):
         self._owns_file = isinstance(target, (str, os.PathLike))
         self.path = os.fspath(target) if isinstance(target, (str, os.PathLike)) else "stdout"
         self.format_name = "log" if self._owns_file else "stdout"
-        mode = "a" if append else "w"  # (append mode: each row goes at the end, see write_whole)
-        if mode == "w" and self._owns_file:
-            open(self.path, "w").close()  # an empty file, then appended to
-            mode = "a"
         self._file: IO[str] | None = (
-            open(target, mode) if isinstance(target, (str, os.PathLike))  # noqa: SIM115
-            else target)
+            _open_rows(self.path, append) if isinstance(target, (str, os.PathLike)) else target)
 
     @property
     def file(self) -> IO[str]:
@@ -256,13 +258,10 @@ class HumanOutputFormat(KVWriter, SeqWriter):
 def _jsonable(val: Any) -> Any:
     """Plain Python for numpy scalars and arrays, so json.dumps accepts them (an array of one
     value as that value)."""
-    if hasattr(val, "numpy") and callable(val.numpy):  # a TensorFlow tensor
-        val = val.numpy()
+    val = _to_python(val)
     if isinstance(val, np.ndarray) and val.size == 1:
         return val.reshape(()).item()
-    if hasattr(val, "tolist"):
-        return val.tolist()
-    return val
+    return val.tolist() if hasattr(val, "tolist") else val
 
 
 class JSONOutputFormat(KVWriter):
@@ -276,9 +275,7 @@ class JSONOutputFormat(KVWriter):
 
     def __init__(self, path: str | os.PathLike[str], append: bool = False) -> None:
         self.path = os.fspath(path)
-        if not append:
-            open(path, "w").close()  # an empty file, then appended to (see write_whole)
-        self._file = open(path, "a")  # noqa: SIM115
+        self._file = _open_rows(self.path, append)
 
     def write(self, key_values: Mapping[str, Any],
               key_excluded: Mapping[str, tuple[str, ...] | None] | None = None,
@@ -319,9 +316,7 @@ class CSVOutputFormat(KVWriter):
         if append and os.path.exists(self.path):
             with open(self.path, newline="") as f:
                 self.keys = next(csv.reader(f), [])
-        if not append:
-            open(self.path, "w").close()  # an empty file, then appended to (see write_whole)
-        self._file = open(self.path, "a", newline="")  # noqa: SIM115
+        self._file = _open_rows(self.path, append, newline="")
 
     def write(self, key_values: Mapping[str, Any],
               key_excluded: Mapping[str, tuple[str, ...] | None] | None = None,
@@ -358,7 +353,7 @@ class CSVOutputFormat(KVWriter):
             with contextlib.suppress(OSError):
                 os.remove(tmp)
             raise
-        self._file = open(self.path, "a", newline="")  # noqa: SIM115
+        self._file = _open_rows(self.path, True, newline="")
 
     def close(self) -> None:
         self._file.close()
@@ -399,9 +394,7 @@ def make_output_format(fmt: str, ev_dir: str | os.PathLike[str], log_suffix: str
 def _check_formats(format_strs: Sequence[str]) -> None:
     for fmt in format_strs:
         if fmt not in FORMATS:
-            raise RLBaseError(
-                f"unknown log format {fmt!r}; valid formats: {', '.join(FORMATS)}"
-            )
+            raise RLBaseError(f"unknown log format {fmt!r}; valid formats: {', '.join(FORMATS)}")
 
 
 # --- the logger -------------------------------------------------------------------------------
@@ -441,9 +434,7 @@ class Logger:
         """``exclude`` as a tuple of format names."""
         if string_or_tuple is None:
             return ("",)
-        if isinstance(string_or_tuple, tuple):
-            return string_or_tuple
-        return (string_or_tuple,)
+        return string_or_tuple if isinstance(string_or_tuple, tuple) else (string_or_tuple,)
 
     def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
         """Set ``key`` to ``value`` for the next dump (a later call overwrites).
@@ -488,7 +479,7 @@ class Logger:
         """Write the collected key-values to every output (TensorBoard at ``step``), then clear
         them."""
         kvs = {key: _to_python(val) for key, val in self.name_to_value.items()}
-        if self.comm is not None and _comm_size(self.comm) > 1:
+        if self.comm is not None and int(self.comm.Get_size()) > 1:
             kvs = _mpi_weighted_mean(self.comm, kvs, dict(self.name_to_count))
         excluded = dict(self.name_to_excluded)
         if self.level < DISABLED:
@@ -569,10 +560,6 @@ def _to_python(val: Any) -> Any:
     return val
 
 
-def _comm_size(comm: Any) -> int:
-    return int(comm.Get_size())
-
-
 def _mpi_weighted_mean(
     comm: Any, kvs: Mapping[str, Any], counts: Mapping[str, int]
 ) -> dict[str, Any]:
@@ -619,11 +606,7 @@ def _mpi_rank_size() -> tuple[int, int]:
 # --- module-level API -------------------------------------------------------------------------
 
 
-def _stdout_logger() -> Logger:
-    return Logger(None, [HumanOutputFormat(None)])
-
-
-DEFAULT: Logger = _stdout_logger()
+DEFAULT: Logger = Logger(None, [HumanOutputFormat(None)])
 _current: Logger = DEFAULT
 
 
@@ -632,21 +615,14 @@ def _default_dir() -> str:
     return os.path.join(tempfile.gettempdir(), stamp)
 
 
-def _parse_formats(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def make_logger(
-    folder: str | os.PathLike[str] | None = None,
-    format_strings: Sequence[str] | str | None = None,
-    log_suffix: str = "",
-    comm: Any = None,
-    append: bool = False,
-) -> Logger:
+def make_logger(folder: str | os.PathLike[str] | None = None,
+                format_strings: Sequence[str] | str | None = None, log_suffix: str = "",
+                comm: Any = None, append: bool = False) -> Logger:
     """A new logger, not made the current one (:func:`configure`'s arguments)."""
     if format_strings is None:
         format_strings = env_log_format() or DEFAULT_FORMATS
-    formats = (_parse_formats(format_strings) if isinstance(format_strings, str)
+    formats = ([part.strip() for part in format_strings.split(",") if part.strip()]
+               if isinstance(format_strings, str)
                else [f for f in format_strings if f])  # SB3 passes [""] for "no output"
     _check_formats(formats)  # before any file is created
     if folder is None:
@@ -853,5 +829,3 @@ def get_dir() -> str | None:
 
 record_tabular = logkv
 dump_tabular = dumpkvs
-
-# At the end: it subclasses KVWriter (and imports TensorFlow only when one is made).

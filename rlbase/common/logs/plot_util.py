@@ -66,8 +66,6 @@ def load_monitor(dirname: PathLike) -> tuple[dict[str, Any], pd.DataFrame] | Non
 
     ``t`` in the result counts seconds from the earliest ``t_start`` among the files, so runs
     of several workers share one clock. Returns ``None`` when the folder has no monitor file.
-
-    :param dirname: the folder to read.
     """
     paths = sorted(glob.glob(os.path.join(os.fspath(dirname), "*monitor.csv")))
     if not paths:
@@ -88,10 +86,7 @@ def load_monitor(dirname: PathLike) -> tuple[dict[str, Any], pd.DataFrame] | Non
 
 
 def load_progress(dirname: PathLike) -> pd.DataFrame | None:
-    """The folder's ``progress.csv`` (or ``progress.json``) as a table; ``None`` if absent/empty.
-
-    :param dirname: the folder to read.
-    """
+    """The folder's ``progress.csv`` (or ``progress.json``) as a table; ``None`` if absent/empty."""
     csv_path = os.path.join(os.fspath(dirname), "progress.csv")
     json_path = os.path.join(os.fspath(dirname), "progress.json")
     try:
@@ -105,13 +100,8 @@ def load_progress(dirname: PathLike) -> pd.DataFrame | None:
 
 
 def _is_result_dir(filenames: Sequence[str]) -> bool:
-    names = set(filenames)
-    return (
-        "progress.csv" in names
-        or "progress.json" in names
-        or "metadata.json" in names
-        or any(name.endswith("monitor.csv") for name in names)
-    )
+    return any(name in ("progress.csv", "progress.json", "metadata.json")
+               or name.endswith("monitor.csv") for name in filenames)
 
 
 def load_results(
@@ -120,18 +110,11 @@ def load_results(
     enable_monitor: bool = True,
     verbose: bool = False,
 ) -> list[Result]:
-    """Every run folder under one or more roots, searched recursively.
-
-    :param root_dir_or_dirs: a folder or a list of folders.
-    :param enable_progress: read progress files.
-    :param enable_monitor: read monitor files.
-    :param verbose: print each folder found.
-    :return: one :class:`Result` per folder holding results, sorted by folder name.
-    """
-    roots = (
-        [root_dir_or_dirs] if isinstance(root_dir_or_dirs, (str, os.PathLike))
-        else list(root_dir_or_dirs)
-    )
+    """Every run folder under one or more roots (a folder or a list), searched recursively:
+    one :class:`Result` per folder holding results, sorted by folder name. ``verbose`` prints
+    each folder found."""
+    roots = ([root_dir_or_dirs] if isinstance(root_dir_or_dirs, (str, os.PathLike))
+             else list(root_dir_or_dirs))
     found: dict[str, Result] = {}
     for given in roots:
         root = os.path.abspath(os.path.expanduser(os.fspath(given)))
@@ -172,7 +155,6 @@ def _load_dir(dirname: str, enable_progress: bool, enable_monitor: bool) -> Resu
 def smooth(y: npt.ArrayLike, radius: int, mode: str = "two_sided", valid_only: bool = False):
     """Moving average of ``y``; near the ends it averages over the points that exist.
 
-    :param y: the values.
     :param radius: points on each side (``two_sided``) or before (``causal``) each point.
     :param mode: ``two_sided`` (centred window) or ``causal`` (past values only).
     :param valid_only: put NaN where the window does not fit entirely.
@@ -208,32 +190,26 @@ def window_func(x: npt.ArrayLike, y: npt.ArrayLike, window: int, func: Callable)
     return xs[window - 1:], func(windows, axis=-1)
 
 
-def one_sided_ema(
-    xolds: npt.ArrayLike,
-    yolds: npt.ArrayLike,
-    low: float | None = None,
-    high: float | None = None,
-    n: int = 512,
-    decay_steps: float = 1.0,
-    low_counts_threshold: float = 1e-8,
-):
-    """Exponential moving average of irregularly spaced points, read on a regular grid.
+def _ema_points(xolds: npt.ArrayLike, yolds: npt.ArrayLike, low: float | None,
+                high: float | None) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The points as float arrays and the grid's ends (default: the first and last x)."""
+    xold = np.asarray(xolds, dtype=np.float64)
+    return (xold, np.asarray(yolds, dtype=np.float64), xold[0] if low is None else low,
+            xold[-1] if high is None else high)
 
-    Each point's weight decays by ``e`` every ``decay_steps`` grid intervals after it.
 
-    :param xolds: increasing x of the points.
-    :param yolds: their values.
-    :param low: the grid's first x (default the first point).
-    :param high: the grid's last x (default the last point).
-    :param n: the number of grid points.
-    :param decay_steps: the averaging length, in grid intervals.
-    :param low_counts_threshold: grid points with less total weight than this get NaN.
+def one_sided_ema(xolds: npt.ArrayLike, yolds: npt.ArrayLike, low: float | None = None,
+                  high: float | None = None, n: int = 512, decay_steps: float = 1.0,
+                  low_counts_threshold: float = 1e-8):
+    """Exponential moving average of irregularly spaced points (``xolds`` increasing), read
+    on a regular grid of ``n`` points from ``low`` to ``high`` (default the first and last x).
+
+    Each point's weight decays by ``e`` every ``decay_steps`` grid intervals after it; grid
+    points with less total weight than ``low_counts_threshold`` get NaN.
+
     :return: ``(xs, ys, weights)`` on the grid.
     """
-    xold = np.asarray(xolds, dtype=np.float64)
-    yold = np.asarray(yolds, dtype=np.float64)
-    low = xold[0] if low is None else low
-    high = xold[-1] if high is None else high
+    xold, yold, low, high = _ema_points(xolds, yolds, low, high)
     xs = np.linspace(low, high, n)
     period = (high - low) / max(n - 1, 1) * decay_steps or 1.0
     ys = np.full(n, np.nan)
@@ -256,20 +232,11 @@ def one_sided_ema(
     return xs, ys, weights
 
 
-def symmetric_ema(
-    xolds: npt.ArrayLike,
-    yolds: npt.ArrayLike,
-    low: float | None = None,
-    high: float | None = None,
-    n: int = 512,
-    decay_steps: float = 1.0,
-    low_counts_threshold: float = 1e-8,
-):
+def symmetric_ema(xolds: npt.ArrayLike, yolds: npt.ArrayLike, low: float | None = None,
+                  high: float | None = None, n: int = 512, decay_steps: float = 1.0,
+                  low_counts_threshold: float = 1e-8):
     """Like :func:`one_sided_ema`, but averaging points on both sides of each grid x."""
-    xold = np.asarray(xolds, dtype=np.float64)
-    yold = np.asarray(yolds, dtype=np.float64)
-    low = xold[0] if low is None else low
-    high = xold[-1] if high is None else high
+    xold, yold, low, high = _ema_points(xolds, yolds, low, high)
     xs, fwd, wf = one_sided_ema(xold, yold, low, high, n, decay_steps, 0.0)
     # The backward pass is the forward one on the mirrored axis.
     _, bwd, wb = one_sided_ema(-xold[::-1], yold[::-1], -high, -low, n, decay_steps, 0.0)
@@ -303,11 +270,7 @@ def default_xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
 def progress_xy_fn(
     x_key: str = "time/total_timesteps", y_key: str = "rollout/ep_rew_mean"
 ) -> Callable[[Result], tuple[np.ndarray, np.ndarray]]:
-    """An ``xy_fn`` plotting two columns of the progress table.
-
-    :param x_key: the column for x.
-    :param y_key: the column for y.
-    """
+    """An ``xy_fn`` plotting the progress table's ``x_key`` column against ``y_key``'s."""
 
     def xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
         table = result.progress
@@ -478,10 +441,8 @@ def plot_results(
                         shaded_std, shaded_err, resample, smooth_step)
         ax.set_title(str(key))
         if any(g != "" for g in by_group):
-            if legend_outside:
-                ax.legend(loc="upper left", bbox_to_anchor=(1, 1))
-            else:
-                ax.legend()
+            ax.legend(**({"loc": "upper left", "bbox_to_anchor": (1, 1)} if legend_outside
+                         else {}))
     for ax in axarr[-1]:
         if xlabel is not None:
             ax.set_xlabel(xlabel)
@@ -548,17 +509,11 @@ def learning_curve_figure(result: Result, label: str, title: str | None = None):
 
 
 def save_plot(results_or_dir: PathLike | Sequence[Result], path: PathLike, **kwargs: Any) -> str:
-    """Plot results (or every run under a folder) to an image file, no display needed.
-
-    :param results_or_dir: results from :func:`load_results`, or a folder to load them from.
-    :param path: the image file to write (PNG unless the extension says otherwise).
-    :param kwargs: passed to :func:`plot_results`.
-    :return: the path written.
-    """
-    if isinstance(results_or_dir, (str, os.PathLike)):
-        results = load_results(results_or_dir)
-    else:
-        results = list(results_or_dir)
+    """Plot results (or every run under a folder) with :func:`plot_results` (``kwargs``) to an
+    image file (PNG unless ``path``'s extension says otherwise), no display needed; returns
+    ``path``."""
+    results = (load_results(results_or_dir) if isinstance(results_or_dir, (str, os.PathLike))
+               else list(results_or_dir))
     kwargs.setdefault("use_pyplot", False)
     fig, _ = plot_results(results, **kwargs)
     path = os.fspath(path)
