@@ -20,23 +20,7 @@ class DDPG(BaseAlgorithm):
     trained towards r + discount * Q_target(s', mu_target(s') + noise). An iteration is an
     episode; ``num_updates_per_iter`` gradient steps run every episode-length-cap env steps.
 
-    Example::
-
-        from rlbase.compat.rlib import DDPG
-
-        env_kwargs = {'id': 'BipedalWalker-v3', 'hardcore': False}
-        mu_kwargs = {'hidden_sizes': [256, 256]}
-        q_kwargs = {'hidden_sizes': [256, 256]}
-
-        model = DDPG(env_kwargs, mu_kwargs, q_kwargs, max_episode_length=1600,
-                     max_total_reward=-1, save_folder="ddpg", q_lr=3e-4, mu_lr=3e-4,
-                     action_noise=0.1, target_noise=0.2, delay_policy_update=2, twin_q=True,
-                     discount=0.99, num_episodes=2_000, learning_starts=0,
-                     target_update_tau=0.005)
-        model.train()
-        model.test()
-
-    Every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
+    An example, every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
     """
 
     api_class = RLBaseDDPG

@@ -15,20 +15,7 @@ class DeepQLearning(BaseAlgorithm):
     ``main_target_update`` steps, epsilon falling linearly from ``epsilon_start`` to
     ``epsilon_min`` over ``exploration_fraction`` of the run. An iteration is an env step.
 
-    Example::
-
-        from rlbase.compat.rlib import DeepQLearning
-
-        env_kwargs = {'id': 'CartPole-v1'}
-        agent_kwargs = {'hidden_sizes': [10]}
-
-        model = DeepQLearning(env_kwargs, agent_kwargs, lr=0.03, discount=0.99,
-                              epsilon_start=0.1, epsilon_min=0.01)
-        model.train()
-        model.test()
-        model.save_plots()
-
-    Every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
+    An example, every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
     """
 
     api_class = DQN

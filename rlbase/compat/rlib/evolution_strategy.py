@@ -14,19 +14,7 @@ class EvolutionStrategy(BaseAlgorithm):
     copies of the policy, theta + sigma * eps, by one episode each, normalizes their returns
     and moves theta along sum_i r_i eps_i (with Adam at learning rate ``lr``).
 
-    Example::
-
-        from rlbase.compat.rlib import EvolutionStrategy
-
-        env_kwargs = {'id': 'CartPole-v1'}
-        agent_kwargs = {'hidden_sizes': [32, 32]}
-
-        model = EvolutionStrategy(env_kwargs, agent_kwargs, num_agents=30, num_iterations=300)
-        model.train()
-        model.save_plots()
-        model.save_videos()
-
-    Every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
+    An example, every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
     """
 
     api_class = ES

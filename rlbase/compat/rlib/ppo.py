@@ -27,18 +27,7 @@ class PPO(BaseAlgorithm):
     separate critic network. An iteration is an env step (summed over the envs); the policy
     is tested before training, every ``test_every`` env steps and at the end.
 
-    Example::
-
-        from rlbase.compat.rlib import PPO
-
-        env_kwargs = {'id': 'CartPole-v1'}
-        actor_kwargs = {'hidden_sizes': [64, 64]}
-        critic_kwargs = {'hidden_sizes': [64, 64]}
-        ppo = PPO(env_kwargs, actor_kwargs, critic_kwargs, batch_size=10,
-                  num_steps_per_iter=2_000, total_timesteps=200_000, num_envs=10, seed=42)
-        ppo.train()
-
-    Every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
+    An example, every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
     """
 
     api_class = RLBasePPO

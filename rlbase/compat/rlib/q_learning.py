@@ -17,20 +17,7 @@ class QLearning(BaseAlgorithm):
     episode. Box observations are cut into ``grid_size`` bins per dimension. An iteration is
     an episode.
 
-    Example::
-
-        from rlbase.compat.rlib import QLearning
-
-        env_kwargs = {'id': 'MountainCar-v0'}
-        agent_kwargs = {'grid_size': 20}
-
-        model = QLearning(env_kwargs, agent_kwargs, lr=0.03, discount=0.99,
-                          epsilon_greedy=0.1, epsilon_decay=0.9999, epsilon_min=0.01)
-        model.train()
-        model.save_plots()
-        model.save_videos()
-
-    Every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
+    An example, every parameter and the rlbase setting it becomes: rlbase/docs/rlib.md.
     """
 
     api_class = TabularQLearning
