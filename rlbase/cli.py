@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from rlbase.common.errors import RLBaseError
@@ -21,6 +22,9 @@ from rlbase.common.errors import RLBaseError
 USAGE = __doc__ or ""
 # rl-baselines3-zoo's train.py flags that run a study instead of one training.
 OPTIMIZE_FLAGS = ("--optimize", "-optimize", "--optimize-hyperparameters")
+# Commands that are another module's main(argv), imported only when run.
+MODULES = {"train": "rlbase.run", "bench": "rlbase.bench.__main__", "export": "rlbase.export.cli",
+           "tune": "rlbase.tuning.cli"}
 
 
 def _plot(argv: list[str]) -> None:
@@ -28,7 +32,7 @@ def _plot(argv: list[str]) -> None:
     from rlbase.common.logs.media import save_plots
 
     parser = OneLineParser(prog="rlbase plot",
-                                     description="Learning curves of log folders to a PNG.")
+                           description="Learning curves of log folders to a PNG.")
     parser.add_argument("log_dirs", nargs="+", help="folders with monitor.csv / progress.csv")
     parser.add_argument("--out", default=None, help="the PNG (default "
                                                     "<first log dir>/learning_curves.png)")
@@ -86,26 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     optimize = [a for a in rest if a in OPTIMIZE_FLAGS]
     if command == "train" and optimize:  # the zoo's spelling of a study: rlbase tune
         command, rest = "tune", [a for a in rest if a not in OPTIMIZE_FLAGS]
-    if command == "train":
-        from rlbase.run import main as train_main
-
-        train_main(rest)
+    if command in MODULES:
+        importlib.import_module(MODULES[command]).main(rest)
     elif command in ("play", "enjoy"):
         _play(rest)
     elif command == "plot":
         _plot(rest)
-    elif command == "bench":
-        from rlbase.bench.__main__ import main as bench_main
-
-        bench_main(rest)
-    elif command == "export":
-        from rlbase.export.cli import main as export_main
-
-        export_main(rest)
-    elif command == "tune":
-        from rlbase.tuning.cli import main as tune_main
-
-        tune_main(rest)
     else:
         raise RLBaseError(f"unknown command {command!r}; use train, play (enjoy), plot, "
                           "bench, export or tune (rlbase --help)")

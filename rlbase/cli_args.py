@@ -153,13 +153,9 @@ def add_config_flags(parser: argparse.ArgumentParser, config: Any) -> None:
         unit = f", in {row['unit']}" if row["unit"] else ""
         allowed = f", {row['range']}" if row["range"] else ""
         metavar = row["type"].upper().split()[0]
-        group.add_argument(f"--{name}", dest=CONFIG_DEST + name, default=argparse.SUPPRESS,
-                           nargs="?", const="True", metavar=metavar,
-                           # (argparse formats help with %: a doc's own % is escaped)
-                           help=f"{row['doc']} (default {row['default']}{unit}{allowed})"
-                           .replace("%", "%%"))
-        added.add(name)
-        for other, text in ((row["sb3"], f"Stable-Baselines3's name for --{name}"),
+        # (argparse formats help with %: a doc's own % is escaped)
+        own = f"{row['doc']} (default {row['default']}{unit}{allowed})".replace("%", "%%")
+        for other, text in ((name, own), (row["sb3"], f"Stable-Baselines3's name for --{name}"),
                             *((d, argparse.SUPPRESS) for d in row["deprecated"].split(", "))):
             if other and other not in added:
                 group.add_argument(f"--{other}", dest=CONFIG_DEST + other, nargs="?",
@@ -175,8 +171,5 @@ def add_config_flags(parser: argparse.ArgumentParser, config: Any) -> None:
 
 def config_flags(args: argparse.Namespace) -> dict[str, str]:
     """The config flags given, by name, as text (taken out of ``args``)."""
-    out = {}
-    for dest in [d for d in vars(args) if d.startswith(CONFIG_DEST)]:
-        out[dest[len(CONFIG_DEST):]] = getattr(args, dest)
-        delattr(args, dest)
-    return out
+    given = [d for d in vars(args) if d.startswith(CONFIG_DEST)]
+    return {d.removeprefix(CONFIG_DEST): vars(args).pop(d) for d in given}

@@ -73,25 +73,20 @@ def check_network_kwarg_types(network: Any, given: dict[str, Any]) -> None:
     except (RLBaseError, TypeError, ValueError):
         return
     name = getattr(network, "__name__", network)
+    # (bool before int: True is an int; no default, or None, takes anything)
+    kinds = ((bool, lambda v: isinstance(v, bool), "True or False"),
+             (int, lambda v: isinstance(v, int) and not isinstance(v, bool), "an int"),
+             (float, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+              "a number"),
+             (str, lambda v: isinstance(v, str) or callable(v), "a name"))
     for key, value in given.items():
-        param = params.get(key)
-        if param is None or param.default is inspect.Parameter.empty or param.default is None:
-            continue
-        default = param.default
-        if isinstance(default, bool):
-            ok, what = isinstance(value, bool), "True or False"
-        elif isinstance(default, int):
-            ok, what = isinstance(value, int) and not isinstance(value, bool), "an int"
-        elif isinstance(default, float):
-            ok, what = isinstance(value, (int, float)) and not isinstance(value, bool), \
-                "a number"
-        elif isinstance(default, str):
-            ok, what = isinstance(value, str) or callable(value), "a name"
-        else:
-            continue
-        if not ok:
-            raise RLBaseError(f"--{key} must be {what} (network {name}'s {key}, default "
-                              f"{default!r}), got {value!r}")
+        default = getattr(params.get(key), "default", None)
+        for kind, ok, what in kinds:
+            if isinstance(default, kind):
+                if not ok(value):
+                    raise RLBaseError(f"--{key} must be {what} (network {name}'s {key}, "
+                                      f"default {default!r}), got {value!r}")
+                break
 
 
 def check_writable(flag: str, path: str | None, is_file: bool) -> None:
@@ -110,22 +105,16 @@ def check_writable(flag: str, path: str | None, is_file: bool) -> None:
         probe = parent
     if is_file and os.path.isdir(path):
         raise RLBaseError(f"{flag}={path} is a folder; give a file name such as model.zip")
-    problem = "is not a folder" if not os.path.isdir(probe) else _probe_write(probe)
-    if problem:
-        raise RLBaseError(f"{flag}={path} cannot be written: {probe} {problem}")
-
-
-def _probe_write(folder: str) -> str | None:
-    """None if a file can be created (and a subfolder, when the path needs new ones) in
-    ``folder``, else why not."""
+    if not os.path.isdir(probe):
+        raise RLBaseError(f"{flag}={path} cannot be written: {probe} is not a folder")
     import tempfile
 
-    try:
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".rlbase-probe-"):
+    try:  # a subfolder, since the path may need new ones
+        with tempfile.TemporaryDirectory(dir=probe, prefix=".rlbase-probe-"):
             pass
     except OSError as exc:
-        return f"is not writable ({exc.strerror or exc})"
-    return None
+        raise RLBaseError(f"{flag}={path} cannot be written: {probe} is not writable "
+                          f"({exc.strerror or exc})") from None
 
 
 def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
@@ -180,12 +169,9 @@ def play_returns(model: Any, env_id: str, episodes: int, seed: int | None,
     """The returns and lengths of ``episodes`` deterministic episodes of the trained policy on
     a fresh env (observations normalized as in training): what --play prints and what the
     benchmark reports."""
-    from rlbase.common.envs.make import make_vec_env
     from rlbase.common.loops.evaluation import run_episodes
 
-    env = make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 12345,
-                       env_kwargs=env_kwargs or None, monitor_dir=None)
-    env = model.normalized_like_training(env)
+    env = model.normalized_like_training(evaluation_env(env_id, seed, env_kwargs, 12345))
     try:
         returns, lengths = run_episodes(model, env, episodes, deterministic=True)
     finally:
@@ -227,10 +213,10 @@ def lock_outputs(args: Any, ckpt: dict[str, Any]) -> None:
     file is written atomically, so --save_path needs no lock."""
     from rlbase.common.io.run_lock import lock_folder
 
-    if args.log_path:
-        lock_folder(args.log_path, "--log_path")
-    if ckpt.get("checkpoint_path"):
-        lock_folder(ckpt["checkpoint_path"], "--checkpoint_path")
+    for flag, folder in (("--log_path", args.log_path),
+                         ("--checkpoint_path", ckpt.get("checkpoint_path"))):
+        if folder:
+            lock_folder(folder, flag)
 
 
 def eval_args(args: Any, alg_kwargs: dict[str, Any], env_kwargs: dict[str, Any]
@@ -238,11 +224,9 @@ def eval_args(args: Any, alg_kwargs: dict[str, Any], env_kwargs: dict[str, Any]
     """Periodic evaluation on a separate env of the same id: --eval_freq / --eval_episodes, or
     the algorithm's defaults for the env type when they ask for it (DQN on classic control
     keeps its best evaluated model). The defaults' values are taken out of ``alg_kwargs``."""
-    freq = alg_kwargs.pop("eval_freq", 0) if args.eval_freq is None else args.eval_freq
-    episodes = alg_kwargs.pop("eval_episodes", 5) if args.eval_episodes is None \
-        else args.eval_episodes
-    alg_kwargs.pop("eval_freq", None)
-    alg_kwargs.pop("eval_episodes", None)
+    freq, episodes = alg_kwargs.pop("eval_freq", 0), alg_kwargs.pop("eval_episodes", 5)
+    freq = freq if args.eval_freq is None else args.eval_freq
+    episodes = episodes if args.eval_episodes is None else args.eval_episodes
     if not freq:
         return {}
     if freq < 0 or episodes < 1:
@@ -252,11 +236,13 @@ def eval_args(args: Any, alg_kwargs: dict[str, Any], env_kwargs: dict[str, Any]
             "eval_freq": freq, "eval_episodes": episodes}
 
 
-def evaluation_env(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:
-    """The env that periodic evaluation scores on (the CLI's and the benchmark's)."""
+def evaluation_env(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | None,
+                   seed_offset: int = 1000) -> Any:
+    """The env that periodic evaluation scores on (the CLI's and the benchmark's), and, with
+    another seed offset, the one --play plays on."""
     from rlbase.common.envs.make import make_vec_env
 
-    return make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + 1000,
+    return make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + seed_offset,
                         env_kwargs=env_kwargs or None, monitor_dir=None)
 
 
@@ -266,18 +252,8 @@ def fallback_folders(args: Any, ckpt: dict[str, Any]) -> list[str]:
     once, as absolute paths)."""
     import tempfile
 
-    out: list[str] = []
-    for folder in (ckpt.get("checkpoint_path"), args.log_path, ".", tempfile.gettempdir()):
-        if folder:
-            folder = os.path.abspath(os.path.expanduser(folder))
-            if folder not in out:
-                out.append(folder)
-    return out
-
-
-def fallback_save_path(args: Any, ckpt: dict[str, Any], name: str) -> str:
-    """The first fallback file (``<folder>/<alg>_<name>.zip``, see :func:`fallback_folders`)."""
-    return os.path.join(fallback_folders(args, ckpt)[0], f"{args.alg}_{name}.zip")
+    folders = (ckpt.get("checkpoint_path"), args.log_path, ".", tempfile.gettempdir())
+    return list(dict.fromkeys(os.path.abspath(os.path.expanduser(f)) for f in folders if f))
 
 
 def save_model(model: Any, path: str, args: Any, ckpt: dict[str, Any]) -> str:
@@ -291,22 +267,15 @@ def save_model(model: Any, path: str, args: Any, ckpt: dict[str, Any]) -> str:
         return path
     except OSError as exc:
         failed = [f"{path} ({exc})"]
-        kept = None
-        tried = {os.path.dirname(os.path.abspath(path))}
-        for folder in fallback_folders(args, ckpt):
-            if folder in tried:
-                continue
-            tried.add(folder)
+        folders = fallback_folders(args, ckpt)  # (each once: the path's own is not tried again)
+        for folder in [f for f in folders if f != os.path.dirname(os.path.abspath(path))]:
             fallback = os.path.join(folder, f"{args.alg}_unsaved.zip")
             try:
                 model.save(fallback)
+                where = f"the model is in {fallback}"
+                break
             except OSError as other:
                 failed.append(f"{fallback} ({other})")
-                continue
-            kept = fallback
-            break
-        if kept is not None:
-            where = f"the model is in {kept}"
         else:
             where = f"nor could {', '.join(failed[1:]) or 'any other folder'}: the model is lost"
         print(f"rlbase: error: could not write {failed[0]}; {where}", file=sys.stderr,
@@ -359,19 +328,16 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
 
     parser = common_arg_parser()
     pre = OneLineParser(add_help=False, prog=parser.prog)  # the algorithm first: its flags follow
-    pre.add_argument("--alg", default=None)
-    pre.add_argument("--algo", default=None)
-    pre.add_argument("--load_path", default=None)
+    for flag in ("--alg", "--algo", "--load_path"):
+        pre.add_argument(flag)
     known = pre.parse_known_args(argv)[0]
     # A saved model's file names its algorithm: --alg may be left out when loading one.
     saved = load_file(os.path.expanduser(known.load_path))[0] if known.load_path else {}
     alg_name = model_file_algorithm(known.algo or known.alg, known.load_path, saved) \
         or parser.get_default("alg")
     parser.set_defaults(alg=alg_name)
-    config = registry.config_class(registry.resolve(alg_name)[0]) \
-        if alg_name in registry.available_algorithms() or alg_name in registry.ALIASES else None
-    if config is not None:
-        add_config_flags(parser, config)
+    if alg_name in registry.available_algorithms() or alg_name in registry.ALIASES:
+        add_config_flags(parser, registry.config_class(registry.resolve(alg_name)[0]))
     args, unknown = parser.parse_known_args(argv)
     flags = config_flags(args)
     extra = parse_unknown_args([f"--{k}={v}" for k, v in flags.items()] + unknown)
@@ -394,9 +360,8 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         if getattr(args, flag, None) == "":
             raise RLBaseError(f"--{flag} is empty: give a path, or leave the flag out")
     check_media_packages(args)
-    check_writable("--save_path", args.save_path, is_file=True)
-    check_writable("--log_path", args.log_path, is_file=False)
-    check_writable("--checkpoint_path", args.checkpoint_path, is_file=False)
+    for flag in ("save_path", "log_path", "checkpoint_path"):
+        check_writable(f"--{flag}", getattr(args, flag), is_file=flag == "save_path")
     if args.deterministic_ops:  # read by every seeded run's set_global_seeds
         from rlbase.common.misc_util import DETERMINISTIC_OPS_ENV
 
@@ -428,10 +393,9 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     total = parse_num_timesteps("1e6" if args.num_timesteps is None else args.num_timesteps,
                                 allow_zero=bool(args.load_path))
     alg_kwargs.update(copy.deepcopy(preset))
-    num_env = args.num_env or alg_kwargs.pop("num_env", None) or os.cpu_count() or 1
-    alg_kwargs.pop("num_env", None)
-    network = args.network or alg_kwargs.pop("network", None) or "mlp"
-    alg_kwargs.pop("network", None)
+    num_env, network = alg_kwargs.pop("num_env", None), alg_kwargs.pop("network", None)
+    num_env = args.num_env or num_env or os.cpu_count() or 1
+    network = args.network or network or "mlp"
     # Popped whatever the flag says: a default left in alg_kwargs would reach learn().
     normalize = alg_kwargs.pop("normalize", False)
     args.normalize_kwargs = normalize if isinstance(normalize, dict) else {}
@@ -478,7 +442,11 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         os.environ[ENV_TIMEOUT_VARIABLE] = str(args.env_timeout)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)
     if args.alg == "her":  # Baselines' settings derived from the episode length
-        alg_kwargs.update(her_horizon(env, extra))
+        from rlbase.common.families.her_baselines import horizon_settings
+
+        spec = env.get_attr("spec", indices=[0])[0]
+        alg_kwargs.update(horizon_settings(getattr(spec, "max_episode_steps", None),
+                                           env.num_envs, extra))
     alg_kwargs.update(eval_args(args, alg_kwargs, env_kwargs))
     show_progress = rank == 0 and not args.no_progress and (sys.stderr.isatty() or
                                                             args.progress)
@@ -513,14 +481,6 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
                   f"saved model to {kept}", flush=True)
             raise StopExit
     return model, args, env_kwargs, rank
-
-
-def her_horizon(env: Any, given: dict[str, Any]) -> dict[str, Any]:
-    """``--alg=her``'s settings that Baselines derived from the env's episode length."""
-    from rlbase.common.families.her_baselines import horizon_settings
-
-    spec = env.get_attr("spec", indices=[0])[0]
-    return horizon_settings(getattr(spec, "max_episode_steps", None), env.num_envs, given)
 
 
 def start_banner(name: str, entry: Any, alg_kwargs: dict[str, Any], total: int, num_env: int,
@@ -577,19 +537,16 @@ def zoo_flags(args: Any) -> None:
                           "(use --eval-episodes for more episodes)")
     if args.device not in ("auto", "cpu", "cuda", "gpu"):
         raise RLBaseError(f"--device must be auto, cpu or cuda, got {args.device!r}")
-    if args.device in ("cuda", "gpu") and not _gpu_visible():
-        print(f"rlbase: note: --device {args.device} ignored: no GPU visible, training on the "
-              "CPU", file=sys.stderr, flush=True)
+    if args.device in ("cuda", "gpu"):
+        import tensorflow as tf
+
+        if not tf.config.list_physical_devices("GPU"):
+            print(f"rlbase: note: --device {args.device} ignored: no GPU visible, training on "
+                  "the CPU", file=sys.stderr, flush=True)
     if args.log_folder and not args.log_path:
         args.log_path = next_run_folder(args.log_folder, args.alg, args.env)
     if args.log_folder and not args.save_path:  # the zoo keeps the trained model beside its logs
         args.save_path = os.path.join(args.log_path, f"{args.env}.zip")
-
-
-def _gpu_visible() -> bool:
-    import tensorflow as tf
-
-    return bool(tf.config.list_physical_devices("GPU"))
 
 
 def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], dict[str, Any],
@@ -612,9 +569,8 @@ def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], 
         check_extra_args(entry.name, entry, network, params)
     except RLBaseError as exc:
         raise RLBaseError(f"{where}: {exc}") from None
-    row.pop("algo", None)
-    row.pop("env", None)
-    row.pop("n_timesteps", None)
+    for key in ("algo", "env", "n_timesteps"):
+        row.pop(key, None)
     steps = None if settings.n_timesteps is None else str(settings.n_timesteps)
     return alg_kwargs, row, steps
 
@@ -627,7 +583,7 @@ def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> 
 
     if rank == 0:
         target = os.path.expanduser(args.save_path) if args.save_path else \
-            fallback_save_path(args, ckpt, "interrupted")
+            os.path.join(fallback_folders(args, ckpt)[0], f"{args.alg}_interrupted.zip")
         kept = save_model(model, target, args, ckpt)
         print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {kept}",
               flush=True)
@@ -683,6 +639,9 @@ def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
             print(f"Saved video {path}", flush=True)
 
 
+_DEPRECATED = re.compile(r"'(\w+)' is deprecated, use '(\w+)'")
+
+
 def run_cli(main_fn: Callable[[], Any]) -> None:
     """One clear line and exit status 2 for a user's mistake."""
     import warnings
@@ -695,7 +654,19 @@ def run_cli(main_fn: Callable[[], Any]) -> None:
     warnings.filterwarnings("default", message=r".*' is deprecated, use '",
                             category=DeprecationWarning)
     shown = warnings.showwarning
-    warnings.showwarning = _show_cli_warning(shown)
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        """A deprecated spelling's warning as one line in the CLI's words (its flags), since no
+        line of the user's code is involved; any other warning as Python shows it."""
+        text = str(message)
+        if issubclass(category, DeprecationWarning) and _DEPRECATED.search(text):
+            text = _DEPRECATED.sub(r"--\1 is deprecated, use --\2", text)
+            print(f"rlbase: warning: {text}", file=sys.stderr, flush=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
     try:
         main_fn()
         # Done and saved: a signal while the interpreter shuts down must not turn rc 0 into a
@@ -713,23 +684,6 @@ def run_cli(main_fn: Callable[[], Any]) -> None:
         raise
     finally:
         warnings.showwarning = shown
-
-
-_DEPRECATED = re.compile(r"'(\w+)' is deprecated, use '(\w+)'")
-
-
-def _show_cli_warning(fallback: Callable[..., None]) -> Callable[..., None]:
-    """A deprecated spelling's warning as one line in the CLI's words (its flags), since no
-    line of the user's code is involved; any other warning as Python shows it."""
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             file: Any = None, line: str | None = None) -> None:
-        text = str(message)
-        if issubclass(category, DeprecationWarning) and _DEPRECATED.search(text):
-            text = _DEPRECATED.sub(r"--\1 is deprecated, use --\2", text)
-            print(f"rlbase: warning: {text}", file=sys.stderr, flush=True)
-        else:
-            fallback(message, category, filename, lineno, file, line)
-    return show
 
 
 def cli() -> None:

@@ -47,18 +47,15 @@ def make_vec_env(
     """``n_envs`` envs, each in a :class:`~rlbase.common.envs.monitor.Monitor`, as one VecEnv.
 
     :param env_id: a registered env id, or a callable (an env class) returning an env.
-    :param n_envs: how many envs.
     :param seed: env ``i`` has its action space seeded with ``seed + start_index + i`` and is
         reset with ``seed + i`` at the first reset (None: unseeded).
     :param start_index: the rank of the first env (monitor file names, action-space seeds).
     :param monitor_dir: the folder of the monitor files, ``<monitor_dir>/<rank>.monitor.csv``;
         None writes no file (the Monitors still report ``info["episode"]``).
     :param wrapper_class: a wrapper (or function) applied to each env above its Monitor.
-    :param env_kwargs: keyword arguments for ``gymnasium.make`` or the callable.
     :param vec_env_cls: DummyVecEnv (the default) or SubprocVecEnv.
-    :param vec_env_kwargs: keyword arguments for ``vec_env_cls``.
-    :param monitor_kwargs: keyword arguments for Monitor.
-    :param wrapper_kwargs: keyword arguments for ``wrapper_class``.
+    :param env_kwargs, vec_env_kwargs, monitor_kwargs, wrapper_kwargs: keyword arguments for
+        ``gymnasium.make`` (or the callable), ``vec_env_cls``, Monitor and ``wrapper_class``.
 
     An env id gets ``render_mode='rgb_array'`` unless ``env_kwargs`` says otherwise or the env
     takes no render mode. Atari ids get no preprocessing here (Baselines' make_vec_env in

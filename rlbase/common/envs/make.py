@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import importlib
 import importlib.util
@@ -62,7 +63,7 @@ def check_env_id(env_id: str) -> None:
     env whose physics engine or ROMs are not installed."""
     name = registered_id(env_id)
     if name not in gym.registry and ("NoFrameskip" in name or name.startswith("ALE/")):
-        if not _register_ale():
+        if not _register("ale_py"):
             raise RLBaseError(f"'{env_id}' is an Atari game and ale-py is not installed: "
                               "pip install 'rlbase[atari]'")
     if name not in gym.registry and name.startswith(ROBOTICS_PREFIXES):
@@ -139,13 +140,17 @@ ROBOTICS_PREFIXES = ("Fetch", "HandManipulate", "HandReach", "AdroitHand", "Poin
                      "AntMaze", "FrankaKitchen")
 
 
-def _register_robotics() -> bool:
+def _register(package: str) -> bool:
+    """Import an optional package that registers envs; False when it is not installed."""
     try:
-        import gymnasium_robotics
+        module = importlib.import_module(package)
     except ImportError:
         return False
-    gym.register_envs(gymnasium_robotics)
+    gym.register_envs(module)
     return True
+
+
+_register_robotics = partial(_register, "gymnasium_robotics")
 
 
 def _mujoco_breaks_robotics() -> bool:
@@ -158,15 +163,6 @@ def _mujoco_breaks_robotics() -> bool:
         return False
     slide = mujoco.mjtJoint.mjJNT_SLIDE
     return not slide == np.int32(int(slide))
-
-
-def _register_ale() -> bool:
-    try:
-        import ale_py
-    except ImportError:
-        return False
-    gym.register_envs(ale_py)
-    return True
 
 
 def get_env_type(env_id: str) -> str:
@@ -201,15 +197,14 @@ def parse_env_kwargs(text: str | None) -> dict[str, Any]:
     """``--env_kwargs="{'key': value}"``: a Python dict literal (ast.literal_eval)."""
     if not text:
         return {}
+    must = "--env_kwargs must be a Python dict literal such as \"{'continuous': True}\""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError) as exc:
-        raise RLBaseError(f"--env_kwargs must be a Python dict literal such as "
-                          f"\"{{'continuous': True}}\", got {text!r} ({exc})") from None
+        raise RLBaseError(f"{must}, got {text!r} ({exc})") from None
     except (RecursionError, MemoryError):
-        raise RLBaseError(f"--env_kwargs must be a Python dict literal such as "
-                          f"\"{{'continuous': True}}\"; the {len(text):,} characters given "
-                          "are nested too deeply to read") from None
+        raise RLBaseError(f"{must}; the {len(text):,} characters given are nested too deeply "
+                          "to read") from None
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise RLBaseError(f"--env_kwargs must be a dict with string keys, got {text!r}")
     return value
@@ -382,14 +377,6 @@ def _vec_monitor(venv: VecEnv, monitor_dir: str | os.PathLike[str] | None) -> Ve
     return VecMonitor(venv, filename=None if own_files else _monitor_file(monitor_dir))
 
 
-def wrapper_chain(venv: VecEnv) -> list[VecEnv]:
-    """``[venv, venv.venv, ...]`` down to the base VecEnv."""
-    chain = [venv]
-    while isinstance(chain[-1], VecEnvWrapper):
-        chain.append(chain[-1].venv)
-    return chain
-
-
 def ensure_monitor(venv: VecEnv, monitor_dir: str | None = None) -> VecEnv:
     """``venv`` with a VecMonitor below every reward-changing wrapper (every algorithm counts
     the episodes a monitor reports, and their returns must be the env's own reward sums).
@@ -398,7 +385,9 @@ def ensure_monitor(venv: VecEnv, monitor_dir: str | None = None) -> VecEnv:
     are kept, so ``venv`` itself is returned); a monitor above a wrapper that declares
     ``changes_rewards`` (VecNormalize, VecRewardScale, or a user's own) is refused.
     """
-    chain = wrapper_chain(venv)
+    chain = [venv]  # venv, venv.venv, ... down to the base VecEnv
+    while isinstance(chain[-1], VecEnvWrapper):
+        chain.append(chain[-1].venv)
     monitors = [i for i, w in enumerate(chain) if isinstance(w, VecMonitor)]
     if monitors:
         below = [w for w in chain[monitors[0] + 1:]
@@ -441,26 +430,17 @@ def parse_unknown_args(args: list[str]) -> dict[str, Any]:
     """``['--lr=1e-3', '--nsteps', '5', '--dueling']`` -> {'lr': 0.001, 'nsteps': 5,
     'dueling': True}. Values are Python literals; anything else stays a string."""
     out: dict[str, Any] = {}
-    i = 0
-    while i < len(args):
-        arg = args[i]
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
         if not arg.startswith("--"):
             raise RLBaseError(f"unexpected argument '{arg}'; extra arguments must look like "
                               "--key=value")
         key, eq, value = arg[2:].partition("=")
         if not eq:
-            if i + 1 < len(args) and not args[i + 1].startswith("--"):
-                value = args[i + 1]
-                i += 1
-            else:
-                value = "True"
-        out[key.replace("-", "_")] = _literal(value)
-        i += 1
+            value = rest.pop(0) if rest and not rest[0].startswith("--") else "True"
+        key = key.replace("-", "_")
+        out[key] = value
+        with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
+            out[key] = ast.literal_eval(value)
     return out
-
-
-def _literal(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return text
