@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Union
 if TYPE_CHECKING:
     import optuna
 
+Params = dict[str, Any]  # the fields sampled so far
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -32,8 +34,7 @@ class Real:
     high: float
     log: bool = False
 
-    def sample(self, trial: optuna.Trial, name: str, params: dict[str, Any],
-               budget: Budget) -> float:
+    def sample(self, trial: optuna.Trial, name: str, params: Params, budget: Budget) -> float:
         return trial.suggest_float(name, self.low, self.high, log=self.log)
 
 
@@ -46,8 +47,7 @@ class Integer:
     log: bool = False
     at_most: str | None = None
 
-    def sample(self, trial: optuna.Trial, name: str, params: dict[str, Any],
-               budget: Budget) -> int:
+    def sample(self, trial: optuna.Trial, name: str, params: Params, budget: Budget) -> int:
         high = self.high if self.at_most is None else min(self.high, int(params[self.at_most]))
         return trial.suggest_int(name, self.low, max(self.low, high), log=self.log)
 
@@ -66,8 +66,7 @@ class PowerOfTwo:
     per_update: bool = False
     at_most: str | None = None
 
-    def sample(self, trial: optuna.Trial, name: str, params: dict[str, Any],
-               budget: Budget) -> int:
+    def sample(self, trial: optuna.Trial, name: str, params: Params, budget: Budget) -> int:
         high = self.high
         if self.per_update:
             high = min(high, int(math.log2(max(1, budget.n_timesteps // budget.num_envs))))
@@ -84,8 +83,7 @@ class OneMinus:
     low: float
     high: float
 
-    def sample(self, trial: optuna.Trial, name: str, params: dict[str, Any],
-               budget: Budget) -> float:
+    def sample(self, trial: optuna.Trial, name: str, params: Params, budget: Budget) -> float:
         return 1.0 - trial.suggest_float(f"one_minus_{name}", self.low, self.high, log=True)
 
 
@@ -95,8 +93,7 @@ class Choice:
 
     options: tuple[Any, ...]
 
-    def sample(self, trial: optuna.Trial, name: str, params: dict[str, Any],
-               budget: Budget) -> Any:
+    def sample(self, trial: optuna.Trial, name: str, params: Params, budget: Budget) -> Any:
         return trial.suggest_categorical(name, self.options)
 
 
@@ -106,8 +103,7 @@ class SameAs:
 
     other: str
 
-    def sample(self, trial: optuna.Trial, name: str, params: dict[str, Any],
-               budget: Budget) -> Any:
+    def sample(self, trial: optuna.Trial, name: str, params: Params, budget: Budget) -> Any:
         return params[self.other]
 
 
@@ -237,7 +233,7 @@ def space(algorithm: str) -> Space:
 
 def sample(trial: optuna.Trial, algorithm: str, budget: Budget) -> dict[str, Any]:
     """A trial's field values, sampled in the space's order."""
-    params: dict[str, Any] = {}
+    params: Params = {}
     for name, dimension in space(algorithm).items():
         params[name] = dimension.sample(trial, name, params, budget)
     return params

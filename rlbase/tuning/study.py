@@ -389,8 +389,7 @@ def write_best(study: optuna.Study, settings: TuneSettings, path: str) -> str:
               f"trial {best.number}, mean return {best.value:g} over {settings.eval_episodes} "
               f"episodes after {settings.n_timesteps} timesteps\n")
     text = yaml.safe_dump(row, sort_keys=False)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(header + text)
     return path

@@ -546,7 +546,6 @@ class Logger:
         return self.dir
 
     def close(self) -> None:
-        """Close every output."""
         for fmt in self.output_formats:
             fmt.close()
 
@@ -560,9 +559,8 @@ def _to_python(val: Any) -> Any:
     return val
 
 
-def _mpi_weighted_mean(
-    comm: Any, kvs: Mapping[str, Any], counts: Mapping[str, int]
-) -> dict[str, Any]:
+def _mpi_weighted_mean(comm: Any, kvs: Mapping[str, Any],
+                       counts: Mapping[str, int]) -> dict[str, Any]:
     """Average numeric values over all ranks, weighted by how many times each was logged."""
     gathered = comm.allgather({k: (v, counts.get(k, 1)) for k, v in kvs.items()})
     totals: dict[str, float] = defaultdict(float)
@@ -647,16 +645,11 @@ def make_logger(folder: str | os.PathLike[str] | None = None,
     return new
 
 
-def configure(
-    folder: str | os.PathLike[str] | None = None,
-    format_strings: Sequence[str] | str | None = None,
-    log_suffix: str = "",
-    comm: Any = None,
-    append: bool = False,
-    *,
-    dir: str | os.PathLike[str] | None = None,
-    format_strs: Sequence[str] | str | None = None,
-) -> Logger:
+def configure(folder: str | os.PathLike[str] | None = None,
+              format_strings: Sequence[str] | str | None = None, log_suffix: str = "",
+              comm: Any = None, append: bool = False, *,
+              dir: str | os.PathLike[str] | None = None,
+              format_strs: Sequence[str] | str | None = None) -> Logger:
     """Make a new logger the current one (Baselines) and return it (SB3).
 
     :param folder: where files go (Baselines' keyword: ``dir``); default ``$RLBASE_LOGDIR``
@@ -681,7 +674,11 @@ def configure(
             raise RLBaseError("configure: give the formats once, as format_strings or as "
                               "format_strs")
         format_strings = format_strs
-    return _use(make_logger(folder, format_strings, log_suffix, comm, append))
+    global _current
+    # The previous logger is not closed: one returned by configure() may be in use elsewhere
+    # (a model's set_logger); one nobody holds is freed, and its files closed, when it goes.
+    _current = make_logger(folder, format_strings, log_suffix, comm, append)
+    return _current
 
 
 def get_latest_run_id(log_path: str | os.PathLike[str] = "", log_name: str = "") -> int:
@@ -720,15 +717,6 @@ def configure_logger(verbose: int = 0, tensorboard_log: str | os.PathLike[str] |
     return new
 
 
-def _use(new: Logger) -> Logger:
-    """Make ``new`` the current logger. The previous one is not closed: a logger returned by
-    configure() may be in use elsewhere (a model's ``set_logger``); one nobody holds is freed,
-    and its files closed, when it goes."""
-    global _current
-    _current = new
-    return new
-
-
 def get_current() -> Logger:
     """The logger the module-level functions use."""
     return _current
@@ -757,11 +745,9 @@ def using(new: Logger) -> Iterator[Logger]:
 
 
 @contextlib.contextmanager
-def scoped_configure(
-    dir: str | os.PathLike[str] | None = None,
-    format_strs: Sequence[str] | str | None = None,
-    comm: Any = None,
-) -> Iterator[Logger]:
+def scoped_configure(dir: str | os.PathLike[str] | None = None,
+                     format_strs: Sequence[str] | str | None = None,
+                     comm: Any = None) -> Iterator[Logger]:
     """Use a new logger inside a ``with`` block, then close it and restore the previous one."""
     new = make_logger(dir, format_strs, comm=comm)
     try:

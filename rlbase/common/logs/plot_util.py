@@ -104,12 +104,8 @@ def _is_result_dir(filenames: Sequence[str]) -> bool:
                or name.endswith("monitor.csv") for name in filenames)
 
 
-def load_results(
-    root_dir_or_dirs: PathLike | Sequence[PathLike],
-    enable_progress: bool = True,
-    enable_monitor: bool = True,
-    verbose: bool = False,
-) -> list[Result]:
+def load_results(root_dir_or_dirs: PathLike | Sequence[PathLike], enable_progress: bool = True,
+                 enable_monitor: bool = True, verbose: bool = False) -> list[Result]:
     """Every run folder under one or more roots (a folder or a list), searched recursively:
     one :class:`Result` per folder holding results, sorted by folder name. ``verbose`` prints
     each folder found."""
@@ -259,17 +255,14 @@ COLORS = [
 def default_xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
     """x = timesteps so far (cumulative episode lengths), y = episode return smoothed."""
     if result.monitor is None:
-        raise RLBaseError(
-            f"{result.dirname!r} has no monitor.csv; pass xy_fn=progress_xy_fn(x_key, y_key)"
-        )
+        raise RLBaseError(f"{result.dirname!r} has no monitor.csv; pass "
+                          "xy_fn=progress_xy_fn(x_key, y_key)")
     x = np.cumsum(result.monitor["l"].to_numpy())
-    y = smooth(result.monitor["r"].to_numpy(), radius=10)
-    return x, y
+    return x, smooth(result.monitor["r"].to_numpy(), radius=10)
 
 
-def progress_xy_fn(
-    x_key: str = "time/total_timesteps", y_key: str = "rollout/ep_rew_mean"
-) -> Callable[[Result], tuple[np.ndarray, np.ndarray]]:
+def progress_xy_fn(x_key: str = "time/total_timesteps", y_key: str = "rollout/ep_rew_mean"
+                   ) -> Callable[[Result], tuple[np.ndarray, np.ndarray]]:
     """An ``xy_fn`` plotting the progress table's ``x_key`` column against ``y_key``'s."""
 
     def xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
@@ -278,10 +271,8 @@ def progress_xy_fn(
             raise RLBaseError(f"{result.dirname!r} has no progress.csv or progress.json")
         for key in (x_key, y_key):
             if key not in table.columns:
-                raise RLBaseError(
-                    f"progress key {key!r} not in {result.dirname!r}; "
-                    f"valid keys: {', '.join(map(str, table.columns))}"
-                )
+                raise RLBaseError(f"progress key {key!r} not in {result.dirname!r}; valid keys: "
+                                  f"{', '.join(map(str, table.columns))}")
         rows = table[[x_key, y_key]].dropna()
         return rows[x_key].to_numpy(dtype=float), rows[y_key].to_numpy(dtype=float)
 
@@ -350,25 +341,15 @@ def _average_curves(curves: list[tuple[np.ndarray, np.ndarray]], resample: int,
 DEFAULT_SAMPLES = 512  # the resampling grid when averaging without a resample given
 
 
-def plot_results(
-    allresults: Sequence[Result],
-    *,
-    xy_fn: Callable[[Result], tuple[Any, Any]] = default_xy_fn,
-    split_fn: Callable[[Result], Any] | None = default_split_fn,
-    group_fn: Callable[[Result], Any] | None = default_split_fn,
-    average_group: bool = False,
-    shaded_std: bool = True,
-    shaded_err: bool = True,
-    figsize: tuple[float, float] | None = None,
-    legend_outside: bool = False,
-    resample: int = 0,
-    smooth_step: float = 1.0,
-    tiling: str | None = "vertical",
-    xlabel: str | None = None,
-    ylabel: str | None = None,
-    use_pyplot: bool = True,
-    title: str | None = None,
-):
+def plot_results(allresults: Sequence[Result], *,
+                 xy_fn: Callable[[Result], tuple[Any, Any]] = default_xy_fn,
+                 split_fn: Callable[[Result], Any] | None = default_split_fn,
+                 group_fn: Callable[[Result], Any] | None = default_split_fn,
+                 average_group: bool = False, shaded_std: bool = True, shaded_err: bool = True,
+                 figsize: tuple[float, float] | None = None, legend_outside: bool = False,
+                 resample: int = 0, smooth_step: float = 1.0, tiling: str | None = "vertical",
+                 xlabel: str | None = None, ylabel: str | None = None, use_pyplot: bool = True,
+                 title: str | None = None):
     """Plot learning curves: one panel per split key, one colour per group key. The
     arguments and their defaults are Baselines' ``plot_results``.
 
@@ -489,12 +470,11 @@ def learning_curve_figure(result: Result, label: str, title: str | None = None):
         raw = result.monitor["r"].to_numpy(dtype=float)
         ax.plot(x, raw, color=color, alpha=0.25, linewidth=0.8, label=f"{label} (episodes)")
         ax.plot(x, smooth(raw, radius=10), color=color, label=f"{label} (smoothed)")
-    table = result.progress
-    if table is not None and "eval/mean_reward" in table.columns:
-        x_key = "time/total_timesteps"
-        rows = table[[x_key, "eval/mean_reward"]].dropna() if x_key in table.columns else None
-        if rows is not None and len(rows):
-            ax.plot(rows[x_key].to_numpy(float), rows["eval/mean_reward"].to_numpy(float),
+    table, x_key, y_key = result.progress, "time/total_timesteps", "eval/mean_reward"
+    if table is not None and {x_key, y_key} <= set(table.columns):
+        rows = table[[x_key, y_key]].dropna()
+        if len(rows):
+            ax.plot(rows[x_key].to_numpy(float), rows[y_key].to_numpy(float),
                     color=COLORS[1], marker="o", label=f"{label} (evaluation)")
     if not ax.lines:
         raise RLBaseError(f"{result.dirname}: no episodes in its monitor files and no "

@@ -159,8 +159,7 @@ class CallbackList(BaseCallback):
             callback.on_rollout_start()
 
     def _on_step(self) -> bool:
-        results = [callback.on_step() for callback in self.callbacks]
-        return all(results)
+        return all([callback.on_step() for callback in self.callbacks])  # (every one runs)
 
     def _on_rollout_end(self) -> None:
         for callback in self.callbacks:
@@ -436,8 +435,7 @@ class ProgressBarCallback(BaseCallback):
     def _on_training_start(self) -> None:
         from tqdm import tqdm
 
-        total = int(self.locals["total_timesteps"])
-        self.pbar = tqdm(total=total)
+        self.pbar = tqdm(total=int(self.locals["total_timesteps"]))
         self._start = self.model.num_timesteps
 
     def _on_step(self) -> bool:
