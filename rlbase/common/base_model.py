@@ -11,7 +11,9 @@ function that ``learn()`` and the classes in ``rlbase.compat.sb3`` both call.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -25,6 +27,8 @@ from rlbase.common.vec_env.base import VecEnv, find_wrapper
 from rlbase.common.vec_env.vec_normalize import NormalizationStats, VecNormalize
 
 NORMALIZE_PREFIX = "vec_normalize/"
+# Arrays a checkpoint adds to a model file (its resume state), not the model's parameters.
+RESUME_PREFIXES = ("rng/", "loop/", "replay/", "resume/", "best/")
 # Models saved before the one contract (rlbase 0.1) have no "format" entry; their arrays are
 # named as today's, so they load unless the algorithm's variables changed.
 MODEL_FORMAT = 2
@@ -32,34 +36,29 @@ MODEL_FORMAT = 2
 StepResult = tuple[np.ndarray, "np.ndarray | None", "np.ndarray | None", "np.ndarray | None"]
 
 
+def _json_value(value: Any) -> tuple[Any, bool]:
+    """``(value as JSON holds it (tuples as lists), whether JSON can hold it)``."""
+    value = list(value) if isinstance(value, tuple) else value
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return value, False
+    return value, True
+
+
 def jsonable(params: dict[str, Any]) -> dict[str, Any]:
     """Hyperparameters for the metadata: values JSON cannot hold are kept as their repr."""
-    import json
-
     out = {}
     for key, value in params.items():
-        if isinstance(value, tuple):
-            value = list(value)
-        try:
-            json.dumps(value)
-            out[key] = value
-        except (TypeError, ValueError):
-            out[key] = repr(value)
+        value, ok = _json_value(value)
+        out[key] = value if ok else repr(value)
     return out
 
 
 def unserializable(params: dict[str, Any]) -> list[str]:
     """The keys :func:`jsonable` could only keep as a repr (callables, objects): a model
     rebuilt from a file uses the defaults for those."""
-    import json
-
-    out = []
-    for key, value in params.items():
-        try:
-            json.dumps(list(value) if isinstance(value, tuple) else value)
-        except (TypeError, ValueError):
-            out.append(key)
-    return out
+    return [key for key, value in params.items() if not _json_value(value)[1]]
 
 
 class BaseModel(ABC):
@@ -179,10 +178,8 @@ class BaseModel(ABC):
         if unknown:
             raise RLBaseError(f"unknown parameter(s) {unknown[:5]}; this {self.algorithm} model "
                               f"has {sorted(current)[:5]}...")
-        missing = sorted(set(current) - set(arrays))
-        if exact_match and missing:
-            raise RLBaseError(f"missing parameter(s) {missing[:5]} ({len(missing)} in all); pass "
-                              "exact_match=False to keep them")
+        if exact_match:
+            refuse_missing(current, arrays, "parameter")
         merged = dict(current)
         for name, value in arrays.items():
             value = np.asarray(value)
@@ -265,8 +262,8 @@ class BaseModel(ABC):
         metadata, arrays, _ = load_file(path, allow_pickle=allow_pickle)
         check_model_metadata(metadata, path, self.algorithm)
         check_spaces(metadata, self.observation_space, self.action_space)
-        params = {k: v for k, v in arrays.items() if not k.startswith(NORMALIZE_PREFIX)
-                  and not _is_resume_array(k)}
+        params = {k: v for k, v in arrays.items()
+                  if not k.startswith((NORMALIZE_PREFIX, *RESUME_PREFIXES))}
         self.load_parameter_arrays(params, path)
         self.num_timesteps = int(metadata.get("num_timesteps", 0))
         config = metadata.get("vec_normalize")
@@ -280,11 +277,12 @@ class BaseModel(ABC):
         return metadata, arrays
 
 
-RESUME_PREFIXES = ("rng/", "loop/", "replay/", "resume/", "best/")
-
-
-def _is_resume_array(name: str) -> bool:
-    return name.startswith(RESUME_PREFIXES)
+def refuse_missing(expected: Iterable[str], given: Iterable[str], what: str) -> None:
+    """set_parameters(exact_match=True): every one of ``expected`` must be ``given``."""
+    missing = sorted(set(expected) - set(given))
+    if missing:
+        raise RLBaseError(f"missing {what}(s) {missing[:5]} ({len(missing)} in all); pass "
+                          "exact_match=False to keep them")
 
 
 def check_model_metadata(metadata: dict[str, Any], path: str, algorithm: str) -> None:

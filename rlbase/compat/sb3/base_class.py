@@ -18,7 +18,13 @@ import numpy as np
 
 from rlbase import registry
 from rlbase.common import nested
-from rlbase.common.base_model import BaseModel, jsonable, unserializable
+from rlbase.common.base_model import (
+    BaseModel,
+    check_model_metadata,
+    jsonable,
+    refuse_missing,
+    unserializable,
+)
 from rlbase.common.buffers.her_replay_buffer import HerReplayBuffer
 from rlbase.common.envs.make import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
@@ -111,7 +117,7 @@ class BaseRLModel:
         from_kwargs, policy_kwargs = translate_policy_kwargs(
             self.algorithm, dict(policy_kwargs or {}), self.network)
         hyperparameters = {**from_kwargs, **hyperparameters}
-        allowed = self._hyperparameter_names()
+        allowed = set(config.accepted_names()) - set(RESERVED)
         for name in hyperparameters:  # what learn() or the class itself sets is not one
             if name not in allowed:
                 raise RLBaseError(f"{type(self).__name__} has no hyperparameter {name!r}; "
@@ -144,9 +150,6 @@ class BaseRLModel:
                               f", a network name ({', '.join(registered_networks())}) or a "
                               "callable")
         return policy
-
-    def _hyperparameter_names(self) -> set[str]:
-        return set(self.entry.config.accepted_names()) - set(RESERVED)
 
     def _setup_model(self) -> None:
         assert self.observation_space is not None and self.action_space is not None
@@ -221,7 +224,11 @@ class BaseRLModel:
                 type(self).__name__ if tb_log_name is None else tb_log_name, reset_num_timesteps)
         assert self._logger is not None
         hooks, plain = split_callbacks(callback)
-        bar = _progress_bar(total_timesteps) if progress_bar else None
+        bar = None
+        if progress_bar:
+            from tqdm import tqdm
+
+            bar = tqdm(total=int(total_timesteps), unit="steps")
         start = model.num_timesteps
 
         def on_step(inner: Any, info: dict[str, Any]) -> bool:
@@ -467,26 +474,20 @@ class BaseRLModel:
             those that could not be saved, such as callables, must be given again.
         """
         _check_force_reset(force_reset)
-        kwargs = {**custom_object_kwargs(cls._config_class(), custom_objects), **kwargs,
-                  "device": device}
+        config = registry.get_algorithm(cls.algorithm).config
+        kwargs = {**custom_object_kwargs(config, custom_objects), **kwargs, "device": device}
         with reading(path, "zip") as file:
             return cls._load_file(file, env, print_system_info, kwargs)
-
-    @classmethod
-    def _config_class(cls) -> Any:
-        return registry.get_algorithm(cls.algorithm).config
 
     @classmethod
     def _load_file(cls, path: str, env: VecEnv | gym.Env | str | None, print_system_info: bool,
                    kwargs: dict[str, Any]) -> BaseRLModel:
         metadata = load_file(path)[0]
-        if metadata.get("algorithm") != cls.algorithm:
-            raise RLBaseError(f"model file {path} holds a '{metadata.get('algorithm')}' "
-                              f"model, not '{cls.algorithm}'")
+        check_model_metadata(metadata, path, cls.algorithm)
         if print_system_info:
             print(f"== saved with: {metadata.get('versions')}\n== this system: "
                   f"{library_versions()}")
-        config = cls._config_class()
+        config = registry.get_algorithm(cls.algorithm).config
         given = {f for k in kwargs for f in (config.fields_of(k) or [k])}
         lost = sorted(set(metadata.get("unserializable") or ()) - given)
         if lost:  # SB3 warns likewise when an object cannot be deserialized
@@ -559,10 +560,8 @@ class BaseRLModel:
             if name not in objects:
                 raise RLBaseError(f"set_parameters: unknown object {name!r}; this "
                                   f"{type(self).__name__} has {', '.join(objects)}")
-        missing = sorted(set(objects) - set(given))
-        if exact_match and missing:
-            raise RLBaseError(f"set_parameters: missing object(s) {missing}; pass "
-                              "exact_match=False to keep them")
+        if exact_match:
+            refuse_missing(objects, given, "object")
         flat = {f"{name}/{key}" if key else name: value
                 for name, arrays in given.items() for key, value in arrays.items()}
         self._require_model().set_parameters(flat, exact_match=exact_match)
@@ -730,12 +729,6 @@ def _nested_batch(space: gym.Space, observation: Any) -> tuple[Any, bool, int]:
         raise RLBaseError(f"the observation's entries hold batches of different sizes "
                           f"{sorted(sizes)}")
     return obs, batched, sizes.pop()
-
-
-def _progress_bar(total: int) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=int(total), unit="steps")
 
 
 def _timestep_count(total_timesteps: Any) -> int:
