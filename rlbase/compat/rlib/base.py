@@ -66,9 +66,8 @@ def run_folder(save_folder: str) -> str:
     if not isinstance(save_folder, (str, os.PathLike)):
         raise RLBaseError(f"save_folder must be a path, got {save_folder!r}")
     save_folder = os.fspath(save_folder)
-    runs = 0
-    if os.path.isdir(save_folder):
-        runs = sum(os.path.isdir(os.path.join(save_folder, f)) for f in os.listdir(save_folder))
+    runs = sum(os.path.isdir(os.path.join(save_folder, f)) for f in os.listdir(save_folder)) \
+        if os.path.isdir(save_folder) else 0
     return os.path.join(save_folder, f"run_{runs}")
 
 
@@ -90,34 +89,10 @@ class BaseAlgorithm:
     keeps_best: ClassVar[bool] = False
     #: test (and record) before training too
     test_at_start: ClassVar[bool] = False
-
-    # (declared here: the package's modules import one another, and mypy needs the types)
-    kwargs: dict[str, Any]
-    spec: EnvSpec
-    num_envs: int
-    test_every: int
-    num_test_episodes: int
-    budget: int
-    seed: int | None
-    max_episode_length: int
-    max_total_reward: float
-    stop_max_score: bool
-    verbose: bool
-    obs_space: gym.Space
+    # Declared (set by a tuple assignment): the package's modules import one another, and mypy
+    # needs the types of the attributes set in __init__ (annotated there).
     action_space: gym.Space
     episode_cap: int | None
-    save_folder: str
-    models_folder: str
-    plots_folder: str
-    videos_folder: str
-    current_iteration: int
-    train_episodes: list[list[float]]
-    test_scores: list[list[float]]
-    best_test_reward: float
-    current_agent: BaseRLModel | None
-    _seen: int
-    _call_start: int
-    _target: int
 
     def __init__(self, kwargs: dict[str, Any], spec: EnvSpec, *, num_envs: int,
                  save_folder: str, seed: int | None, test_every: int, num_test_episodes: int,
@@ -136,25 +111,25 @@ class BaseAlgorithm:
             raise RLBaseError(f"{name}: max_total_reward must be a number (-1: no limit), got "
                               f"{spec.max_total_reward!r}")
         self.max_episode_length = spec.max_episode_length
-        self.max_total_reward = spec.max_total_reward
+        self.max_total_reward: float = spec.max_total_reward
         if stop_max_score and spec.max_total_reward == -1:
             raise RLBaseError(f"{name}: stop_max_score=True stops once every test episode "
                               "reaches max_total_reward; give max_total_reward")
-        self.stop_max_score = bool(stop_max_score)
-        self.verbose = bool(verbose)
+        self.stop_max_score: bool = bool(stop_max_score)
+        self.verbose: bool = bool(verbose)
         self.obs_space, self.action_space, self.episode_cap = spec.spaces()
-        self.save_folder = run_folder(save_folder)
-        self.models_folder = os.path.join(self.save_folder, "models")
-        self.plots_folder = os.path.join(self.save_folder, "plots")
-        self.videos_folder = os.path.join(self.save_folder, "videos")
-        self.current_iteration = 0
-        self.train_episodes = []  # [env steps, return, length]
-        self.test_scores = []  # [iteration, mean, std]
-        self.best_test_reward = -math.inf
-        self._seen = 0  # episodes of the current learn() call already recorded
-        self._call_start = 0  # current_iteration when that call began
-        self._target = 0
-        self.current_agent = None
+        self.save_folder: str = run_folder(save_folder)
+        self.models_folder: str = os.path.join(self.save_folder, "models")
+        self.plots_folder: str = os.path.join(self.save_folder, "plots")
+        self.videos_folder: str = os.path.join(self.save_folder, "videos")
+        self.current_iteration: int = 0
+        self.train_episodes: list[list[float]] = []  # [env steps, return, length]
+        self.test_scores: list[list[float]] = []  # [iteration, mean, std]
+        self.best_test_reward: float = -math.inf
+        self._seen: int = 0  # episodes of the current learn() call already recorded
+        self._call_start: int = 0  # current_iteration when that call began
+        self._target: int = 0
+        self.current_agent: BaseRLModel | None = None
 
     # -- the rlbase model ---------------------------------------------------------------------
     def _build(self, policy: str | None, policy_kwargs: dict[str, Any] | None,

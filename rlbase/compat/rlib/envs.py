@@ -93,10 +93,9 @@ class EnvSpec:
         """(observation space, action space, the episode length cap or None)."""
         env = self.make()
         try:
-            caps = [c for c in (self.max_episode_length if self.max_episode_length != -1
-                                else None,
+            caps = [c for c in (self.max_episode_length,
                                 env.spec.max_episode_steps if env.spec is not None else None)
-                    if c is not None]
+                    if c is not None and c != -1]
             return env.observation_space, env.action_space, min(caps) if caps else None
         finally:
             env.close()
