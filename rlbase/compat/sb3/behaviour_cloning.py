@@ -10,10 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common import nested
-from rlbase.common.buffers.expert_data import (
-    KEYS,
-    LEAF_PREFIX,
-)
+from rlbase.common.buffers.expert_data import KEYS, LEAF_PREFIX
 from rlbase.common.errors import RLBaseError
 from rlbase.compat.sb3.base_class import BaseRLModel
 
@@ -41,8 +38,6 @@ def generate_expert_traj(model_or_callable: Any, env: gym.Env | str, n_episodes:
                           f"{type(env).__name__} (use one env, not a VecEnv)")
     if isinstance(model_or_callable, BaseRLModel):
         expert = model_or_callable
-        # A model trained under VecNormalize acts on observations normalized with its saved
-        # statistics; the env's own observations are what is recorded.
         normalization = expert.model.normalization if expert.model is not None else None
 
         def policy(obs: np.ndarray) -> Any:

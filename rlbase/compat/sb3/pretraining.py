@@ -3,6 +3,7 @@ them by supervised learning (``pretrain``)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -88,10 +89,7 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
     def eval_step(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
         return loss_fn(obs, actions)
 
-    def cast(obs: np.ndarray | dict[str, np.ndarray], actions: np.ndarray
-             ) -> tuple[Any, np.ndarray]:
-        return typed_batch(obs, actions, ob_space, ac_space)
-
+    cast = functools.partial(typed_batch, ob_space=ob_space, ac_space=ac_space)
     history = []
     for epoch in range(1, n_epochs + 1):
         losses = [float(train_step(*cast(o, a))) for o, a in dataset.batches("train")]
