@@ -122,3 +122,59 @@ def test_piecewise_errors():
         sched.value(11)
     with pytest.raises(RLBaseError, match="timestep -1"):
         sched.value(-1)
+
+
+# --- exact values at the edges (each kills mutants tests/mutation/mutate.py found surviving) --
+
+
+@pytest.mark.parametrize("name, elapsed, expected", [
+    ("middle_drop", 0.25, 0.75),           # exactly at the floor: still linear
+    ("double_middle_drop", 0.25, 0.75),    # exactly at the first threshold: still linear
+    ("double_middle_drop", 0.75, 0.075),   # exactly at the second threshold: the middle value
+])
+def test_shapes_at_their_thresholds(name, elapsed, expected):
+    assert schedules.SHAPES[name](elapsed) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("text, name, start", [
+    ("lin_3e-4", "linear", 3e-4), ("  lin_0.5 ", "linear", 0.5),
+    ("middle_drop(0.25)", "middle_drop", 0.25), ("constant(-1)", "constant", -1.0),
+])
+def test_parse_schedule(text, name, start):
+    parsed = schedules.parse_schedule(text)
+    assert (parsed.name, parsed.start) == (name, start)
+    assert parsed(0.5) == schedules.named_schedule(name, start)(0.5)
+
+
+@pytest.mark.parametrize("text", ["lin_", "linear", "linear(1e)", "lin_1e", "(0.1)"])
+def test_parse_schedule_refuses(text):
+    with pytest.raises(RLBaseError, match="schedule"):
+        schedules.parse_schedule(text)
+
+
+def test_named_schedules_equal_only_with_the_same_shape_and_start():
+    a = schedules.NamedSchedule("linear", 0.5)
+    assert a == schedules.NamedSchedule("linear", 0.5) and hash(a) == hash(
+        schedules.NamedSchedule("linear", 0.5))
+    assert a != schedules.NamedSchedule("linear", 0.25)
+    assert a != schedules.NamedSchedule("constant", 0.5)
+    assert a != schedules.NamedSchedule("constant", 1.0) and a != "linear(0.5)"
+    assert schedules.NamedSchedule("linear", 1.0) != schedules.NamedSchedule("middle_drop", 0.5)
+
+
+def test_one_step_schedules_and_negative_sizes():
+    assert schedules.Scheduler(2.0, 1, "constant").value() == 2.0
+    assert schedules.LinearSchedule(1, final_p=0.0).value(1) == 0.0
+    with pytest.raises(RLBaseError):
+        schedules.Scheduler(1.0, -1, "constant")
+    with pytest.raises(RLBaseError):
+        schedules.LinearSchedule(-1, final_p=0.0)
+
+
+def test_piecewise_segment_ends_belong_to_the_next_segment():
+    # A step interpolation (always the left value) shows which segment owns t == right_t.
+    steps = schedules.PiecewiseSchedule([(0, 1.0), (10, 2.0), (20, 3.0)],
+                                        interpolation=lambda left, right, alpha: left)
+    assert [steps.value(t) for t in (0, 9, 10, 19, 20)] == [1.0, 1.0, 2.0, 2.0, 3.0]
+    # The last endpoint is found by value (a float equal to an int endpoint), not identity.
+    assert schedules.PiecewiseSchedule([(0, 1.0), (10, 2.0), (20, 5.0)]).value(20.0) == 5.0
