@@ -69,3 +69,19 @@ def test_bad_capacity_and_indices_are_errors():
         tree[4] = 1.0
     with pytest.raises(RLBaseError, match="outside"):
         tree.min(2, 6)
+
+
+@pytest.mark.parametrize("idx, named", [(-1, "-1"), ([3, 9], "9"), ([0, 9], "9"),
+                                        ([9, 10], "9"), ([-2, 2], "-2")])
+def test_an_index_error_names_the_first_bad_index_and_the_range(idx, named):
+    tree = SumSegmentTree(8)
+    for access in (lambda: tree.__setitem__(idx, 1.0), lambda: tree[idx]):
+        with pytest.raises(RLBaseError, match=rf"index {named} is outside 0\.\.7$"):
+            access()
+
+
+def test_one_slot_reads_back_as_a_float_and_many_as_an_array():
+    tree = MinSegmentTree(4)
+    tree[2] = 0.5
+    assert type(tree[2]) is float and tree[2] == 0.5
+    np.testing.assert_array_equal(tree[np.array([2, 3])], [0.5, np.inf])
