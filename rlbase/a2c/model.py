@@ -8,10 +8,12 @@ import gymnasium as gym
 import tensorflow as tf
 
 from rlbase.a2c.config import A2CConfig
-from rlbase.common.families.actor_critic import OnPolicyModel, actor_critic_parts
-from rlbase.common.networks.policies import (
-    ActorCriticPolicy,
+from rlbase.common.families.actor_critic import (
+    OnPolicyModel,
+    actor_critic_losses,
+    actor_critic_parts,
 )
+from rlbase.common.networks.policies import ActorCriticPolicy
 from rlbase.common.tf_util import (
     RMSprop,
     clip_by_global_norm,
@@ -23,24 +25,6 @@ from rlbase.common.tf_util import (
 STAT_NAMES = ("policy_loss", "value_loss", "entropy_loss", "explained_variance", "grad_norm")
 # Updates from which XLA's ~1.5 s compile is repaid (~1 ms saved per update).
 XLA_MIN_UPDATES = 1500
-
-
-def a2c_losses(neglogp: tf.Tensor, entropy: tf.Tensor, values: tf.Tensor, returns: tf.Tensor,
-               ent_coef: float, vf_coef: float, normalize_advantage: bool = False
-               ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-    """A2C's loss ``L = mean(A * -log pi(a|s)) + vf_coef * mean((V - R)^2) - ent_coef * H``
-    with the advantage ``A = R - V`` held constant (with ``normalize_advantage``:
-    ``(A - mean A) / (std A + 1e-8)`` over the batch); returns (total, policy, value,
-    entropy)."""
-    advantages = tf.stop_gradient(returns - values)
-    if normalize_advantage:
-        advantages = (advantages - tf.reduce_mean(advantages)) / (
-            tf.math.reduce_std(advantages) + 1e-8)
-    policy_loss = tf.reduce_mean(advantages * neglogp)
-    value_loss = tf.reduce_mean(tf.square(values - returns))
-    entropy = tf.reduce_mean(entropy)
-    return policy_loss - entropy * ent_coef + value_loss * vf_coef, policy_loss, value_loss, \
-        entropy
 
 
 class Model(OnPolicyModel):
@@ -82,7 +66,7 @@ class Model(OnPolicyModel):
             params, values, _, _ = policy.forward(obs, state, starts)
             returns = self._returns(rewards, dones, tf.stop_gradient(values), last_values)
             pd = policy.distribution(params)
-            loss, policy_loss, value_loss, entropy = a2c_losses(
+            loss, policy_loss, value_loss, entropy = actor_critic_losses(
                 pd.neglogp(actions), pd.entropy(), values, returns, self.ent_coef, self.vf_coef,
                 self.normalize_advantage)
         variables = policy.trainable_variables

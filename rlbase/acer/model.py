@@ -23,9 +23,9 @@ from rlbase.common import nested
 from rlbase.common.buffers.raw_replay import RawReplay
 from rlbase.common.buffers.transitions import bootstraps_truncation
 from rlbase.common.errors import RLBaseError
-from rlbase.common.families.actor_critic import OnPolicyModel
+from rlbase.common.families.actor_critic import OnPolicyModel, use_xla
 from rlbase.common.io.checkpoint import generator_state, set_generator_state
-from rlbase.common.networks.policies import ActorCriticPolicy, has_images, xla_is_faster
+from rlbase.common.networks.policies import ActorCriticPolicy, has_images
 from rlbase.common.tf_util import (
     CompiledFunction,
     RMSprop,
@@ -355,11 +355,8 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
     value_network = kwargs.pop("value_network", None)
     policy, average = (AcerPolicy(observation_space, action_space, network, value_network,
                                   kwargs) for _ in range(2))
-    jit = config.jit_compile
-    if jit is None:
-        jit = total_timesteps // (num_envs * config.nsteps) >= XLA_MIN_UPDATES and \
-            xla_is_faster(observation_space)
-    return Model(policy, average, num_envs, config, network_kwargs, jit_compile=bool(jit))
+    jit = use_xla(observation_space, num_envs, config, total_timesteps, XLA_MIN_UPDATES)
+    return Model(policy, average, num_envs, config, network_kwargs, jit_compile=jit)
 
 
 def _padded(x: np.ndarray, rows: int) -> np.ndarray:

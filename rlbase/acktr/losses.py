@@ -1,21 +1,9 @@
-"""ACKTR's losses: pure functions of the policy's outputs."""
+"""ACKTR's Fisher loss: a pure function of the policy's outputs (its actor-critic loss is
+A2C's, rlbase.common.families.actor_critic.actor_critic_losses)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
-
-
-def actor_critic_losses(neglogp: tf.Tensor, entropy: tf.Tensor, values: tf.Tensor,
-                        returns: tf.Tensor, ent_coef: float, vf_coef: float
-                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-    """``L = mean(A * -log pi(a|s)) - ent_coef * H + vf_coef * mean((V - R)^2)`` with
-    ``A = R - V`` held constant; returns (total, policy, value, entropy)."""
-    advantages = tf.stop_gradient(returns - values)
-    policy_loss = tf.reduce_mean(advantages * neglogp)
-    value_loss = tf.reduce_mean(tf.square(values - returns))
-    entropy = tf.reduce_mean(entropy)
-    return policy_loss - ent_coef * entropy + vf_coef * value_loss, policy_loss, value_loss, \
-        entropy
 
 
 def sampled_fisher_loss(neglogp_sampled: tf.Tensor, values: tf.Tensor, noise: tf.Tensor,

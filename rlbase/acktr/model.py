@@ -11,9 +11,9 @@ import tensorflow as tf
 
 from rlbase.acktr.config import ACKTRConfig
 from rlbase.acktr.kfac import KFAC, check_layers, recording
-from rlbase.acktr.losses import actor_critic_losses, sampled_fisher_loss
+from rlbase.acktr.losses import sampled_fisher_loss
 from rlbase.common.errors import RLBaseError
-from rlbase.common.families.actor_critic import OnPolicyModel
+from rlbase.common.families.actor_critic import OnPolicyModel, actor_critic_losses
 from rlbase.common.networks.policies import ActorCriticPolicy, has_images, policy_from_kwargs
 from rlbase.common.tf_util import configure_threads, discounted_returns, explained_variance
 

@@ -6,15 +6,17 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.families.actor_critic import OnPolicyModel, actor_critic_parts, restore_seed
-from rlbase.common.mpi_util import get_comm, sync_variables
-from rlbase.common.networks.policies import (
-    ActorCriticPolicy,
+from rlbase.common.families.actor_critic import (
+    OnPolicyModel,
+    actor_critic_parts,
+    new_shuffle_seed,
+    workers,
 )
+from rlbase.common.mpi_util import get_comm
+from rlbase.common.networks.policies import ActorCriticPolicy
 from rlbase.common.tf_util import (
     Adam,
     average_over_workers,
@@ -97,27 +99,15 @@ class Model(OnPolicyModel):
         # Minibatches are drawn in units: single samples, or whole env sequences (recurrent).
         self.unit_len = nsteps if policy.recurrent else 1
         self.nunits = nbatch // self.unit_len
-        self.shuffle_seed = tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64,
-                                        trainable=False)
+        self.shuffle_seed = new_shuffle_seed()
+        self.shuffle_what = "PPO's minibatch shuffling seed"
         # Under MPI every minibatch gradient is averaged over the workers from inside the
         # training graph (a numpy_function call, which XLA cannot compile).
-        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
-        if self.comm is not None:
-            jit_compile = False
-            sync_variables(policy.weights, self.comm)
+        self.comm = workers(comm, policy.weights)
+        jit_compile = jit_compile and self.comm is None
         optimizer = Adam(learning_rate=3e-4, epsilon=1e-5)
         super().__init__(policy, optimizer, num_envs, nsteps, network_kwargs or {}, config,
                          jit_compile)
-
-    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta, arrays = super().resume_state()
-        arrays["loop/shuffle_seed"] = self.shuffle_seed.numpy()  # the minibatch order
-        return meta, arrays
-
-    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        super().restore_resume_state(meta, arrays)
-        restore_seed(arrays, "loop/shuffle_seed", self.shuffle_seed,
-                     "PPO's minibatch shuffling seed", "another algorithm")
 
     def _units(self, x: tf.Tensor) -> tf.Tensor:
         return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))

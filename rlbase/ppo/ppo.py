@@ -5,8 +5,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable
 
-import numpy as np
-
 from rlbase.common.loops.learning import (
     ACTOR_CRITIC_NETWORK_KWARGS,
     config_signature,
@@ -15,7 +13,6 @@ from rlbase.common.loops.learning import (
 from rlbase.common.loops.on_policy import policy_rollouts, run_on_policy
 from rlbase.common.loops.rollout import Rollout
 from rlbase.common.loops.training_loop import LoopOptions
-from rlbase.common.mpi_util import allreduce_mean, check_synced
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.vec_env import VecEnv
 from rlbase.ppo.config import CONFIG
@@ -61,16 +58,4 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
                          rollouts=policy_rollouts(config.gamma), schedule=schedule,
                          update=update, comm=model.comm,
-                         workers_mean=partial(_workers_mean, model))
-
-
-def _workers_mean(model: Model, stats: dict[str, float], check: bool) -> dict[str, float]:
-    """Under MPI: the update's statistics averaged over the workers and, when ``check``, a
-    check that the workers still hold the same weights. Unchanged without MPI."""
-    comm = model.comm
-    if comm is None:
-        return stats
-    stats = dict(zip(stats, allreduce_mean(np.array(list(stats.values())), comm)))
-    if check:
-        check_synced(model.policy.trainable_variables, comm)
-    return stats
+                         workers_mean=model.workers_mean)

@@ -22,6 +22,7 @@ from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
 from rlbase.common.io.checkpoint import generator_state, set_generator_state
 from rlbase.common.loops.rollout import Rollout
+from rlbase.common.mpi_util import allreduce_mean, check_synced, sync_variables
 from rlbase.common.networks.compiled_policy import CompiledPolicy
 from rlbase.common.networks.distributions import Categorical, DiagGaussian
 from rlbase.common.networks.policies import (
@@ -58,6 +59,12 @@ class OnPolicyModel(TFModel):
     stat_names: tuple[str, ...] = ()
     #: per-update scalars the training call takes after the rollout (lr, ...)
     scalar_names: tuple[str, ...] = ("lr",)
+    #: the MPI communicator the update averages over (None: single-process)
+    comm: Any = None
+    #: a model that shuffles its minibatches: the seed of their order (checkpointed) and what
+    #: a checkpoint without it is said to lack
+    shuffle_seed: tf.Variable | None = None
+    shuffle_what = ""
 
     def __init__(self, policy: ActorCriticPolicy, optimizer: keras.optimizers.Optimizer,
                  num_envs: int, nsteps: int, network_kwargs: dict[str, Any],
@@ -143,6 +150,8 @@ class OnPolicyModel(TFModel):
             leaves, outputs = self._next_step
             arrays.update({f"loop/next_obs/{i:04d}": x for i, x in enumerate(leaves)})
             arrays.update({f"loop/next_step/{i}": x for i, x in enumerate(outputs)})
+        if self.shuffle_seed is not None:
+            arrays["loop/shuffle_seed"] = self.shuffle_seed.numpy()
         return meta, arrays
 
     def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -156,6 +165,18 @@ class OnPolicyModel(TFModel):
         outputs = _numbered(arrays, "loop/next_step/")
         self._resumed_step = (leaves, tuple(outputs)) if leaves and len(outputs) == 4 \
             else None
+        if self.shuffle_seed is not None:
+            restore_seed(arrays, "loop/shuffle_seed", self.shuffle_seed, self.shuffle_what,
+                         "another algorithm")
+
+    def workers_mean(self, stats: dict[str, float], check: bool) -> dict[str, float]:
+        """Under MPI: the update's statistics averaged over the workers and, when ``check``,
+        a check that the workers still hold the same weights. Unchanged without MPI."""
+        if self.comm is None:
+            return stats
+        if check:
+            check_synced(self.policy.trainable_variables, self.comm)
+        return dict(zip(stats, allreduce_mean(np.array(list(stats.values())), self.comm)))
 
     def resumed_step(self, obs: Any) -> tuple[np.ndarray, ...] | None:
         """Once after a resume: the checkpointed run's last step (actions, values, state,
@@ -271,6 +292,39 @@ class OnPolicyModel(TFModel):
         return self.calls.act(obs, state, mask)
 
 
+def new_shuffle_seed() -> tf.Variable:
+    """A stateless-shuffling seed, drawn from numpy's global generator."""
+    return tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64, trainable=False)
+
+
+def workers(comm: Any, variables: list[tf.Variable]) -> Any:
+    """``comm`` when it spans several workers, after giving them all root's ``variables``
+    (so they start equal); else None."""
+    if comm is None or comm.Get_size() == 1:
+        return None
+    sync_variables(variables, comm)
+    return comm
+
+
+def actor_critic_losses(neglogp: tf.Tensor, entropy: tf.Tensor, values: tf.Tensor,
+                        returns: tf.Tensor, ent_coef: float, vf_coef: float,
+                        normalize_advantage: bool = False
+                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+    """A2C's (and ACKTR's) loss ``L = mean(A * -log pi(a|s)) + vf_coef * mean((V - R)^2) -
+    ent_coef * H`` with the advantage ``A = R - V`` held constant (with
+    ``normalize_advantage``: ``(A - mean A) / (std A + 1e-8)`` over the batch); returns
+    (total, policy, value, entropy)."""
+    advantages = tf.stop_gradient(returns - values)
+    if normalize_advantage:
+        advantages = (advantages - tf.reduce_mean(advantages)) / (
+            tf.math.reduce_std(advantages) + 1e-8)
+    policy_loss = tf.reduce_mean(advantages * neglogp)
+    value_loss = tf.reduce_mean(tf.square(values - returns))
+    entropy = tf.reduce_mean(entropy)
+    return policy_loss - entropy * ent_coef + value_loss * vf_coef, policy_loss, value_loss, \
+        entropy
+
+
 def restore_seed(arrays: dict[str, np.ndarray], key: str, variable: tf.Variable, what: str,
                  writer: str) -> None:
     """Set a stateless-sampling seed variable from a checkpoint's ``key`` array; a missing or
@@ -285,17 +339,23 @@ def actor_critic_parts(observation_space: gym.Space, action_space: gym.Space, nu
                        network: Any, network_kwargs: dict[str, Any], config: Any,
                        total_timesteps: int, xla_min_updates: int
                        ) -> tuple[ActorCriticPolicy, bool]:
-    """The policy of an actor-critic model and whether its update is compiled with XLA: the
-    config's ``jit_compile``, or (None) for runs of at least ``xla_min_updates`` updates of
-    ``total_timesteps``, except where XLA is slower (convnets on a CPU). Sizes TF's threads
-    for the policy first."""
+    """The policy of an actor-critic model (TF's threads sized for it first) and
+    :func:`use_xla`."""
     configure_threads("convnet" if has_images(observation_space) else "small")
     policy = policy_from_kwargs(observation_space, action_space, network, network_kwargs)
+    return policy, use_xla(observation_space, num_envs, config, total_timesteps,
+                           xla_min_updates)
+
+
+def use_xla(observation_space: gym.Space, num_envs: int, config: Any, total_timesteps: int,
+            xla_min_updates: int) -> bool:
+    """The config's ``jit_compile``, or (None) whether the run has at least
+    ``xla_min_updates`` updates and XLA is not slower there (convnets on a CPU)."""
     jit = config.jit_compile
     if jit is None:
         jit = total_timesteps // (num_envs * config.nsteps) >= xla_min_updates and \
             xla_is_faster(observation_space)
-    return policy, bool(jit)
+    return bool(jit)
 
 
 def _numbered(arrays: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:

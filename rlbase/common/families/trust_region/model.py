@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.families.actor_critic import OnPolicyModel
+from rlbase.common.families.actor_critic import OnPolicyModel, new_shuffle_seed, workers
 from rlbase.common.families.trust_region.config import TrustRegionConfig
 from rlbase.common.families.trust_region.losses import (
     mean_entropy,
@@ -36,7 +35,7 @@ from rlbase.common.families.trust_region.steps import (
     natural_step,
 )
 from rlbase.common.loops.rollout import Rollout
-from rlbase.common.mpi_util import allreduce_mean, check_synced, sync_variables
+from rlbase.common.networks.distributions import Distribution
 from rlbase.common.networks.policies import (
     POLICY_KWARGS,
     ActorCriticPolicy,
@@ -53,8 +52,7 @@ from rlbase.common.tf_util import (
 )
 
 __all__ = ["STAT_NAMES", "TrustRegionConfig", "TrustRegionModel", "advantages_and_returns",
-           "trust_region_policy",
-           "split_variables"]
+           "trust_region_policy", "split_variables"]
 
 STAT_NAMES = ("policy_objective", "kl_divergence_loss", "entropy_loss", "value_loss",
               "explained_variance", "is_line_search_success", "step_fraction",
@@ -114,10 +112,6 @@ def advantages_and_returns(rewards: tf.Tensor, values: tf.Tensor, dones: tf.Tens
     return advantages, returns
 
 
-def _rows(x: tf.Tensor, step: int) -> tf.Tensor:
-    return x[::step]
-
-
 class TrustRegionModel(OnPolicyModel):
     """TRPO's learner (Schulman et al. 2015, with GAE of Schulman et al. 2016) on a
     feed-forward actor-critic policy. ``train(rollout)`` takes no per-update scalars."""
@@ -127,6 +121,7 @@ class TrustRegionModel(OnPolicyModel):
     scalar_names: tuple[str, ...] = ()
 
     config: TrustRegionConfig
+    shuffle_seed: tf.Variable
 
     def __init__(self, policy: ActorCriticPolicy, num_envs: int, config: TrustRegionConfig,
                  network_kwargs: dict[str, Any] | None = None, comm: Any | None = None):
@@ -134,40 +129,15 @@ class TrustRegionModel(OnPolicyModel):
             raise RLBaseError(f"{config.algorithm} needs a feed-forward network, not the "
                               f"recurrent {policy.network_name!r}; use mlp or cnn")
         self.policy_vars, self.value_vars = split_variables(policy)
-        self.shuffle_seed = tf.Variable([int(np.random.randint(2**31 - 1)), 0], dtype=tf.int64,
-                                        trainable=False)
-        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
-        if self.comm is not None:
-            sync_variables(policy.weights, self.comm)
+        self.shuffle_seed = new_shuffle_seed()
+        self.shuffle_what = f"{config.algorithm}'s value-fit shuffling seed"
+        self.comm = workers(comm, policy.weights)
         # Baselines' MpiAdam: epsilon 1e-8, constant step size.
         optimizer = Adam(learning_rate=config.vf_lr, epsilon=1e-8)
         # No XLA: the MPI allreduces are numpy_functions, and single-process the update's
         # cost is in its many small ops, which the while loops keep in one call anyway.
         super().__init__(policy, optimizer, num_envs, config.nsteps, network_kwargs or {},
                          config, jit_compile=False)
-
-    # -- resume state: the value fit's minibatch order ------------------------------------------
-    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta, arrays = super().resume_state()
-        arrays["loop/shuffle_seed"] = self.shuffle_seed.numpy()
-        return meta, arrays
-
-    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        super().restore_resume_state(meta, arrays)
-        seed = arrays.get("loop/shuffle_seed")
-        if seed is None or seed.shape != (2,):
-            raise RLBaseError(f"the checkpoint lacks {self.algorithm}'s value-fit shuffling "
-                              "seed (loop/shuffle_seed): it was written by another algorithm")
-        self.shuffle_seed.assign(seed)
-
-    def workers_mean(self, stats: dict[str, float], check: bool) -> dict[str, float]:
-        """Under MPI: the update's statistics averaged over the workers and, when ``check``,
-        a check that the workers still hold the same weights. Unchanged without MPI."""
-        if self.comm is None:
-            return stats
-        if check:
-            check_synced(self.policy.trainable_variables, self.comm)
-        return dict(zip(stats, allreduce_mean(np.array(list(stats.values())), self.comm)))
 
     # -- the update -----------------------------------------------------------------------------
     def train(self, rollout: Rollout, *scalars: float) -> tuple[dict[str, float], tuple | None]:
@@ -200,17 +170,18 @@ class TrustRegionModel(OnPolicyModel):
             config.normalize_advantage)
         pvars = self.policy_vars
 
+        def gain_and_pd() -> tuple[tf.Tensor, Distribution]:
+            pd = policy.distribution(policy.forward(obs, no_state, starts)[0])
+            return policy_gain(pd.neglogp(actions), old_neglogp, advantages, pd,
+                               config.ent_coef), pd
+
         def gain_and_kl() -> tf.Tensor:
             """[objective, mean KL] at the policy variables' current values, all workers'."""
-            pd = policy.distribution(policy.forward(obs, no_state, starts)[0])
-            gain = policy_gain(pd.neglogp(actions), old_neglogp, advantages, pd,
-                               config.ent_coef)
+            gain, pd = gain_and_pd()
             return self._average([tf.stack([gain, mean_kl(old_pd, pd)])])[0]
 
         with tf.GradientTape() as tape:
-            pd = policy.distribution(policy.forward(obs, no_state, starts)[0])
-            gain = policy_gain(pd.neglogp(actions), old_neglogp, advantages, pd,
-                               config.ent_coef)
+            gain, _ = gain_and_pd()
         # One allreduce for both: two independent ones could run in either order, and MPI
         # ranks must call them in the same order (seen: "Message truncated" aborts).
         grad, gain_before = self._average([flat_concat(tape.gradient(
@@ -219,8 +190,8 @@ class TrustRegionModel(OnPolicyModel):
 
         # Fisher-vector products on every fvp_subsample-th sample (Baselines' arr[::5]).
         k = config.fvp_subsample
-        sub_obs = tf.nest.map_structure(lambda x: _rows(x, k), obs)
-        sub_starts, sub_old = _rows(starts, k), policy.distribution(_rows(old_params, k))
+        sub_obs = tf.nest.map_structure(lambda x: x[::k], obs)
+        sub_starts, sub_old = starts[::k], policy.distribution(old_params[::k])
         sub_state = tf.zeros([(nbatch + k - 1) // k, 0], tf.float32)
 
         def sub_kl() -> tf.Tensor:
