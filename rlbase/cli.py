@@ -17,7 +17,12 @@ from __future__ import annotations
 import importlib
 import sys
 
+import rlbase
+from rlbase.common.arg_types import OneLineParser
 from rlbase.common.errors import RLBaseError
+from rlbase.common.logs.media import save_plots
+from rlbase.run import main as train_main
+from rlbase.run import run_cli
 
 USAGE = __doc__ or ""
 # rl-baselines3-zoo's train.py flags that run a study instead of one training.
@@ -28,9 +33,6 @@ MODULES = {"train": "rlbase.run", "bench": "rlbase.bench.__main__", "export": "r
 
 
 def _plot(argv: list[str]) -> None:
-    from rlbase.common.arg_types import OneLineParser
-    from rlbase.common.logs.media import save_plots
-
     parser = OneLineParser(prog="rlbase plot",
                            description="Learning curves of log folders to a PNG.")
     parser.add_argument("log_dirs", nargs="+", help="folders with monitor.csv / progress.csv")
@@ -41,6 +43,7 @@ def _plot(argv: list[str]) -> None:
                         help="plot this progress.csv column against time/total_timesteps "
                              "(e.g. rollout/success_rate) instead of the episode returns")
     args = parser.parse_args(argv)
+    # Optional: needs pandas (the plot extra).
     from rlbase.common.logs.plot_util import (
         algorithm_group_fn,
         env_split_fn,
@@ -65,8 +68,6 @@ def _plot(argv: list[str]) -> None:
 
 
 def _play(argv: list[str]) -> None:
-    from rlbase.run import main as train_main
-
     if not any(a.startswith("--load_path") for a in argv):
         raise RLBaseError("rlbase play needs --load_path=MODEL.zip (and --env; the algorithm "
                           "is the file's)")
@@ -81,8 +82,6 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE.strip())
         return
     if command == "--version":
-        import rlbase
-
         print(f"rlbase {rlbase.__version__}")
         return
     if command.startswith("--"):  # flags only: train, as python -m rlbase.run does
@@ -103,8 +102,6 @@ def main(argv: list[str] | None = None) -> None:
 
 def cli() -> None:
     """Entry point of the ``rlbase`` command: a user's mistake is one line, exit status 2."""
-    from rlbase.run import run_cli
-
     run_cli(main)
 
 

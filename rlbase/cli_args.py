@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import rlbase
 from rlbase.common.arg_types import OneLineParser, positive_finite_float, seconds_arg
+from rlbase.common.config import describe
 from rlbase.common.envs.make import ENV_TYPES, VEC_ENV_KINDS
+from rlbase.registry import ALIASES, available_algorithms
 
 # Config fields the CLI sets with its own flags (--seed, --eval_freq, ...). DDPG's
 # reward_scale (on sampled rewards) meets the CLI's own --reward_scale (on the env's rewards):
@@ -18,9 +21,6 @@ CONFIG_DEST = "config:"
 
 def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentParser:
     """The CLI's own flags; anything else is passed on as ``--key=value`` to learn()."""
-    import rlbase
-    from rlbase.registry import ALIASES, available_algorithms
-
     algs = ", ".join(available_algorithms())
     aliases = ", ".join(f"{a} ({t[0]})" for a, t in ALIASES.items())
     p = OneLineParser(
@@ -140,8 +140,6 @@ def add_zoo_flags(p: argparse.ArgumentParser) -> None:
 def add_config_flags(parser: argparse.ArgumentParser, config: Any) -> None:
     """One flag per field of an algorithm's config (and one per Stable-Baselines3 name), with
     the field's type, unit, range and doc as help; values are Python literals."""
-    from rlbase.common.config import describe
-
     group = parser.add_argument_group(
         f"{config.algorithm} parameters ({config.__name__}; values are Python literals, "
         "schedules lin_<start>)")

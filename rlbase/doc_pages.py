@@ -6,10 +6,16 @@ rlbase/docs/algorithms/; tests/test_docs.py fails when a page and its docstring 
 
 from __future__ import annotations
 
+import argparse
+import inspect
 import os
 import re
 import sys
 from typing import Any
+
+from rlbase.cli_args import common_arg_parser
+from rlbase.common.config import describe, parameter_table
+from rlbase.registry import available_algorithms, config_class, get_algorithm
 
 START = "<!-- learn-parameters: generated from the config, do not edit -->"
 END = "<!-- end learn-parameters -->"
@@ -21,9 +27,7 @@ def page_path(algorithm: str) -> str:
 
 def run_arguments_table(learn: Any) -> str:
     """learn()'s arguments that are not config fields, with their defaults."""
-    import inspect
-
-    from rlbase.common.loops.learning import RUN_ARGUMENTS
+    from rlbase.common.loops.learning import RUN_ARGUMENTS  # lazy: imports TensorFlow
 
     rows = ["| argument | default | meaning |", "|---|---|---|"]
     for name, param in inspect.signature(learn).parameters.items():
@@ -37,9 +41,6 @@ def run_arguments_table(learn: Any) -> str:
 
 
 def generated_block(algorithm: str) -> str:
-    from rlbase.common.config import parameter_table
-    from rlbase.registry import get_algorithm
-
     entry = get_algorithm(algorithm)
     name = entry.config.__name__
     return (f"{START}\nlearn()'s arguments:\n\n{run_arguments_table(entry.learn)}\n\n"
@@ -74,10 +75,6 @@ CLI_END = "<!-- end cli-flags -->"
 
 def cli_flags_table() -> str:
     """Every flag of ``python -m rlbase.run`` with its help and default, as --help has them."""
-    import argparse
-
-    from rlbase.cli_args import common_arg_parser
-
     rows = ["| flag | meaning | default |", "|---|---|---|"]
     for action in common_arg_parser()._actions:
         flags = ", ".join(f"`{f}`" for f in action.option_strings)
@@ -94,9 +91,6 @@ SB3_END = "<!-- end sb3-names -->"
 
 def sb3_names_table() -> str:
     """Each algorithm's Stable-Baselines3 names and the fields they set."""
-    from rlbase.common.config import describe
-    from rlbase.registry import available_algorithms, config_class
-
     rows = ["| algorithm | SB3 name | rlbase |", "|---|---|---|"]
     for alg in available_algorithms():
         config = config_class(alg)
@@ -152,8 +146,6 @@ def current_cli_block() -> str | None:
 
 
 def main() -> None:
-    from rlbase.registry import available_algorithms
-
     changed = [alg for alg in available_algorithms() if rewrite_page(alg)]
     if _rewrite(cli_path(), CLI_START, CLI_END, cli_block()):
         changed.append("cli")

@@ -19,6 +19,9 @@ from typing import Any, Callable
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.families.her_baselines import BASELINES_HER
+from rlbase.common.io.memory import check_rollout
+from rlbase.common.io.serialization import load_file, space_from_json
+from rlbase.common.precision import precision_scope
 
 # Names other libraries use for rlbase's algorithms: (rlbase algorithm, learn() arguments).
 ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -115,7 +118,6 @@ def build_model(algorithm: str, observation_space: Any, action_space: Any, num_e
     their warnings, before)."""
     entry = get_algorithm(algorithm)
     config = entry.config.build(hyperparameters or {}, num_envs, warn=warn)
-    from rlbase.common.precision import precision_scope
 
     with precision_scope(config.precision):
         return entry.build_model(observation_space, action_space, num_envs, network,
@@ -128,8 +130,6 @@ def load(path: str, num_envs: int | None = None, allow_pickle: bool = False,
     spaces, network and hyperparameters. ``num_envs``: the batch it will train on (None: the
     one it was saved with); ``overrides``: hyperparameters that win over the file's (a new
     ``seed``)."""
-    from rlbase.common.io.serialization import load_file, space_from_json
-
     path = os.path.expanduser(os.fspath(path))
     metadata = load_file(path, allow_pickle=allow_pickle)[0]
     algorithm = metadata.get("algorithm")
@@ -179,7 +179,6 @@ def check_model_metadata(path: str, metadata: dict[str, Any], num_envs: int | No
         if not _whole(value, 1):
             raise RLBaseError(f"model file {path}: hyperparameter {key} must be a whole number "
                               f">= 1, got {value!r}")
-        from rlbase.common.io.memory import check_rollout
 
         envs = num_envs or int(metadata.get("num_envs") or 1)
         check_rollout(int(value), envs, _step_bytes(metadata), f"model file {path}")
@@ -193,8 +192,6 @@ def _whole(value: Any, low: int) -> bool:
 def _step_bytes(metadata: dict[str, Any]) -> int:
     """The bytes one rollout step holds at least: the observation and action as the file's
     spaces describe them, and a reward, value, done flag and log-probability (4 bytes each)."""
-    from rlbase.common.io.serialization import space_from_json
-
     total = 16
     for key in ("observation_space", "action_space"):
         try:

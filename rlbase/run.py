@@ -9,16 +9,60 @@ mistake prints one line and exits with status 2. ``--num_timesteps=0 --load_path
 from __future__ import annotations
 
 import copy
+import importlib.util
+import inspect
+import json
 import os
 import re
 import sys
+import tempfile
+import warnings
 from typing import Any, Callable
 
 import numpy as np
+from tqdm import tqdm
 
+import rlbase
+from rlbase import registry
+from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
 from rlbase.common.arg_types import MAX_COUNT, OneLineParser, parse_count
+from rlbase.common.envs.make import (
+    check_env_id,
+    check_env_kwargs,
+    env_type_of,
+    import_gym_packages,
+    make_vec_env,
+    parse_env_kwargs,
+    parse_unknown_args,
+)
 from rlbase.common.errors import RLBaseError
+from rlbase.common.families.her_baselines import horizon_settings, refuse_baselines_names
 from rlbase.common.io.checkpoint import list_checkpoints
+from rlbase.common.io.run_lock import lock_folder, release_all
+from rlbase.common.io.serialization import load_file
+from rlbase.common.logs import logger
+from rlbase.common.logs.logger import env_log_format, env_logdir
+from rlbase.common.logs.media import save_plots, save_videos
+from rlbase.common.loops.evaluation import run_episodes
+from rlbase.common.loops.signals import (
+    StopExit,
+    graceful_interrupt,
+    ignore_stop_signals,
+    stop_requested,
+)
+from rlbase.common.misc_util import DETERMINISTIC_OPS_ENV, import_tensorflow_quietly
+from rlbase.common.mpi_util import abort_job, abort_on_error, any_rank, barrier, mpi_rank
+from rlbase.common.vec_env import VecCheckFinite, VecNormalize, VecVideoRecorder
+from rlbase.common.vec_env.worker_limits import ENV_TIMEOUT_VARIABLE
+from rlbase.hyperparams import (
+    env_type_defaults,
+    flat,
+    next_run_folder,
+    resolve_row,
+    row_settings,
+    user_over_defaults,
+    write_config,
+)
 
 # learn() arguments the CLI sets itself (from its own flags), never from --key=value extras.
 CLI_OWNED = {"env", "network", "seed", "total_timesteps", "load_path", "checkpoint_interval",
@@ -38,6 +82,7 @@ def parse_num_timesteps(text: str, allow_zero: bool) -> int:
 def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) -> None:
     """Every --key=value must be a learn() parameter, a deprecated spelling of one, or a
     network builder keyword."""
+    # Lazy: the networks import TensorFlow, which the CLI's parsing must not pay for.
     from rlbase.common.networks.policies import POLICY_KWARGS
     from rlbase.common.networks.registry import network_kwarg_names
 
@@ -64,9 +109,7 @@ def check_extra_args(alg: str, entry: Any, network: Any, extra: dict[str, Any]) 
 def check_network_kwarg_types(network: Any, given: dict[str, Any]) -> None:
     """A network argument from the command line of another type than its builder's default
     (``--num_layers=abc`` for mlp's ``num_layers=2``) is a one-line error naming the flag."""
-    import inspect
-
-    from rlbase.common.networks.registry import get_network_builder
+    from rlbase.common.networks.registry import get_network_builder  # lazy: imports TensorFlow
 
     try:
         params = inspect.signature(get_network_builder(network)).parameters
@@ -107,7 +150,6 @@ def check_writable(flag: str, path: str | None, is_file: bool) -> None:
         raise RLBaseError(f"{flag}={path} is a folder; give a file name such as model.zip")
     if not os.path.isdir(probe):
         raise RLBaseError(f"{flag}={path} cannot be written: {probe} is not a folder")
-    import tempfile
 
     try:  # a subfolder, since the path may need new ones
         with tempfile.TemporaryDirectory(dir=probe, prefix=".rlbase-probe-"):
@@ -119,8 +161,6 @@ def check_writable(flag: str, path: str | None, is_file: bool) -> None:
 
 def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
               env_kwargs: dict[str, Any] | None = None) -> Any:
-    from rlbase.common.envs.make import make_vec_env
-
     kwargs = dict(env_kwargs or {})
     if args.save_video_interval:
         kwargs["render_mode"] = "rgb_array"
@@ -128,16 +168,10 @@ def build_env(args: Any, env_type: str, num_env: int, seed: int | None,
                        env_kwargs=kwargs or None, monitor_dir=args.log_path,
                        vec_env=args.vec_env, monitor_append=bool(args.resume))
     if args.check_finite:
-        from rlbase.common.vec_env import VecCheckFinite
-
         env = VecCheckFinite(env)
     if args.normalize:
-        from rlbase.common.vec_env import VecNormalize
-
         env = VecNormalize(env, **getattr(args, "normalize_kwargs", {}))
     if args.save_video_interval:
-        from rlbase.common.vec_env import VecVideoRecorder
-
         video_dir = os.path.join(args.log_path or ".", "videos")
         interval = args.save_video_interval
         env = VecVideoRecorder(env, video_dir, lambda step: step % interval == 0,
@@ -149,8 +183,6 @@ class ProgressBar:
     """A tqdm bar on stderr, moved by the training loop's callback."""
 
     def __init__(self, total: int):
-        from tqdm import tqdm
-
         self.total = total
         self.bar = tqdm(total=total, unit="step", dynamic_ncols=True, file=sys.stderr)
 
@@ -169,8 +201,6 @@ def play_returns(model: Any, env_id: str, episodes: int, seed: int | None,
     """The returns and lengths of ``episodes`` deterministic episodes of the trained policy on
     a fresh env (observations normalized as in training): what --play prints and what the
     benchmark reports."""
-    from rlbase.common.loops.evaluation import run_episodes
-
     env = model.normalized_like_training(evaluation_env(env_id, seed, env_kwargs, 12345))
     try:
         returns, lengths = run_episodes(model, env, episodes, deterministic=True)
@@ -211,8 +241,6 @@ def checkpoint_args(args: Any) -> dict[str, Any]:
 def lock_outputs(args: Any, ckpt: dict[str, Any]) -> None:
     """Refuse a second run into the folders this one writes (rlbase.common.io.run_lock). A model
     file is written atomically, so --save_path needs no lock."""
-    from rlbase.common.io.run_lock import lock_folder
-
     for flag, folder in (("--log_path", args.log_path),
                          ("--checkpoint_path", ckpt.get("checkpoint_path"))):
         if folder:
@@ -240,8 +268,6 @@ def evaluation_env(env_id: str, seed: int | None, env_kwargs: dict[str, Any] | N
                    seed_offset: int = 1000) -> Any:
     """The env that periodic evaluation scores on (the CLI's and the benchmark's), and, with
     another seed offset, the one --play plays on."""
-    from rlbase.common.envs.make import make_vec_env
-
     return make_vec_env(env_id, num_env=1, seed=None if seed is None else seed + seed_offset,
                         env_kwargs=env_kwargs or None, monitor_dir=None)
 
@@ -250,8 +276,6 @@ def fallback_folders(args: Any, ckpt: dict[str, Any]) -> list[str]:
     """Where a model goes when --save_path is not given or cannot be written, in order: the
     checkpoint folder, the log folder, the current folder, the system temporary folder (each
     once, as absolute paths)."""
-    import tempfile
-
     folders = (ckpt.get("checkpoint_path"), args.log_path, ".", tempfile.gettempdir())
     return list(dict.fromkeys(os.path.abspath(os.path.expanduser(f)) for f in folders if f))
 
@@ -285,8 +309,6 @@ def save_model(model: Any, path: str, args: Any, ckpt: dict[str, Any]) -> str:
 
 def check_media_packages(args: Any) -> None:
     """--save_plots / --save_videos need optional packages: check before training."""
-    import importlib.util
-
     needs = []
     if args.save_plots:
         needs += [("matplotlib", "plot"), ("pandas", "plot")]
@@ -300,9 +322,6 @@ def check_media_packages(args: Any) -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     """Train (and save) as the flags ask, then play and write media."""
-    from rlbase.common.io.run_lock import release_all
-    from rlbase.common.loops.signals import graceful_interrupt
-
     try:
         # From the start: a SIGINT/SIGTERM during startup or a save stops cleanly too. Playing
         # and media come after, with the default handlers (a Ctrl-C there ends them at once).
@@ -319,13 +338,6 @@ def main(argv: list[str] | None = None) -> Any:
 
 def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     """Everything up to the saved model: (model, args, env kwargs, MPI rank)."""
-    from rlbase import registry
-    from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
-    from rlbase.common.envs.make import parse_env_kwargs, parse_unknown_args
-    from rlbase.common.io.serialization import load_file
-    from rlbase.common.misc_util import import_tensorflow_quietly
-    from rlbase.hyperparams import user_over_defaults
-
     parser = common_arg_parser()
     pre = OneLineParser(add_help=False, prog=parser.prog)  # the algorithm first: its flags follow
     for flag in ("--alg", "--algo", "--load_path"):
@@ -363,22 +375,10 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     for flag in ("save_path", "log_path", "checkpoint_path"):
         check_writable(f"--{flag}", getattr(args, flag), is_file=flag == "save_path")
     if args.deterministic_ops:  # read by every seeded run's set_global_seeds
-        from rlbase.common.misc_util import DETERMINISTIC_OPS_ENV
 
         os.environ[DETERMINISTIC_OPS_ENV] = "1"
     import_tensorflow_quietly()
     entry = registry.get_algorithm(alg)
-
-    from rlbase.common.envs.make import (
-        check_env_id,
-        check_env_kwargs,
-        env_type_of,
-        import_gym_packages,
-    )
-    from rlbase.common.logs import logger
-    from rlbase.common.loops.signals import StopExit, stop_requested
-    from rlbase.common.mpi_util import abort_on_error, any_rank, mpi_rank
-    from rlbase.hyperparams import env_type_defaults
 
     import_gym_packages(args.gym_packages)
     check_env_id(args.env)
@@ -401,8 +401,6 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     args.normalize_kwargs = normalize if isinstance(normalize, dict) else {}
     args.normalize = bool(normalize) or args.normalize
     if args.alg == "her":
-        from rlbase.common.families.her_baselines import refuse_baselines_names
-
         refuse_baselines_names(extra)
     check_extra_args(alg, entry, network, extra)
     # The user's flags, in any accepted spelling, replace the defaults' values of the same
@@ -432,17 +430,13 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     if args.log_path and rank == 0:
         write_run_metadata(args.log_path, args.alg, args.env, args.seed, num_env)
         if zoo:
-            from rlbase.hyperparams import write_config
-
             write_config(os.path.join(args.log_path, "config.yml"), args.alg, args.env,
                          args.seed, total, zoo_row)
     if args.env_timeout is not None:  # read where rlbase makes subprocess workers
-        from rlbase.common.vec_env.worker_limits import ENV_TIMEOUT_VARIABLE
 
         os.environ[ENV_TIMEOUT_VARIABLE] = str(args.env_timeout)
     env = build_env(args, env_type, num_env, args.seed, env_kwargs)
     if args.alg == "her":  # Baselines' settings derived from the episode length
-        from rlbase.common.families.her_baselines import horizon_settings
 
         spec = env.get_attr("spec", indices=[0])[0]
         alg_kwargs.update(horizon_settings(getattr(spec, "max_episode_steps", None),
@@ -488,8 +482,6 @@ def start_banner(name: str, entry: Any, alg_kwargs: dict[str, Any], total: int, 
     """The run's first line: the algorithm as the user named it (and what it runs on, for an
     alias such as td3) and the settings learn() will resolve, under their own names and
     units, every one of them (a deprecated spelling shows as its field)."""
-    from rlbase import registry
-
     alg = name if registry.resolve(name)[0] == name else f"{name} ({entry.name})"
     given, rest = entry.config.split({k: v for k, v in alg_kwargs.items()
                                       if k not in ("eval_env", "callback")})
@@ -507,8 +499,6 @@ def model_file_algorithm(given: str | None, path: str | None, saved: dict[str, A
                          ) -> str | None:
     """The algorithm to load ``path`` with: ``given`` (--alg/--algo, which must agree with the
     file, an alias such as td3 included) or, when not given, the one the file records."""
-    from rlbase import registry
-
     if not path:
         return given
     recorded = saved.get("algorithm")
@@ -526,8 +516,6 @@ def model_file_algorithm(given: str | None, path: str | None, saved: dict[str, A
 def zoo_flags(args: Any) -> None:
     """rl-baselines3-zoo's flags onto the CLI's own (--algo, -n, -f, --n-eval-envs,
     --device)."""
-    from rlbase.hyperparams import next_run_folder
-
     if args.algo:
         args.alg = args.algo
     if args.n_timesteps is not None:
@@ -538,7 +526,7 @@ def zoo_flags(args: Any) -> None:
     if args.device not in ("auto", "cpu", "cuda", "gpu"):
         raise RLBaseError(f"--device must be auto, cpu or cuda, got {args.device!r}")
     if args.device in ("cuda", "gpu"):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: only --device=cuda needs it before training
 
         if not tf.config.list_physical_devices("GPU"):
             print(f"rlbase: note: --device {args.device} ignored: no GPU visible, training on "
@@ -554,8 +542,6 @@ def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], 
     """Zoo mode: the CLI's defaults dict from the row of --conf-file or
     rlbase/hyperparams/<algo>.yml for the env (with --hyperparams), the resolved row (for
     config.yml) and the row's n_timesteps. Every key is checked here, naming the row."""
-    from rlbase.hyperparams import flat, resolve_row, row_settings
-
     row, where = resolve_row(args.alg, args.env, env_type, args.conf_file, args.hyperparams)
     if args.seed is None and row.get("seed") is not None:
         args.seed = int(row["seed"])
@@ -578,9 +564,6 @@ def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], 
 def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> None:
     """After a stop request: rank 0 saves the model, every rank waits for that save, and all
     exit with status 130 together (no MPI_Abort, which would kill rank 0 mid-write)."""
-    from rlbase.common.loops.signals import StopExit
-    from rlbase.common.mpi_util import barrier
-
     if rank == 0:
         target = os.path.expanduser(args.save_path) if args.save_path else \
             os.path.join(fallback_folders(args, ckpt)[0], f"{args.alg}_interrupted.zip")
@@ -595,10 +578,6 @@ def write_run_metadata(log_path: str, alg: str, env_id: str, seed: int | None,
                        num_env: int) -> None:
     """metadata.json in the log folder: what plots name their panels and curves by (``alg``
     as the user named it: td3, not the ddpg it runs on)."""
-    import json
-
-    import rlbase
-
     os.makedirs(log_path, exist_ok=True)
     with open(os.path.join(log_path, "metadata.json"), "w", encoding="utf-8") as f:
         json.dump({"algorithm": alg, "env_id": env_id, "seed": seed, "num_env": num_env,
@@ -609,8 +588,6 @@ def log_formats(args: Any) -> list[str]:
     """--log_format, else $RLBASE_LOG_FORMAT (or its aliases $SB3_LOG_FORMAT,
     $OPENAI_LOG_FORMAT), else stdout (+ log and csv with --log_path); --log_path defaults to
     $RLBASE_LOGDIR (or $SB3_LOGDIR, $OPENAI_LOGDIR)."""
-    from rlbase.common.logs.logger import env_log_format, env_logdir
-
     text = args.log_format or env_log_format()
     if text:
         formats = [f.strip() for f in text.split(",") if f.strip()]
@@ -626,8 +603,6 @@ def log_formats(args: Any) -> list[str]:
 
 def save_media(model: Any, args: Any, env_kwargs: dict[str, Any]) -> None:
     """--save_plots and --save_videos, after training."""
-    from rlbase.common.logs.media import save_plots, save_videos
-
     if args.save_plots:
         seed = "" if args.seed is None else f", seed {args.seed}"
         title = f"{args.alg} on {args.env}{seed}"
@@ -644,11 +619,6 @@ _DEPRECATED = re.compile(r"'(\w+)' is deprecated, use '(\w+)'")
 
 def run_cli(main_fn: Callable[[], Any]) -> None:
     """One clear line and exit status 2 for a user's mistake."""
-    import warnings
-
-    from rlbase.common.loops.signals import StopExit, ignore_stop_signals
-    from rlbase.common.mpi_util import abort_job
-
     # A deprecated flag's warning is the user's to see (Python shows DeprecationWarnings only
     # for code in __main__; here the user's "line" is the command line).
     warnings.filterwarnings("default", message=r".*' is deprecated, use '",

@@ -19,14 +19,13 @@ from typing import Any
 import numpy as np
 
 from rlbase.common.arg_types import timesteps_arg
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
 
 
 def measure(env_id: str, num_env: int, num_timesteps: int, vec_env: str = "auto",
             seed: int = 0) -> dict[str, Any]:
     """Random-action steps/s of ``num_env`` copies of ``env_id`` as the CLI makes them."""
-    from rlbase.common.envs.make import make_vec_env
-
     if num_timesteps < num_env:
         raise RLBaseError(f"num_timesteps must be at least num_env ({num_env}), got "
                           f"{num_timesteps}")

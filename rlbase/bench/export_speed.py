@@ -23,6 +23,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
+import rlbase
 from rlbase.common.errors import RLBaseError
 
 SHAPES = {"mlp": ((4,), np.float32, 2), "cnn": ((84, 84, 4), np.uint8, 6)}
@@ -100,7 +101,7 @@ def measure(fn: Callable[[np.ndarray], Any], one: np.ndarray, many: np.ndarray, 
 
 def tflite_fn(path: str) -> Callable[[np.ndarray], np.ndarray]:
     """The TFLite interpreter's tensor API, resized only when the batch changes."""
-    from rlbase.common.export.runners import tflite_interpreter
+    from rlbase.common.export.runners import tflite_interpreter  # lazy: imports TensorFlow
 
     interpreter = tflite_interpreter(path, num_threads=1)
     runner = interpreter.get_signature_runner()
@@ -121,7 +122,7 @@ def tflite_fn(path: str) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def onnx_fn(path: str) -> Callable[[np.ndarray], np.ndarray]:
-    import onnxruntime as ort
+    import onnxruntime as ort  # optional: the export extra
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
@@ -130,9 +131,7 @@ def onnx_fn(path: str) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def run(network: str, calls: int, batch: int, sb3_python: str | None) -> dict[str, Any]:
-    import tensorflow as tf
-
-    import rlbase
+    import tensorflow as tf  # lazy: TensorFlow is heavy
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)

@@ -11,6 +11,7 @@ Every interval is seeded (``SEED``): rebuilding a report gives the same numbers.
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 from collections import defaultdict
@@ -210,7 +211,7 @@ def write_profile_plot(entries: list[dict[str, Any]], path: str) -> str | None:
     normalized score is above tau, with its 95% band."""
     if not entries:
         return None
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # optional: the plot extra
 
     top = max(1.0, max(float(e["matrix"].max()) for e in entries))
     taus = np.linspace(min(0.0, min(float(e["matrix"].min()) for e in entries)), top, 101)
@@ -236,8 +237,6 @@ def write_profile_plot(entries: list[dict[str, Any]], path: str) -> str | None:
 
 def write_intervals_csv(entries: list[dict[str, Any]], path: str) -> None:
     """One row per setting and figure: n, IQM, its interval, mean, its interval."""
-    import csv
-
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["name", "env", "timesteps", "figure", "seeds", "values", "iqm",

@@ -76,7 +76,7 @@ def measure(batch: int = 256, obs: int = 3, actions: int = 1, hidden: tuple[int,
     if not hidden or min(hidden) < 1:
         raise RLBaseError(f"hidden must be one or more layer widths of at least 1, got "
                           f"{list(hidden)}")
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow is heavy
 
     critic_step, actor_step = step_products(batch, obs, actions, list(hidden), twin_q)
     # One round: policy_delay critic steps, one of them with the actor step.

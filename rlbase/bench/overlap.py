@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.vec_env.ale_vec_env import AleVecEnv
 
 
 def measure(env_id: str, num_env: int = 8, steps: int = 400, rounds: int = 3,
@@ -33,12 +34,11 @@ def measure(env_id: str, num_env: int = 8, steps: int = 400, rounds: int = 3,
                           f"{num_env}")
     if steps < 1 or rounds < 1:
         raise RLBaseError(f"steps and rounds must be at least 1, got {steps} and {rounds}")
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow is heavy
 
-    from rlbase.common.networks.compiled_policy import CompiledPolicy
-    from rlbase.common.networks.policies import policy_from_kwargs
-    from rlbase.common.tf_util import configure_threads
-    from rlbase.common.vec_env.ale_vec_env import AleVecEnv
+    from rlbase.common.networks.compiled_policy import CompiledPolicy  # lazy: imports TensorFlow
+    from rlbase.common.networks.policies import policy_from_kwargs  # lazy: imports TensorFlow
+    from rlbase.common.tf_util import configure_threads  # lazy: imports TensorFlow
 
     configure_threads("convnet")  # as A2C and PPO do
     tf.random.set_seed(seed)

@@ -16,9 +16,17 @@ from __future__ import annotations
 
 import argparse
 import functools
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+
+from rlbase import registry
+from rlbase.common.logs import logger
+from rlbase.common.misc_util import import_tensorflow_quietly
+from rlbase.common.precision import PRECISIONS
 
 #: (name, the input's shape, the weight's shape, stride): matmuls have stride 0
 SHAPES: tuple[tuple[str, tuple[int, ...], tuple[int, ...], int], ...] = (
@@ -60,7 +68,7 @@ def _run(op: Callable[[], Any]) -> Any:
 
 def measure(repeats: int = 30, jit: bool = False) -> list[dict[str, Any]]:
     """One row per shape: GFLOP/s in float32 and in bfloat16, and their ratio."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow is heavy
 
     rows = []
     for name, x_shape, w_shape, stride in SHAPES:
@@ -94,14 +102,6 @@ TRAIN_SETTINGS: dict[str, tuple[str, dict[str, Any]]] = {
 def train_step_seconds(repeats: int = 300) -> dict[str, dict[str, float]]:
     """Per algorithm and precision: the median seconds of one training call (one gradient
     step, then acting on one observation), after 300 env steps fill the replay buffer."""
-    import tempfile
-
-    import numpy as np
-
-    from rlbase import registry
-    from rlbase.common.logs import logger
-    from rlbase.common.precision import PRECISIONS
-
     out = {}
     obs = np.zeros((1, 3), np.float32)
     for name, (alg, settings) in TRAIN_SETTINGS.items():
@@ -139,10 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train", action="store_true", help="also time SAC's and TD3's "
                         "gradient steps on Pendulum-v1 with each precision")
     args = parser.parse_args(argv)
-    from rlbase.common.misc_util import import_tensorflow_quietly
 
     import_tensorflow_quietly()
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow is heavy
 
     devices = ", ".join(d.device_type for d in tf.config.list_logical_devices())
     print(f"devices: {devices}; CPU: {cpu_flags() or 'unknown'}; XLA: {args.jit}")

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rlbase.bench import intervals
 from rlbase.common.errors import RLBaseError
 
 CSV_COLUMNS = ["name", "alg", "env", "seed", "timesteps", "eval_return", "eval_std",
@@ -199,6 +200,7 @@ def _row_name(result: Any) -> str:
 
 def write_plots(out_dir: str, rows: list[dict[str, Any]]) -> list[str]:
     """One PNG per env: each row's mean learning curve over seeds, shaded by their spread."""
+    # Optional: needs pandas (the plot extra).
     from rlbase.common.logs.plot_util import load_results, save_plot
 
     written = []
@@ -232,8 +234,6 @@ def write_report(out_dir: str, preset: str, plots: bool = True, readme: str | No
         text += "\n" + "\n".join(f"![{os.path.basename(p)}]({os.path.basename(p)})"
                                  for p in pngs) + "\n"
     if rows:
-        from rlbase.bench import intervals
-
         extra, written = intervals.markdown(rows, out_dir, plots=plots)
         text += "\n" + extra
         pngs += [p for p in written if p.endswith(".png")]
@@ -249,8 +249,6 @@ def update_readme(path: str, body: str) -> None:
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if README_START not in text or README_END not in text:
-        from rlbase.common.errors import RLBaseError
-
         raise RLBaseError(f"{path} has no '{README_START}' ... '{README_END}' markers to "
                           "put the results between")
     pattern = re.escape(README_START) + r".*?" + re.escape(README_END)

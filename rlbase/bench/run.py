@@ -24,11 +24,20 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
+import numpy
 import numpy as np
 
+import rlbase
+from rlbase import registry
+from rlbase.bench import intervals
 from rlbase.bench.settings import PEER_SETTINGS
+from rlbase.common import misc_util
 from rlbase.common.arg_types import timesteps_arg
+from rlbase.common.envs.make import get_env_type, make_vec_env, parse_unknown_args
+from rlbase.common.vec_env import VecNormalize
 from rlbase.hyperparams import env_type_defaults
+from rlbase.run import evaluation_env, play_returns
 
 
 @dataclass(frozen=True)
@@ -74,9 +83,6 @@ def resolve_settings(alg: str, env_id: str, num_env: int | None,
                      extra: dict[str, Any], normalize: bool = False) -> RunSettings:
     """The CLI's defaults for ``alg`` on ``env_id``, then ``PEER_SETTINGS`` (the anchor runs'
     settings), then ``extra``; ``overrides`` keeps what differs from the CLI's defaults."""
-    from rlbase import registry
-    from rlbase.common.envs.make import get_env_type
-
     name, preset = registry.resolve(alg)
     env_type = get_env_type(env_id)
     entry = registry.get_algorithm(name)
@@ -111,15 +117,9 @@ def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int |
 
     ``monitor_dir``: where the training envs write monitor.csv (learning curves), or None.
     """
-    from rlbase import registry
-    from rlbase.common.envs.make import make_vec_env
-    from rlbase.run import evaluation_env, play_returns
-
     run = resolve_settings(alg, env_id, num_env, extra, normalize)
     env = make_vec_env(env_id, run.env_type, run.num_env, seed, monitor_dir=monitor_dir)
     if run.normalize:
-        from rlbase.common.vec_env import VecNormalize
-
         env = VecNormalize(env)
     kwargs = dict(run.learn_kwargs)
     if run.eval_freq:
@@ -146,11 +146,7 @@ def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int |
 
 
 def _versions() -> dict[str, str]:
-    import gymnasium
-    import numpy
-    import tensorflow
-
-    import rlbase
+    import tensorflow  # lazy: TensorFlow is heavy
 
     return {"rlbase": rlbase.__version__, "tensorflow": tensorflow.__version__,
             "gymnasium": gymnasium.__version__, "numpy": numpy.__version__,
@@ -173,8 +169,6 @@ def run_peer(peer_python: str, anchors: str, alg: str, env_id: str, num_timestep
 def main(argv: list[str] | None = None) -> None:
     """``run`` and ``compare`` (see rlbase.bench)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    from rlbase.common.envs.make import parse_unknown_args
-    from rlbase.common.misc_util import import_tensorflow_quietly
 
     parser = argparse.ArgumentParser(prog="python -m rlbase.bench")
     parser.add_argument("command", choices=["run", "compare"])
@@ -193,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--monitor_dir", default=None,
                         help="write the training envs' monitor.csv here (learning curves)")
     args, unknown = parser.parse_known_args(argv)
-    import_tensorflow_quietly()
+    misc_util.import_tensorflow_quietly()  # through the module: a test stubs it
     extra = parse_unknown_args(unknown)
     steps = args.num_timesteps
     ours_evals: list[float] = []
@@ -229,8 +223,6 @@ def main(argv: list[str] | None = None) -> None:
 def seed_summary(ours: list[float], peer: list[float] | None) -> list[str]:
     """The evaluations over seeds as the suite reports them: IQM and mean with 95% stratified
     bootstrap intervals for each library, and P(rlbase > peer) when the peer ran."""
-    from rlbase.bench import intervals
-
     lines = []
     for label, values in (("rlbase", ours), ("peer", peer)):
         if values is not None:

@@ -28,8 +28,16 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from tqdm import tqdm
+
+from rlbase.bench import report as bench_report
+from rlbase.bench.report import hardware
+from rlbase.bench.run import _versions, train_and_evaluate
+from rlbase.common.envs.make import check_env_id, make_env
 from rlbase.common.errors import RLBaseError
+from rlbase.common.misc_util import import_tensorflow_quietly
 from rlbase.common.precision import FLOAT32, PRECISIONS
+from rlbase.registry import available_algorithms, config_class
 
 RAW = "random"  # the name of raw env steps/s rows (random actions, no learning)
 
@@ -168,8 +176,6 @@ def available(spec: RunSpec) -> str | None:
     """Why this setting cannot run here (its algorithm or env is missing, or it refuses the
     precision asked for), or None."""
     if spec.alg != RAW:
-        from rlbase.registry import available_algorithms, config_class
-
         if spec.alg not in available_algorithms():
             return f"algorithm '{spec.alg}' is not in this rlbase (not landed yet)"
         refused = config_class(spec.alg).mixed_precision_refused
@@ -177,8 +183,6 @@ def available(spec: RunSpec) -> str | None:
         if precision != FLOAT32 and refused:
             return f"{spec.alg} refuses precision={precision!r} ({refused})"
     try:
-        from rlbase.common.envs.make import check_env_id
-
         check_env_id(spec.env)
     except RLBaseError as exc:
         return str(exc)
@@ -187,8 +191,6 @@ def available(spec: RunSpec) -> str | None:
 
 def raw_env_steps(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     """The limit: one env stepped with random actions, no learning."""
-    from rlbase.common.envs.make import make_env
-
     env = make_env(env_id, seed=seed)
     env.reset(seed=seed)
     sample = env.action_space.sample
@@ -205,9 +207,6 @@ def raw_env_steps(env_id: str, steps: int, seed: int) -> dict[str, Any]:
 
 def run_one(run_dir: str) -> dict[str, Any]:
     """Run the setting in ``run_dir/spec.json``; write ``result.json`` last, atomically."""
-    from rlbase.bench.report import hardware
-    from rlbase.bench.run import _versions, train_and_evaluate
-
     with open(os.path.join(run_dir, "spec.json"), encoding="utf-8") as f:
         job = json.load(f)
     spec = RunSpec(**{**job["spec"], "seeds": tuple(job["spec"]["seeds"])})
@@ -231,7 +230,7 @@ def run_one(run_dir: str) -> dict[str, Any]:
 
 def _last_episodes_mean(run_dir: str, n: int = 100) -> float:
     """The mean return of the last ``n`` training episodes (the Atari tables' figure)."""
-    from rlbase.common.logs.plot_util import load_monitor
+    from rlbase.common.logs.plot_util import load_monitor  # optional: needs pandas (the plot extra)
 
     loaded = load_monitor(run_dir) if any(
         name.endswith("monitor.csv") for name in os.listdir(run_dir)) else None
@@ -280,10 +279,6 @@ def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None =
     :return: counts ``ran``, ``skipped`` (finished earlier), ``failed`` (messages by run id)
         and ``unavailable`` (settings whose algorithm or env is missing, with the reason).
     """
-    from tqdm import tqdm
-
-    from rlbase.bench import report as bench_report
-
     if jobs < 1:
         raise RLBaseError(f"--jobs must be at least 1, got {jobs}")
     specs = [with_precision(s, precision) for s in select(preset, algs, envs, seeds)]
@@ -363,7 +358,6 @@ def main(argv: list[str] | None = None) -> None:
                              "rlbase/docs/precision.md); algorithms that refuse it are skipped")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a worker process
     args = parser.parse_args(argv)
-    from rlbase.common.misc_util import import_tensorflow_quietly
 
     if args.one:
         import_tensorflow_quietly()

@@ -27,9 +27,10 @@ from numbers import Integral, Real
 from typing import Any, ClassVar, TypeVar
 
 from rlbase.common.arg_types import parse_policy_kwargs
+from rlbase.common.buffers.her_replay_buffer import her_kwargs
 from rlbase.common.errors import RLBaseError
 from rlbase.common.precision import PRECISION_DOC, PRECISIONS
-from rlbase.common.schedules import SHAPES
+from rlbase.common.schedules import SHAPES, parse_schedule
 
 # A conversion of another spelling's value: ``convert(value, given, num_envs)`` -> the field's
 # value (``given``: every argument as passed, under any spelling).
@@ -145,7 +146,6 @@ def _coerce(value: Any, hint: Any) -> Any:
         raise _Mismatch
     if origin is Callable or hint is Callable:
         if isinstance(value, str):  # the zoo's "lin_3e-4", or a saved "linear(0.0003)"
-            from rlbase.common.schedules import parse_schedule
 
             try:
                 return parse_schedule(value)
@@ -578,6 +578,5 @@ class OffPolicyConfig(AlgorithmConfig):
                                   f"replay_buffer_class='her' (the plain buffer takes none), "
                                   f"got {kwargs!r}")
             return
-        from rlbase.common.buffers.her_replay_buffer import her_kwargs
 
         object.__setattr__(self, "replay_buffer_kwargs", her_kwargs(kwargs))

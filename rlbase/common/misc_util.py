@@ -9,6 +9,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.mpi_util import mpi_rank
 
 # Set to 1 to make TensorFlow's kernels deterministic in every seeded run of this process
 # (rlbase/docs/reproducibility.md).
@@ -23,15 +24,13 @@ def set_global_seeds(seed: int | None, deterministic_ops: bool = False) -> None:
         process (slower, mainly on GPUs). The environment variable
         ``RLBASE_DETERMINISTIC_OPS=1`` does the same for every seeded run.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow is heavy
 
     if deterministic_ops or (seed is not None and deterministic_ops_requested()):
         tf.config.experimental.enable_op_determinism()
     if seed is None:
         return
-    import keras
-
-    from rlbase.common.mpi_util import mpi_rank
+    import keras  # lazy: TensorFlow is heavy
 
     seed = (int(seed) + 1000 * mpi_rank()) % 2**31
     os.environ["PYTHONHASHSEED"] = str(seed)
@@ -88,5 +87,6 @@ def import_tensorflow_quietly() -> None:
     (:mod:`rlbase.common.quiet_import`), which lets every other line through. Set
     RLBASE_TF_VERBOSE=1 to see TF's start-up messages.
     """
+    # Lazy on purpose: importing TensorFlow is this function's whole job.
     import keras  # noqa: F401
     import tensorflow  # noqa: F401

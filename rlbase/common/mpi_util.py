@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import numpy as np
+
+from rlbase.common.errors import RLBaseError
 
 
 def _mpi_env_present() -> bool:
@@ -20,7 +23,7 @@ def get_comm() -> Any | None:
     if not _mpi_env_present():
         return None
     try:
-        from mpi4py import MPI
+        from mpi4py import MPI  # optional: the mpi extra
     except ImportError:
         return None
     return MPI.COMM_WORLD
@@ -43,7 +46,7 @@ def allreduce_mean(x: np.ndarray, comm: Any | None = None) -> np.ndarray:
     if comm is None or comm.Get_size() == 1:
         return x
     out = np.empty_like(x)
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: the mpi extra
 
     comm.Allreduce(x, out, op=MPI.SUM)
     return out / comm.Get_size()
@@ -77,7 +80,7 @@ def barrier(comm: Any | None = None) -> None:
 
 def allreduce_mean_f32(x: np.ndarray, comm: Any) -> np.ndarray:
     """Float32 element-wise mean over ranks (what the in-graph gradient averaging calls)."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional: the mpi extra
 
     x = np.ascontiguousarray(x, dtype=np.float32)
     out = np.empty_like(x)
@@ -102,8 +105,6 @@ def check_synced(variables: list, comm: Any | None = None, what: str = "paramete
     checksum = float(sum(np.asarray(v.numpy(), np.float64).sum() for v in variables))
     sums = comm.allgather(checksum)
     if max(sums) - min(sums) > 1e-6 * max(1.0, abs(sums[0])):
-        from rlbase.common.errors import RLBaseError
-
         raise RLBaseError(f"MPI workers' {what} diverged: checksums {sums}")
 
 
@@ -117,7 +118,6 @@ def abort_on_error(comm: Any | None = None) -> None:
     comm = comm if comm is not None else get_comm()
     if comm is None or comm.Get_size() == 1:
         return
-    import sys
 
     previous = sys.excepthook
 

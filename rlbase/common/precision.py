@@ -71,7 +71,7 @@ def network_dtype_policy() -> Iterator[None]:
     if precision == FLOAT32:
         yield
         return
-    import keras
+    import keras  # lazy: TensorFlow is heavy
 
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
@@ -84,6 +84,6 @@ def network_dtype_policy() -> Iterator[None]:
 def to_float32(x: Any) -> Any:
     """A tensor ``x`` as float32 (a no-op when it already is): where a torso's output leaves
     it."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow is heavy
 
     return x if x.dtype == tf.float32 else tf.cast(x, tf.float32)

@@ -12,8 +12,11 @@ and warnings still show. ``TF_CPP_MIN_LOG_LEVEL=0`` or ``RLBASE_TF_VERBOSE=1`` s
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import re
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from types import ModuleType
 
@@ -44,8 +47,6 @@ def wanted() -> bool:
 
 def filter_chatter(text: str) -> str:
     """``text`` without the lines of TensorFlow's start-up notices."""
-    import re
-
     chatter = re.compile(CHATTER)
     return "".join(line for line in text.splitlines(keepends=True) if not chatter.search(line))
 
@@ -54,8 +55,6 @@ def filter_chatter(text: str) -> str:
 def stderr_without_chatter() -> Iterator[None]:
     """Capture file descriptor 2 (C++ and Python writes alike) inside the block, then write
     back what is not start-up chatter."""
-    import tempfile
-
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -105,7 +104,6 @@ class _TensorFlowFinder:
                   target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname != "tensorflow":
             return None
-        import importlib.util
 
         uninstall()
         spec = importlib.util.find_spec(fullname)

@@ -14,6 +14,7 @@ Two families live here:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from rlbase.common.errors import RLBaseError
@@ -100,8 +101,6 @@ def named_schedule(name: str, value: float) -> ScheduleFn:
 def parse_schedule(text: str) -> NamedSchedule:
     """A schedule written as text: the zoo's ``lin_3e-4`` (linear from 3e-4 to 0) or
     rlbase's ``linear(0.0003)`` (how a saved model records a named schedule)."""
-    import re
-
     match = re.fullmatch(r"lin_([-+0-9.eE]+)", text.strip()) or \
         re.fullmatch(r"(\w+)\(([-+0-9.eE]+)\)", text.strip())
     if match is None:

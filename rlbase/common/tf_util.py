@@ -11,6 +11,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common import nested
+from rlbase.common.io.serialization import numbered_arrays
+from rlbase.common.mpi_util import allreduce_mean_f32
+
 
 class RMSprop(keras.optimizers.RMSprop):
     """RMSProp with the two choices that differ between frameworks made explicit.
@@ -109,7 +113,6 @@ def average_over_workers(grads: list[tf.Tensor], comm: Any | None) -> list[tf.Te
     Allreduce of all of them flattened together); unchanged without MPI."""
     if comm is None:
         return grads
-    from rlbase.common.mpi_util import allreduce_mean_f32
 
     flat = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
     mean = tf.numpy_function(lambda x: allreduce_mean_f32(x, comm), [flat], tf.float32,
@@ -235,8 +238,6 @@ def spec_like(shape: Sequence[int | None], dtype: Any) -> tf.TensorSpec:
 def observation_spec(space: Any, lead: Sequence[int | None]) -> Any:
     """The TensorSpec of a batch of observations with leading axes ``lead``: nested like the
     observations of a Dict/Tuple space."""
-    from rlbase.common import nested
-
     return nested.pack(space, [spec_like([*lead, *(leaf.shape or ())], leaf.dtype)
                                for leaf in nested.leaf_spaces(space)])
 
@@ -316,8 +317,6 @@ def variables_to_arrays(variables: Sequence[tf.Variable], prefix: str) -> dict[s
 def assign_from_arrays(variables: Sequence[tf.Variable], arrays: dict[str, np.ndarray],
                        prefix: str, path: str = "") -> None:
     """Inverse of :func:`variables_to_arrays`; a count or shape mismatch is a clear error."""
-    from rlbase.common.io.serialization import numbered_arrays
-
     saved = numbered_arrays(arrays, prefix, [v.shape for v in variables], path)
     # Assign only once every array has been checked: a bad file leaves the model untouched.
     for var, value in zip(variables, saved):

@@ -7,7 +7,9 @@ import argparse
 import json
 import os
 
-from rlbase.export import FORMATS
+from rlbase.common.export.metadata import FILENAME
+from rlbase.export import FORMATS, export_model
+from rlbase.registry import load
 
 
 def parser() -> argparse.ArgumentParser:
@@ -27,10 +29,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> None:
-    from rlbase.common.export.metadata import FILENAME
-    from rlbase.export import export_model
-    from rlbase.registry import load
-
     args = parser().parse_args(argv)
     model = load(args.load_path, num_envs=1)
     path = export_model(model, args.out, args.format, quantize=args.quantize)

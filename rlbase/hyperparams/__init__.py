@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import ast
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
+from rlbase import registry
 from rlbase.common.arg_types import parse_policy_kwargs
 from rlbase.common.errors import RLBaseError
 
@@ -59,16 +63,12 @@ class Settings:
 
 def file_for(alg: str) -> str:
     """The packaged file of an algorithm or alias (``td3`` has its own; ``ppo2`` is ppo's)."""
-    from rlbase import registry
-
     name = alg if alg == "td3" else registry.resolve(alg)[0]
     return os.path.join(HYPERPARAMS_DIR, f"{name}.yml")
 
 
 def read_file(path: str) -> dict[str, dict[str, Any]]:
     """A zoo-format file's rows by key (YAML merge keys ``<<: *anchor`` work)."""
-    import yaml
-
     try:
         with open(os.path.expanduser(path), encoding="utf-8") as f:
             data = yaml.safe_load(f)
@@ -157,7 +157,7 @@ def apply_overrides(row: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
 def network_kwargs(alg: str, policy_kwargs: dict[str, Any]) -> dict[str, Any]:
     """SB3's policy keywords under rlbase's network names (net_arch, activation_fn), with the
     config fields they set (DQN's hiddens)."""
-    from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs
+    from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs  # lazy: imports TensorFlow
 
     fields, network = translate_policy_kwargs(alg, policy_kwargs)
     return {**network, **fields}
@@ -187,8 +187,6 @@ def row_settings(alg: str, row: dict[str, Any], where: str, env_type: str | None
                  env_id: str | None = None) -> Settings:
     """A row as the CLI's settings; ``where`` (``file, row 'CartPole-v1'``) names it in
     errors. Parameters are checked by the algorithm's config (when it has one)."""
-    from rlbase import registry
-
     algorithm, _ = registry.resolve(alg)
     row = dict(row)
     out = Settings()
@@ -235,8 +233,6 @@ def row_settings(alg: str, row: dict[str, Any], where: str, env_type: str | None
 
 def check_parameters(algorithm: str, params: dict[str, Any], num_envs: int, where: str) -> None:
     """Every key is a parameter of the algorithm's config with a valid value."""
-    from rlbase import registry
-
     config = registry.config_class(algorithm)
     for key in params:
         if not config.accepts(key):
@@ -244,8 +240,6 @@ def check_parameters(algorithm: str, params: dict[str, Any], num_envs: int, wher
                               f"{', '.join(ZOO_KEYS[:8])}; parameters: "
                               f"{', '.join(config.accepted_names())})")
     try:
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             config.build(params, num_envs)
@@ -281,8 +275,6 @@ def write_config(path: str, alg: str, env_id: str, seed: int | None, n_timesteps
                  row: dict[str, Any]) -> None:
     """The resolved row in the zoo's format, keyed by the env id, with algo, env, seed and
     n_timesteps: ``--conf-file`` of this file repeats the run."""
-    import yaml
-
     resolved = {**plain(row), "algo": alg, "env": env_id, "n_timesteps": n_timesteps}
     if seed is not None:
         resolved["seed"] = seed
@@ -319,8 +311,6 @@ def resolve_row(alg: str, env_id: str, env_type: str | None, conf_file: str | No
     file, with ``--hyperparams`` overrides, and where it came from (for errors). An env id's
     row goes over the packaged ``_sb3_defaults`` row (SB3's defaults where rlbase's learn()
     differs), as SB3's defaults lie under the zoo's rows; an env-type row is complete."""
-    from rlbase import registry
-
     path = conf_file or file_for(alg)
     rows = read_file(path)
     packaged = read_file(file_for(alg))
@@ -336,8 +326,6 @@ def resolve_row(alg: str, env_id: str, env_type: str | None, conf_file: str | No
 
 def _fields(alg: str, params: dict[str, Any]) -> set[str]:
     """The rlbase parameters that ``params`` (under any names) set."""
-    from rlbase import registry
-
     config = registry.config_class(registry.resolve(alg)[0])
     out: set[str] = set()
     for key in params:
@@ -354,8 +342,6 @@ def user_over_defaults(alg: str, defaults: dict[str, Any], user: dict[str, Any]
     ``target_update_interval`` under ``--target_network_update_freq``), so a value the user
     gave once is not "given twice". A parameter the user gave twice, under two spellings, is a
     one-line error."""
-    from rlbase import registry
-
     config = registry.config_class(registry.resolve(alg)[0])
     set_by: dict[str, str] = {}
     for key in user:

@@ -7,6 +7,7 @@ import argparse
 from typing import NoReturn
 
 from rlbase.common.errors import RLBaseError
+from rlbase.tuning.study import TuneSettings, optimize, write_best
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,8 +47,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> None:
-    from rlbase.tuning.study import TuneSettings
-
     args = parser().parse_args(argv)
     n_timesteps = int(args.n_timesteps)
     eval_freq = n_timesteps // 5 if args.eval_freq is None else int(args.eval_freq)
@@ -57,11 +56,10 @@ def main(argv: list[str]) -> None:
         study_name=args.study_name, n_timesteps=n_timesteps, eval_freq=eval_freq,
         eval_episodes=args.eval_episodes, seed=args.seed, out=args.out)
     settings.check()  # before Optuna is imported: a typo is one line, with or without it
-    try:
+    try:  # optional: the tune extra
         import optuna  # noqa: F401
     except ImportError:
         raise RLBaseError("rlbase tune needs Optuna: pip install 'rlbase[tune]'") from None
-    from rlbase.tuning.study import optimize, write_best
 
     study = optimize(settings)
     path = write_best(study, settings, settings.out or f"{settings.name}.yml")

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from rlbase.common.errors import RLBaseError
+
 if TYPE_CHECKING:
     import optuna
 
@@ -224,8 +226,6 @@ SPACES: dict[str, Space] = {
 
 def space(algorithm: str) -> Space:
     """The search space of an algorithm (rlbase's name, not an alias)."""
-    from rlbase.common.errors import RLBaseError
-
     if algorithm not in SPACES:
         raise RLBaseError(f"no search space for {algorithm!r}; spaces: {', '.join(SPACES)}")
     return SPACES[algorithm]

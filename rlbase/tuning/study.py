@@ -11,6 +11,7 @@ trials would not repeat, and each swaps the process-wide logger, which the other
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -18,8 +19,18 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from rlbase import registry
+from rlbase.common.envs.make import check_env_id, env_type_of, make_vec_env
 from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import logger
+from rlbase.common.loops import evaluation
+from rlbase.common.misc_util import import_tensorflow_quietly
+from rlbase.common.schedules import NamedSchedule
+from rlbase.common.vec_env import VecNormalize
 from rlbase.hyperparams import env_type_defaults
+from rlbase.registry import config_class, get_algorithm, resolve
 from rlbase.tuning.spaces import Budget, sample, space
 
 if TYPE_CHECKING:
@@ -54,8 +65,6 @@ class TuneSettings:
     out: str | None = None
 
     def check(self) -> None:
-        from rlbase.registry import resolve
-
         space(resolve(self.algo)[0])
         for name, low in (("n_trials", 1), ("n_jobs", 1), ("n_timesteps", 1), ("eval_freq", 0),
                           ("eval_episodes", 1)):
@@ -75,7 +84,7 @@ class TuneSettings:
 
 # -- the pieces of a study ---------------------------------------------------------------------
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
-    import optuna
+    import optuna  # optional: the tune extra
 
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
@@ -83,7 +92,7 @@ def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
 
 
 def make_pruner(name: str, n_timesteps: int) -> optuna.pruners.BasePruner:
-    import optuna
+    import optuna  # optional: the tune extra
 
     if name == "none":
         return optuna.pruners.NopPruner()
@@ -94,7 +103,7 @@ def make_pruner(name: str, n_timesteps: int) -> optuna.pruners.BasePruner:
 def make_storage(spec: str | None) -> Any:
     """An Optuna storage: a database URL as given (with a heartbeat, so that trials of a
     killed run are marked failed on resume), a journal file for a path, None: in memory."""
-    import optuna
+    import optuna  # optional: the tune extra
 
     if spec is None:
         return None
@@ -108,6 +117,7 @@ def make_storage(spec: str | None) -> Any:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 raise RLBaseError(f"--storage {spec} cannot be opened: "
                                   f"{type(exc).__name__}: {first}") from None
+    # Optional: the tune extra.
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     return JournalStorage(JournalFileBackend(os.path.abspath(os.path.expanduser(spec))))
@@ -115,7 +125,7 @@ def make_storage(spec: str | None) -> Any:
 
 def open_study(settings: TuneSettings, storage: Any, seed: int | None) -> optuna.Study:
     """The study, created or (same name in the same storage) resumed."""
-    import optuna
+    import optuna  # optional: the tune extra
 
     return optuna.create_study(
         study_name=settings.name, storage=storage, direction="maximize",
@@ -143,14 +153,14 @@ class TrialCallback:
         self.pruned = False
 
     def evaluate(self, model: Any, step: int) -> bool:
-        from rlbase.common.loops.evaluation import evaluate_policy
-
-        self.last_value = evaluate_policy(model, self.eval_env, self.settings.eval_episodes)[0]
+        # Through the module, so that a test can replace the evaluation.
+        self.last_value = evaluation.evaluate_policy(model, self.eval_env,
+                                                     self.settings.eval_episodes)[0]
         self.last_step = step
         return report(self.trial, self.last_value, step)
 
     def __call__(self, model: Any, info: dict[str, Any]) -> bool:
-        from rlbase.common.loops.training_loop import crossings
+        from rlbase.common.loops.training_loop import crossings  # lazy: imports TensorFlow
 
         step = int(info["num_timesteps"])
         if crossings(step, step - self.last_step, self.settings.eval_freq) and \
@@ -176,9 +186,6 @@ class Base:
 
 
 def base_settings(settings: TuneSettings) -> Base:
-    from rlbase.common.envs.make import check_env_id, env_type_of
-    from rlbase.registry import config_class, get_algorithm, resolve
-
     check_env_id(settings.env_id)
     algorithm, preset = resolve(settings.algo)
     env_type = env_type_of(settings.env_id, None)
@@ -192,12 +199,8 @@ def base_settings(settings: TuneSettings) -> Base:
 
 
 def make_envs(settings: TuneSettings, base: Base, seed: int | None) -> tuple[Any, Any]:
-    from rlbase.common.envs.make import make_vec_env
-
     env = make_vec_env(settings.env_id, base.env_type, base.num_envs, seed, monitor_dir=None)
     if base.normalize:
-        from rlbase.common.vec_env import VecNormalize
-
         env = VecNormalize(env)
     eval_env = make_vec_env(settings.env_id, base.env_type, 1,
                             None if seed is None else seed + 1000, monitor_dir=None)
@@ -206,10 +209,7 @@ def make_envs(settings: TuneSettings, base: Base, seed: int | None) -> tuple[Any
 
 def run_trial(trial: optuna.Trial, settings: TuneSettings, base: Base) -> float:
     """Train with the trial's sample; the last evaluation's mean return."""
-    import optuna
-
-    from rlbase.common.logs import logger
-    from rlbase.registry import get_algorithm
+    import optuna  # optional: the tune extra
 
     params = sample(trial, base.algorithm, Budget(base.num_envs, settings.n_timesteps))
     trial.set_user_attr("config", {k: yaml_value(v) for k, v in params.items()})
@@ -235,7 +235,7 @@ def run_trial(trial: optuna.Trial, settings: TuneSettings, base: Base) -> float:
 
 def objective(trial: optuna.Trial, settings: TuneSettings, base: Base) -> float:
     """run_trial, with any error recorded on the trial: it then fails (NaN), the study goes on."""
-    import optuna
+    import optuna  # optional: the tune extra
 
     try:
         value = run_trial(trial, settings, base)
@@ -267,9 +267,7 @@ def log_trial(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
 def run_trials(settings: TuneSettings, storage: Any, n_trials: int, worker: int = 0) -> Any:
     """``n_trials`` trials of the study in this process (worker: offsets the sampler's seed,
     so that workers do not sample the same points)."""
-    import optuna
-
-    from rlbase.common.misc_util import import_tensorflow_quietly
+    import optuna  # optional: the tune extra
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # log_trial says it in one line
     import_tensorflow_quietly()
@@ -288,19 +286,16 @@ def _worker(settings: TuneSettings, storage_spec: str, n_trials: int, worker: in
 def optimize(settings: TuneSettings) -> optuna.Study:
     """Run (or resume) the study; with ``n_jobs`` > 1 in that many processes sharing the
     storage (a temporary journal file when none is given)."""
-    import optuna
+    import optuna  # optional: the tune extra
 
     settings.check()
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # log_trial says it in one line
     if settings.n_jobs == 1:
         return run_trials(settings, make_storage(settings.storage), settings.n_trials)
-    import multiprocessing
 
     tmp = tempfile.mkdtemp(prefix="rlbase-tune-") if settings.storage is None else None
     spec = settings.storage or os.path.join(str(tmp), "study.journal")
     try:
-        from rlbase.common.envs.make import check_env_id
-
         check_env_id(settings.env_id)  # a bad env id: one error here, not one per process
         open_study(settings, make_storage(spec), settings.seed)
         jobs = min(settings.n_jobs, settings.n_trials)
@@ -332,8 +327,6 @@ ZOO_POLICIES = {"mlp": "MlpPolicy", "cnn": "CnnPolicy"}
 
 def yaml_value(value: Any) -> Any:
     """A value as the zoo's files write it (a linear schedule as ``lin_<start>``)."""
-    from rlbase.common.schedules import NamedSchedule
-
     if isinstance(value, NamedSchedule):
         return f"lin_{value.start!r}" if value.name == "linear" else repr(value)
     if isinstance(value, tuple):
@@ -349,7 +342,7 @@ RUN_FIELDS = ("seed", "eval_freq", "eval_episodes", "checkpoint_interval")
 
 def best_row(study: optuna.Study, settings: TuneSettings) -> dict[str, Any]:
     """The best trial as the zoo's row: ``{env id: {n_timesteps, policy, n_envs, ...}}``."""
-    import optuna
+    import optuna  # optional: the tune extra
 
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not done:
@@ -369,7 +362,6 @@ def best_row(study: optuna.Study, settings: TuneSettings) -> dict[str, Any]:
             f"{k}={yaml_value(v)!r}" for k, v in base.network_kwargs.items()) + ")"
     # Every field the trial trained with (the env type's, the preset's and the sampled ones,
     # the rest at learn()'s defaults), so the file repeats the trial whatever lies under it.
-    from rlbase import registry
 
     config = registry.config_class(registry.resolve(settings.algo)[0])
     given = {**base.fields, **base.preset, **best.user_attrs["config"]}
@@ -381,8 +373,6 @@ def best_row(study: optuna.Study, settings: TuneSettings) -> dict[str, Any]:
 
 
 def write_best(study: optuna.Study, settings: TuneSettings, path: str) -> str:
-    import yaml
-
     row = best_row(study, settings)  # first: it says so in one line when no trial completed
     best = study.best_trial
     header = (f"# rlbase tune: study {settings.name!r}, best of {len(study.trials)} trials: "

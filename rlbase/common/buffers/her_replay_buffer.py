@@ -31,7 +31,7 @@ import numpy.typing as npt
 from rlbase.common import nested
 from rlbase.common.buffers.replay_buffer import Batch, NestedReplayBuffer, _check_size
 from rlbase.common.errors import RLBaseError
-from rlbase.common.vec_env import VecEnv, VecNormalize
+from rlbase.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 RewardFn = Callable[[np.ndarray, np.ndarray, Any], Any]
@@ -119,8 +119,6 @@ def goal_reward_fn(env: VecEnv) -> RewardFn:
     first env's own method for envs in this process (DummyVecEnv), else that of a copy made
     here from env 0's spec; without a spec, through ``env_method`` in env 0's worker alone
     (the envs are assumed identical, as in SB3). No compute_reward: a one-line error."""
-    from rlbase.common.vec_env import DummyVecEnv
-
     base = env.unwrapped
     try:
         if isinstance(base, DummyVecEnv):

@@ -18,6 +18,7 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from rlbase.common.vec_env.ale_vec_env import AleVecEnv, ale_vector_available
 from rlbase.common.vec_env.vec_frame_stack import VecFrameStack
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def wrap_deepmind(env: gym.Env, episode_life: bool = True, clip_rewards: bool = 
 
 def make_atari(env_id: str, env_kwargs: dict[str, Any] | None = None) -> gym.Env:
     """The raw emulator with no frame skipping (``*NoFrameskip-v4`` or ``ALE/*-v5``)."""
-    import ale_py
+    import ale_py  # optional: the atari extra
 
     gym.register_envs(ale_py)
     kwargs = dict(env_kwargs or {})
@@ -141,8 +142,6 @@ def make_atari_vec_env(env_id: str, num_env: int, seed: int | None,
     process per env; 'dummy' all in this process; 'auto' is 'ale' when ale-py has its vector
     env and nothing asks for rendered frames, else 'subproc'.
     """
-    from rlbase.common.vec_env.ale_vec_env import AleVecEnv, ale_vector_available
-
     # ale-py's vector env renders no frames and takes only these of gymnasium's env kwargs.
     ale_kwargs = {"repeat_action_probability", "full_action_space"}
     unsupported = sorted(k for k in env_kwargs if k not in ale_kwargs)
@@ -189,7 +188,7 @@ def _ale_wrapper_kwargs(wrapper_kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def _ale_env(env: gym.Env) -> AtariEnv:
     """The ale-py env under ``env``'s wrappers."""
-    import ale_py
+    import ale_py  # optional: the atari extra
 
     inner = env.unwrapped
     if not isinstance(inner, ale_py.env.AtariEnv):

@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
+from rlbase.common.vec_env import DummyVecEnv, VecCheckFinite
 
 __all__ = ["check_env"]
 
@@ -225,8 +226,6 @@ def _check_goal_reward(env: gym.Env, obs: dict[str, Any], reward: float,
 
 def _check_finite(env: gym.Env) -> None:
     """Ten random steps through a VecEnv that raises at the first NaN or inf."""
-    from rlbase.common.vec_env import DummyVecEnv, VecCheckFinite
-
     venv = VecCheckFinite(DummyVecEnv([lambda: env]))
     venv.reset()
     for _ in range(10):

@@ -14,9 +14,12 @@ from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import load_env_creator, parse_env_id
 
+from rlbase.common.envs.atari_wrappers import make_atari_vec_env
 from rlbase.common.envs.monitor import Monitor
 from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import logger
 from rlbase.common.misc_util import env_seed
 from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.vec_env import (
@@ -99,8 +102,6 @@ def _version_problem(env_id: str, name: str) -> str | None:
     """The one-line error for an id whose version gymnasium cannot make: one it does not
     register while it registers others of the same name, or one it keeps only to say it was
     removed (the mujoco-py v2/v3 MuJoCo envs Baselines used: HalfCheetah-v2, Hopper-v3)."""
-    from gymnasium.envs.registration import parse_env_id
-
     def removed(env_name: str) -> bool:  # gymnasium keeps them with an entry point that raises
         entry = gym.registry[env_name].entry_point
         return getattr(entry, "__name__", "") == "_raise_mujoco_py_error"
@@ -158,7 +159,7 @@ def _mujoco_breaks_robotics() -> bool:
     3.12 its enums no longer equal numpy integers (``enum == np.int32(2)`` is False), which
     gymnasium-robotics' ``set_joint_qpos`` asserts on."""
     try:
-        import mujoco
+        import mujoco  # optional: the mujoco extra
     except ImportError:
         return False
     slide = mujoco.mjtJoint.mjJNT_SLIDE
@@ -221,7 +222,6 @@ def check_env_kwargs(env_id: str, kwargs: dict[str, Any] | None) -> None:
     render, or a value its constructor refuses (one env is made, and closed, to find out)."""
     if not kwargs:
         return
-    from gymnasium.envs.registration import load_env_creator
 
     name = registered_id(env_id)
     spec = gym.spec(name)
@@ -318,15 +318,11 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
     if vec_env == "ale" and env_type != "atari":
         raise RLBaseError(f"vec_env 'ale' is for Atari envs only; '{env_id}' is {env_type}")
     if isinstance(monitor_dir, _LoggerDir):
-        from rlbase.common.logs import logger
-
         monitor_dir = logger.get_dir()
     vec_env = "dummy" if force_dummy else vec_env
     rank = mpi_rank()
     venv: VecEnv
     if env_type == "atari":
-        from rlbase.common.envs.atari_wrappers import make_atari_vec_env
-
         venv = make_atari_vec_env(env_id, num_env, seed, wrapper_kwargs or {},
                                   env_kwargs or {}, vec_env=vec_env)
         venv.seed(env_seed(seed, 0, rank))

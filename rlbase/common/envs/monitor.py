@@ -238,8 +238,9 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Every episode of the monitor files in folder ``path`` as one table sorted by ``t``
     (seconds since the earliest file's ``t_start``); its ``index`` column is each episode's
     row number in its own file."""
-    import pandas as pd
+    import pandas as pd  # optional: the plot extra
 
+    # Optional: needs pandas (the plot extra).
     from rlbase.common.logs.plot_util import read_monitor_file
 
     files = get_monitor_files(path)

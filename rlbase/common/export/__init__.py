@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.export.graph import ExportedPolicy
+from rlbase.common.export.onnx import write_onnx
+from rlbase.common.export.saved_model import write_saved_model
+from rlbase.common.export.tflite import write_tflite
 from rlbase.common.networks.policy_graph import ExportableModel
 
 FORMATS = ("saved_model", "tflite", "onnx")
@@ -29,18 +33,12 @@ def export_model(model: ExportableModel, out: str, format: str = "saved_model",
         raise RLBaseError(f"unknown export format {format!r}; use one of {', '.join(FORMATS)}")
     if quantize and format != "tflite":
         raise RLBaseError(f"quantize applies to the tflite format, not {format!r}")
-    from rlbase.common.export.graph import ExportedPolicy
 
     out = os.path.abspath(os.path.expanduser(os.fspath(out)))
     policy = ExportedPolicy(model)  # a model that is no network refuses here, in one line
     if format == "saved_model":
-        from rlbase.common.export.saved_model import write_saved_model
-
         return write_saved_model(policy, model, out)
     if format == "tflite":
-        from rlbase.common.export.tflite import write_tflite
-
         return write_tflite(policy, model, out, quantize)
-    from rlbase.common.export.onnx import write_onnx
 
     return write_onnx(policy, model, out)

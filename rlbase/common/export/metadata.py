@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any
 
+import rlbase
 from rlbase.common.export.graph import ExportedPolicy
 from rlbase.common.io.serialization import space_to_json
 from rlbase.common.networks.policy_graph import ExportableModel
@@ -16,8 +17,6 @@ FILENAME = "rlbase_export.json"
 
 def describe(policy: ExportedPolicy, model: ExportableModel, format: str,
              signatures: list[str], **extra: Any) -> dict[str, Any]:
-    import rlbase
-
     def spec(s: Any) -> dict[str, Any]:
         return {"name": s.name, "shape": [d for d in s.shape.as_list()],
                 "dtype": s.dtype.name}

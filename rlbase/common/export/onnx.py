@@ -6,6 +6,7 @@ tf2onnx 1.17 converts none of TF's stateless random ops."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -20,9 +21,7 @@ OPSET = 17
 
 
 def _convert(fn: Any, specs: list[Any], path: str, props: dict[str, str]) -> None:
-    import logging
-
-    import tf2onnx
+    import tf2onnx  # optional: the export extra
 
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)
     proto, _ = tf2onnx.convert.from_function(fn, input_signature=specs, opset=OPSET)

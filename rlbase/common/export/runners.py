@@ -4,12 +4,15 @@ and out, whatever the format."""
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import os
 import warnings
 from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
+import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
@@ -20,8 +23,6 @@ ONNX_HINT = "pip install 'rlbase[export]'"
 
 def require_onnx() -> None:
     """A one-line error naming the extra when tf2onnx or onnxruntime is missing."""
-    import importlib.util
-
     missing = [m for m in ("tf2onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
     if missing:
         raise RLBaseError(f"ONNX export needs {' and '.join(missing)}, which "
@@ -31,8 +32,6 @@ def require_onnx() -> None:
 def tflite_interpreter(path: str, num_threads: int | None = None) -> Any:
     """TensorFlow's TFLite interpreter (its deprecation notice silenced: the LiteRT package
     ``ai_edge_litert`` runs the same files)."""
-    import tensorflow as tf
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return tf.lite.Interpreter(model_path=path, num_threads=num_threads)
@@ -42,8 +41,6 @@ def load(path: str, signature: str = "serving_default", num_threads: int | None 
          ) -> Runner:
     """A runner of the SavedModel folder, ``.tflite`` or ``.onnx`` file at ``path``."""
     if os.path.isdir(path):
-        import tensorflow as tf
-
         fn = tf.saved_model.load(path).signatures[signature]
         return lambda **inputs: {k: v.numpy() for k, v in fn(**inputs).items()}
     if path.endswith(".tflite"):
@@ -51,7 +48,7 @@ def load(path: str, signature: str = "serving_default", num_threads: int | None 
         return lambda **inputs: dict(runner(**inputs))
     if path.endswith(".onnx"):
         require_onnx()
-        import onnxruntime as ort
+        import onnxruntime as ort  # optional: the export extra
 
         options = ort.SessionOptions()
         if num_threads:
@@ -77,8 +74,6 @@ def sample_inputs(space: gym.Space, names: list[str], n: int, seed: int = 0,
 
 
 def _seeded_copy(space: gym.Space, seed: int) -> gym.Space:
-    import copy
-
     space = copy.deepcopy(space)
     space.seed(seed)
     return space

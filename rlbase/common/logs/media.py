@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
+from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
+from rlbase.common.vec_env import VecVideoRecorder
 
 
 def save_plots(log_dir: str, path: str | None = None, title: str | None = None,
@@ -16,6 +20,7 @@ def save_plots(log_dir: str, path: str | None = None, title: str | None = None,
     their smoothed curve and its evaluations, named by the algorithm its metadata.json
     records. Several: plot_util.plot_results with a panel per env and a colour per algorithm
     (kwargs go to it)."""
+    # Optional: needs pandas (the plot extra).
     from rlbase.common.logs.plot_util import (
         algorithm_group_fn,
         default_split_fn,
@@ -53,11 +58,6 @@ def save_videos(model: Any, env_id: str, n_episodes: int = 1, video_folder: str 
     model: an algorithm's model or a model class instance (``step``, ``initial_states``,
         ``normalized_like_training``): observations are normalized as in its training.
     """
-    import numpy as np
-
-    from rlbase.common.envs.make import make_vec_env
-    from rlbase.common.vec_env import VecVideoRecorder
-
     if isinstance(n_episodes, bool) or not isinstance(n_episodes, int) or n_episodes < 1:
         raise RLBaseError(f"n_episodes must be a positive integer, got {n_episodes!r}")
     venv = make_vec_env(env_id, num_env=1, seed=seed,

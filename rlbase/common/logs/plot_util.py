@@ -396,11 +396,11 @@ def plot_results(allresults: Sequence[Result], *,
     nrows, ncols = _grid_shape(len(panels), tiling)
     figsize = figsize or (6 * ncols, 6 * nrows)
     if use_pyplot:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # optional: the plot extra
 
         fig, axarr = plt.subplots(nrows, ncols, squeeze=False, figsize=figsize)
     else:
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure  # optional: the plot extra
 
         fig = Figure(figsize=figsize)
         axarr = fig.subplots(nrows, ncols, squeeze=False)
@@ -460,7 +460,7 @@ def learning_curve_figure(result: Result, label: str, title: str | None = None):
     """One run's learning curve (the CLI's --save_plots): each episode's return drawn faintly,
     their smoothed curve over it, and the periodic evaluation's mean return
     (``eval/mean_reward`` in the progress table) when evaluation ran. Returns the figure."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # optional: the plot extra
 
     fig = Figure(figsize=(8, 5))
     ax = fig.subplots()
@@ -499,7 +499,7 @@ def save_plot(results_or_dir: PathLike | Sequence[Result], path: PathLike, **kwa
     path = os.fspath(path)
     fig.savefig(path, dpi=100)
     if kwargs["use_pyplot"]:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # optional: the plot extra
 
         plt.close(fig)
     return path

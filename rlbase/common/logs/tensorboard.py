@@ -60,7 +60,7 @@ def video_gif(frames: Any, fps: float) -> tuple[bytes, int, int]:
     """An animated GIF of ``(N, T, C, H, W)`` frames (N videos side by side): bytes, width,
     height."""
     try:
-        from PIL import Image as PILImage
+        from PIL import Image as PILImage  # optional: Pillow
     except ImportError:
         raise RLBaseError("logging a Video to TensorBoard needs Pillow: pip install pillow "
                           "(or rlbase[plot])") from None
@@ -87,7 +87,7 @@ def figure_png(figure: Any, close: bool) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     if close:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # optional: the plot extra
 
         plt.close(figure)
     return buffer.getvalue()
@@ -173,8 +173,8 @@ class TensorBoardOutputFormat(KVWriter):
 
     def _hparams(self, value: HParam) -> None:
         try:
-            from tensorboard.plugins.hparams import api as hp
-            from tensorboard.plugins.hparams import summary_v2
+            from tensorboard.plugins.hparams import api as hp  # optional: the tensorboard extra
+            from tensorboard.plugins.hparams import summary_v2  # optional: the tensorboard extra
         except ImportError:
             raise RLBaseError("logging an HParam needs the tensorboard package: pip install "
                               "tensorboard (or rlbase[tensorboard])") from None

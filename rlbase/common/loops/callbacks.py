@@ -24,9 +24,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
+from rlbase.common.envs.make import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.logs import logger as logger_module
+from rlbase.common.loops import evaluation
 
 
 def _frequency(name: str, value: Any) -> int:
@@ -249,7 +252,6 @@ class EvalCallback(EventCallback):
                  best_model_save_path: str | None = None, deterministic: bool = True,
                  render: bool = False, verbose: int = 1, warn: bool = True):
         super().__init__(callback_after_eval, verbose)
-        from rlbase.common.envs.make import as_vec_env, ensure_monitor
 
         self.callback_on_new_best = callback_on_new_best
         if callback_on_new_best is not None:
@@ -281,12 +283,12 @@ class EvalCallback(EventCallback):
     def _on_step(self) -> bool:
         if self.n_calls % self.eval_freq:
             return True
-        from rlbase.common.loops.evaluation import run_episodes
 
         venv = self.model.normalized_like_training(self.eval_env)
         successes: list[float] = []
-        returns, lengths = run_episodes(self.model, venv, self.n_eval_episodes,
-                                        self.deterministic, successes=successes)
+        # Through the module, so that a test can count the evaluations.
+        returns, lengths = evaluation.run_episodes(self.model, venv, self.n_eval_episodes,
+                                                   self.deterministic, successes=successes)
         self.evaluations_timesteps.append(self.num_timesteps)
         self.evaluations_results.append(returns)
         self.evaluations_length.append(lengths)
@@ -433,8 +435,6 @@ class ProgressBarCallback(BaseCallback):
         self.pbar: Any = None
 
     def _on_training_start(self) -> None:
-        from tqdm import tqdm
-
         self.pbar = tqdm(total=int(self.locals["total_timesteps"]))
         self._start = self.model.num_timesteps
 

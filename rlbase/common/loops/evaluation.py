@@ -8,6 +8,7 @@ from typing import Any, Literal, overload
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common.envs.make import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env import VecEnv
 
@@ -31,8 +32,6 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
     successes: when given, each counted episode whose last info has ``is_success`` (goal
         envs) appends it (1.0 or 0.0) here.
     """
-    from rlbase.common.envs.make import ensure_monitor
-
     env = ensure_monitor(env)
     n = env.num_envs
     targets = np.array([n_episodes // n + (i < n_episodes % n) for i in range(n)])
@@ -108,8 +107,6 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10,
     warn: accepted for SB3's signature; rlbase puts a monitor below every normalization
         itself, so there is no unmonitored env to warn about.
     """
-    from rlbase.common.envs.make import as_vec_env
-
     if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int | np.integer) \
             or n_eval_episodes < 1:
         raise RLBaseError(f"n_eval_episodes must be a positive integer, got "
@@ -140,8 +137,6 @@ class Evaluator:
     def __init__(self, eval_env: Any, n_episodes: int, seed: int | None = None,
                  deterministic: bool = True, best_model_path: str | None = None,
                  keep_best: bool = False):
-        from rlbase.common.envs.make import as_vec_env, ensure_monitor
-
         # Returns are read from a monitor below the normalization the model adds.
         self.env = None if eval_env is None else ensure_monitor(as_vec_env(eval_env, seed))
         self.n_episodes, self.deterministic = int(n_episodes), deterministic
