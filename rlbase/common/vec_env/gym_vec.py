@@ -48,20 +48,10 @@ class GymVecEnv(VecEnv):
 
     def _split_info(self, info: dict[str, Any]) -> list[dict[str, Any]]:
         """gymnasium's dict of arrays (with ``_key`` masks) -> one dict per env."""
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        if not info:
-            return infos
+        rest = {k: v for k, v in info.items() if k not in ("final_obs", "final_info")}
+        infos = [_split_info_one(rest, i) for i in range(self.num_envs)]
         final_obs_mask = info.get("_final_obs")
         final_info = info.get("final_info")
-        for key, value in info.items():
-            if key.startswith("_") or key in ("final_obs", "final_info"):
-                continue
-            mask = info.get("_" + key)
-            for i in range(self.num_envs):
-                if mask is None or mask[i]:
-                    # Nested dicts hold their own masks: split them the same way.
-                    infos[i][key] = _split_info_one(value, i) if isinstance(value, dict) \
-                        else value[i]
         if final_obs_mask is not None:
             for i in np.flatnonzero(final_obs_mask).tolist():
                 if final_info:
@@ -130,6 +120,7 @@ class GymVecEnv(VecEnv):
 
 
 def _split_info_one(info: dict[str, Any], i: int) -> dict[str, Any]:
+    """Env ``i``'s entries of a dict of arrays (nested dicts hold their own ``_key`` masks)."""
     out = {}
     for key, value in info.items():
         if key.startswith("_"):

@@ -3,12 +3,13 @@ with worker failures, hangs and stop requests reported in one line."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import signal
 import sys
 import time
-from typing import Any, Callable, Sequence, SupportsFloat
+from typing import Any, Callable, Iterator, Sequence, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -85,43 +86,39 @@ class SubprocVecEnv(GymVecEnv):
         self.env_id: str | None = fns[0].env_id  # env 0 was built here to read its spaces
         super().__init__(vector_env)
 
-    def reset(self) -> np.ndarray:
+    @contextlib.contextmanager
+    def _reported(self, call: str) -> Iterator[None]:
+        """Any failure of a worker during ``call`` raises what :meth:`_fault` makes of it."""
         try:
-            self._async.reset_async(seed=self._seeds)  # type: ignore[arg-type]  # one per env
+            yield
         except Exception as exc:  # noqa: BLE001 - any worker failure is reported the same way
-            raise self._fault("reset", exc) from exc
+            raise self._fault(call, exc) from exc
+
+    def reset(self) -> np.ndarray:
+        with self._reported("reset"):
+            self._async.reset_async(seed=self._seeds)  # type: ignore[arg-type]  # one per env
         self._await("reset", AsyncState.WAITING_RESET)
-        try:
+        with self._reported("reset"):
             obs, _ = self._async.reset_wait()
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault("reset", exc) from exc
         self._seeds = None
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        try:
+        with self._reported("step"):
             self._async.step_async(actions)
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault("step", exc) from exc
 
     def step_wait(self) -> VecStepResult:
         self._await("step", AsyncState.WAITING_STEP)
-        try:
+        with self._reported("step"):
             obs, rewards, terminated, truncated, info = self._async.step_wait()
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault("step", exc) from exc
         return obs, rewards, terminated, truncated, self._split_info(info)
 
     def _call_all(self, name: str, *args: Any, **kwargs: Any) -> Sequence[Any]:
-        try:
+        with self._reported(name):
             self._async.call_async(name, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault(name, exc) from exc
         self._await(name, AsyncState.WAITING_CALL)
-        try:
+        with self._reported(name):
             return self._async.call_wait()
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault(name, exc) from exc
 
     def _await(self, call: str, state: AsyncState,
                pipes: dict[Any, int] | None = None) -> None:
@@ -134,12 +131,10 @@ class SubprocVecEnv(GymVecEnv):
         EnvWorkerError naming the first of them; workers silent ``STOP_GRACE_S`` after a stop
         request raise EnvWaitInterrupted. Either way every worker is killed first.
         """
-        venv = self._async
         if pipes is None:
-            if venv.closed or venv._state != state:
+            if self._async.closed or self._async._state != state:
                 return  # nothing pending: gymnasium's wait raises its own error
-            pipes = {pipe: i for i, pipe in enumerate(venv.parent_pipes)
-                     if pipe is not None and not pipe.closed}
+            pipes = self._live_pipes()
         pending = dict(pipes)
 
         def ready(wait_s: float) -> bool:
@@ -186,18 +181,14 @@ class SubprocVecEnv(GymVecEnv):
             return super().env_method(name, *args, **kwargs)
         chosen = self._indices(indices)
         venv = self._async
-        try:
+        with self._reported(name):
             venv._assert_is_running()
             for i in chosen:  # the message gymnasium's call_async sends, to these workers only
                 venv.parent_pipes[i].send(("_call", (name, args, kwargs)))
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault(name, exc) from exc
         self._await(name, venv._state, {venv.parent_pipes[i]: i for i in chosen})
-        try:
+        with self._reported(name):
             results, successes = zip(*[venv.parent_pipes[i].recv() for i in chosen])
             venv._raise_if_errors(successes)
-        except Exception as exc:  # noqa: BLE001
-            raise self._fault(name, exc) from exc
         return list(results)
 
     def _fault(self, call: str, exc: BaseException) -> EnvWorkerError | RLBaseError:
@@ -258,15 +249,13 @@ class SubprocVecEnv(GymVecEnv):
                     self._shutdown()
                     return
                 getattr(venv, f"{venv._state.value}_wait")()
-            for pipe in venv.parent_pipes:
-                if pipe is not None and not pipe.closed:
-                    pipe.send(("close", None))
+            for pipe in self._live_pipes():
+                pipe.send(("close", None))
             if not self._answered(CLOSE_WAIT_S):
                 self._shutdown()
                 return
-            for pipe in venv.parent_pipes:
-                if pipe is not None and not pipe.closed:
-                    pipe.recv()
+            for pipe in self._live_pipes():
+                pipe.recv()
             end = time.monotonic() + CLOSE_WAIT_S  # each worker closes its env after answering
             for process in venv.processes:
                 process.join(timeout=max(0.0, end - time.monotonic()))
@@ -276,7 +265,7 @@ class SubprocVecEnv(GymVecEnv):
 
     def _answered(self, timeout: float) -> bool:
         """Whether every live worker's pipe has its answer within ``timeout`` seconds."""
-        pending = [p for p in self._async.parent_pipes if p is not None and not p.closed]
+        pending = list(self._live_pipes())
         end = time.monotonic() + timeout
         while pending:
             left = end - time.monotonic()
@@ -285,6 +274,11 @@ class SubprocVecEnv(GymVecEnv):
             ready = multiprocessing.connection.wait(pending, timeout=left)
             pending = [p for p in pending if p not in ready]
         return True
+
+    def _live_pipes(self) -> dict[Any, int]:
+        """The pipes of the workers still answering, each to its env index."""
+        return {pipe: i for i, pipe in enumerate(self._async.parent_pipes)
+                if pipe is not None and not pipe.closed}
 
 
 class _ShapeCheck(gym.Wrapper):

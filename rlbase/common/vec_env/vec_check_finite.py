@@ -29,13 +29,6 @@ def _finite(x: Any) -> bool:
     return bool(np.isfinite(arr.sum())) or bool(np.isfinite(arr).all())
 
 
-def first_bad_env(x: np.ndarray) -> int:
-    """The first index along the leading (env) axis holding a NaN or infinity."""
-    arr = np.asarray(x)
-    bad = ~np.isfinite(arr.reshape(arr.shape[0], -1)).all(axis=1)
-    return int(np.flatnonzero(bad)[0])
-
-
 class VecCheckFinite(VecEnvWrapper):
     """Raise NonFiniteError when an observation, final observation or reward is NaN or inf.
 
@@ -79,7 +72,8 @@ class VecCheckFinite(VecEnvWrapper):
     def _check(self, what: str, values: np.ndarray, where: str) -> None:
         if _finite(values):
             return
-        i = first_bad_env(values)
-        shown = np.asarray(values[i]).ravel()[:8]
+        arr = np.asarray(values)
+        i = int(np.flatnonzero(~np.isfinite(arr.reshape(arr.shape[0], -1)).all(axis=1))[0])
+        shown = arr[i].ravel()[:8]
         raise NonFiniteError(f"env {i} returned a non-finite {what} at {where}: {shown} "
                              "(CLI: --no-check_finite turns this check off)")

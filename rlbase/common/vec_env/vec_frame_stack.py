@@ -98,7 +98,6 @@ class VecFrameStack(VecEnvWrapper):
                         if isinstance(leaf, gym.spaces.Box)]  # all are: checked above
         stacked = nested.replace_leaves(space, [s.space for s in self._stacks])
         super().__init__(venv, observation_space=stacked)
-        self._nested = nested.is_nested(space)
 
     @property
     def stackedobs(self) -> Any:
@@ -106,8 +105,6 @@ class VecFrameStack(VecEnvWrapper):
         return nested.pack(self.space, [s.obs for s in self._stacks])
 
     def _current(self) -> Any:
-        if not self._nested:
-            return self._stacks[0].obs.copy()
         return nested.pack(self.space, [s.obs.copy() for s in self._stacks])
 
     def reset(self) -> Any:

@@ -66,9 +66,7 @@ class NormalizationStats:
     def from_config(cls, observation_space: gym.Space, config: dict[str, Any]
                     ) -> NormalizationStats:
         """Statistics with a saved ``config`` (see :meth:`config`); a malformed one is an error."""
-        if not _valid_config(config):
-            raise RLBaseError(f"malformed VecNormalize config {config!r}: expected keys "
-                              f"{list(_CONFIG_KEYS)}")
+        _checked_config(config)
         return cls(observation_space if config["ob"] else None, config["ret"],
                    config["clipob"], config["cliprew"], config["gamma"], config["epsilon"])
 
@@ -142,6 +140,13 @@ class NormalizationStats:
         return VecNormalize(venv, training=False, stats=self)
 
 
+def _forward(name: str, settable: bool = False) -> Any:
+    """A VecNormalize property reading ``stats.<name>`` (settable: a float setting)."""
+    def set_float(self: VecNormalize, value: float) -> None:
+        setattr(self.stats, name, float(value))
+    return property(lambda self: getattr(self.stats, name), set_float if settable else None)
+
+
 class VecNormalize(VecEnvWrapper):
     """Normalize observations by their running mean/std, and rewards by the running std of the
     discounted return (rewards are scaled, not shifted, so their sign survives).
@@ -194,7 +199,7 @@ class VecNormalize(VecEnvWrapper):
                                   f"observation space, got {space}")
             stats = NormalizationStats(space if ob else None, ret, clipob, cliprew, gamma,
                                        epsilon, comm)
-        elif stats.space is not None and not _same_layout(stats.space, space):
+        elif stats.space is not None and _layout(stats.space) != _layout(space):
             raise RLBaseError(f"normalization statistics of {stats.space} do not fit "
                               f"observations of {space}")
         super().__init__(venv, observation_space=stats.normalized_space())
@@ -205,9 +210,14 @@ class VecNormalize(VecEnvWrapper):
         self._raw_rewards: np.ndarray | None = None
         self._count_reset = True
 
-    @property
-    def ob_rms(self) -> RunningMeanStd | None:
-        return self.stats.ob_rms
+    # Read through to the shared statistics; SB3's clip_obs / clip_reward also set them.
+    ob_rms = _forward("ob_rms")
+    clipob = _forward("clipob")
+    cliprew = _forward("cliprew")
+    clip_obs = _forward("clipob", settable=True)
+    clip_reward = _forward("cliprew", settable=True)
+    gamma = _forward("gamma")
+    epsilon = _forward("epsilon")
 
     @property
     def obs_rms(self) -> RunningMeanStd | None:
@@ -259,22 +269,6 @@ class VecNormalize(VecEnvWrapper):
         self.stats.norm_reward = bool(value)
 
     @property
-    def clip_obs(self) -> float:
-        return self.stats.clipob
-
-    @clip_obs.setter
-    def clip_obs(self, value: float) -> None:
-        self.stats.clipob = float(value)
-
-    @property
-    def clip_reward(self) -> float:
-        return self.stats.cliprew
-
-    @clip_reward.setter
-    def clip_reward(self, value: float) -> None:
-        self.stats.cliprew = float(value)
-
-    @property
     def ret_rms(self) -> RunningMeanStd | None:
         return self.stats.ret_rms
 
@@ -288,22 +282,6 @@ class VecNormalize(VecEnvWrapper):
             raise RLBaseError(f"ret_rms must be a scalar RunningMeanStd, got "
                               f"{type(value).__name__}")
         self.stats.ret_rms = value
-
-    @property
-    def gamma(self) -> float:
-        return self.stats.gamma
-
-    @property
-    def clipob(self) -> float:
-        return self.stats.clipob
-
-    @property
-    def cliprew(self) -> float:
-        return self.stats.cliprew
-
-    @property
-    def epsilon(self) -> float:
-        return self.stats.epsilon
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
@@ -415,10 +393,7 @@ class VecNormalize(VecEnvWrapper):
         if metadata.get("kind") != _KIND:
             raise RLBaseError(f"{path} holds {metadata.get('kind')!r}, not {_KIND} statistics")
         serialization.check_spaces(metadata, venv.observation_space, venv.action_space)
-        config = metadata.get("config")
-        if not isinstance(config, dict) or not _valid_config(config):
-            raise RLBaseError(f"{path} has a malformed VecNormalize config {config!r}: expected "
-                              f"keys {list(_CONFIG_KEYS)}")
+        config = _checked_config(metadata.get("config"), f"{path} has a ")
         switches = metadata.get("switches")
         switches = switches if isinstance(switches, dict) else {}  # files written before them
         saved_training = switches.get("training", True)
@@ -437,19 +412,14 @@ def _one_of(name: str, value: Any, sb3_name: str, sb3_value: Any, default: Any) 
     if value is not None and sb3_value is not None:
         raise RLBaseError(f"VecNormalize got {name}={value!r} and {sb3_name}={sb3_value!r}: "
                           f"give one (they are the same setting)")
-    return default if value is None and sb3_value is None else \
-        (value if value is not None else sb3_value)
+    return value if value is not None else sb3_value if sb3_value is not None else default
 
 
-def _same_layout(a: gym.Space, b: gym.Space) -> bool:
-    """The same entries with the same shapes (bounds may differ: a model's space is the
-    normalized one, the env's the raw one)."""
-    if nested.is_nested(a) != nested.is_nested(b):
-        return False
-    if nested.is_nested(a) and nested.leaf_names(a) != nested.leaf_names(b):
-        return False
-    return [leaf.shape for leaf in nested.leaf_spaces(a)] == \
-        [leaf.shape for leaf in nested.leaf_spaces(b)]
+def _layout(space: gym.Space) -> tuple[bool, list[str], list[Any]]:
+    """The entries and their shapes, not the bounds: a model's space is the normalized one, the
+    env's the raw one."""
+    return nested.is_nested(space), nested.leaf_names(space), \
+        [leaf.shape for leaf in nested.leaf_spaces(space)]
 
 
 def normalizable(space: gym.Space) -> bool:
@@ -458,11 +428,12 @@ def normalizable(space: gym.Space) -> bool:
                                                        len(space.shape) == 3)
 
 
-def _valid_config(config: Any) -> bool:
-    """A saved config has exactly the expected keys, flags as bools and numbers as numbers."""
-    if not isinstance(config, dict) or set(config) != set(_CONFIG_KEYS):
-        return False
-    flags_ok = all(isinstance(config[k], bool) for k in ("ob", "ret"))
-    numbers_ok = all(isinstance(config[k], (int, float)) and not isinstance(config[k], bool)
-                     for k in _CONFIG_KEYS[2:])
-    return flags_ok and numbers_ok
+def _checked_config(config: Any, where: str = "") -> dict[str, Any]:
+    """``config`` if it has exactly the expected keys, flags as bools and numbers as numbers."""
+    if not isinstance(config, dict) or set(config) != set(_CONFIG_KEYS) or \
+            not all(isinstance(config[k], bool) for k in ("ob", "ret")) or \
+            not all(isinstance(config[k], (int, float)) and not isinstance(config[k], bool)
+                    for k in _CONFIG_KEYS[2:]):
+        raise RLBaseError(f"{where}malformed VecNormalize config {config!r}: expected keys "
+                          f"{list(_CONFIG_KEYS)}")
+    return config

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Generator
 from typing import Any
@@ -38,7 +39,8 @@ class VecVideoRecorder(VecEnvWrapper):
         super().__init__(venv)
         if video_length < 1:
             raise RLBaseError(f"video_length={video_length!r} is not allowed: use an integer >= 1")
-        check_video_writer()
+        if importlib.util.find_spec("imageio_ffmpeg") is None:
+            raise RLBaseError("recording videos needs imageio-ffmpeg: pip install 'rlbase[video]'")
         self.directory = os.path.abspath(os.fspath(directory))
         os.makedirs(self.directory, exist_ok=True)
         self.record_video_trigger = record_video_trigger
@@ -124,11 +126,3 @@ def _even(frame: np.ndarray) -> np.ndarray:
     if h % 2 or w % 2:
         frame = np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
     return frame
-
-
-def check_video_writer() -> None:
-    """A clear error when the video extra is not installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("imageio_ffmpeg") is None:
-        raise RLBaseError("recording videos needs imageio-ffmpeg: pip install 'rlbase[video]'")
