@@ -91,13 +91,8 @@ class Model(OnPolicyModel):
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
                 network: Any, network_kwargs: dict[str, Any], config: A2CConfig, *,
                 total_timesteps: int = 0) -> Model:
-    """A2C's model for these spaces and ``num_envs`` envs (learn() and rlbase.A2C call this).
-
-    network_kwargs: the network builder's arguments; ``value_network='copy'`` gives the value
-        head its own torso.
-    config: A2C's parameters (``jit_compile`` None: XLA for runs of at least 1500 updates of
-        ``total_timesteps``, except convnets on a CPU).
-    """
+    """A2C's model for these spaces and ``num_envs`` envs (learn() and rlbase.A2C call this);
+    XLA as :func:`~rlbase.common.families.actor_critic.use_xla` decides."""
     policy, jit = actor_critic_parts(observation_space, action_space, num_envs, network,
                                      network_kwargs, config, total_timesteps, XLA_MIN_UPDATES)
     return Model(policy, num_envs, config, network_kwargs, jit_compile=jit)

@@ -63,14 +63,7 @@ def normalized(seq: Sequences, raw: RawReplay) -> Sequences:
 
 class Buffer:
     """Keeps the last ``size // nsteps`` rollouts of all envs (the reference's sizing: ``size``
-    counts env steps per env).
-
-    ob_space / ac_space: the env's observation space and (Discrete) action space.
-    num_envs: the number of envs (one sequence each per rollout).
-    nsteps: steps per sequence.
-    size: env steps kept per env.
-    state_size: width of the policy's recurrent state (0 for feed-forward policies).
-    """
+    counts env steps per env); ``state_size``: the policy's recurrent state's width."""
 
     def __init__(self, ob_space: gym.Space, ac_space: gym.spaces.Discrete, num_envs: int,
                  nsteps: int, size: int, state_size: int = 0):

@@ -224,7 +224,8 @@ class Model(OnPolicyModel):
             raise RLBaseError(f"{len(index)} truncated steps but {found} final observations")
         # At least one row: a recurrent torso infers its sequence length from the batch.
         rows = n * max(1, math.ceil(len(index) / n))
-        final_obs = nested.map_structure(lambda x: _padded(x, rows), seq.final_obs)
+        final_obs = nested.map_structure(
+            lambda x: np.pad(x, [(0, rows - len(x))] + [(0, 0)] * (x.ndim - 1)), seq.final_obs)
         final_state = np.zeros((rows, self.state_size), np.float32)
         final_index = np.full(rows, n * t, np.int32)  # padding lands past the last step
         final_state[:len(index)] = seq.final_state
@@ -343,12 +344,8 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
                 total_timesteps: int = 0) -> Model:
     """ACER's model for these spaces and ``num_envs`` envs (learn() and rlbase.ACER call this):
     the policy, its Polyak average, the optimizer, the replay buffer and its generator.
-
-    network_kwargs: the network builder's arguments; ``value_network='copy'`` gives the Q
-        head its own torso (kept in the model's network_kwargs, so a file rebuilds it).
-    config: ACER's parameters (``jit_compile`` None: XLA for runs of at least 1000 updates of
-        ``total_timesteps``, except convnets on a CPU).
-    """
+    ``value_network`` stays in the model's network_kwargs, so a file rebuilds the Q head's
+    torso."""
     discrete_space(action_space)
     configure_threads("convnet" if has_images(observation_space) else "small")
     kwargs = dict(network_kwargs)
@@ -357,10 +354,3 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
                                   kwargs) for _ in range(2))
     jit = use_xla(observation_space, num_envs, config, total_timesteps, XLA_MIN_UPDATES)
     return Model(policy, average, num_envs, config, network_kwargs, jit_compile=jit)
-
-
-def _padded(x: np.ndarray, rows: int) -> np.ndarray:
-    """``x`` followed by zero rows, ``rows`` in all."""
-    out = np.zeros((rows, *x.shape[1:]), x.dtype)
-    out[:len(x)] = x
-    return out

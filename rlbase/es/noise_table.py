@@ -24,11 +24,8 @@ def default_size(dim: int) -> int:
 
 
 class NoiseTable:
-    """``size`` standard normal float32 values drawn from ``seed``.
-
-    :param seed: the table's seed; equal seeds give equal tables in every process.
-    :param size: number of entries.
-    """
+    """``size`` standard normal float32 values drawn from ``seed`` (equal seeds, equal tables
+    in every process)."""
 
     def __init__(self, seed: int, size: int = DEFAULT_SIZE):
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:

@@ -139,15 +139,12 @@ class Model(TrustRegionModel):
         return dict(zip(DISCRIMINATOR_STATS, stats.numpy().tolist()))
 
 
-
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
                 network: Any, network_kwargs: dict[str, Any], config: GAILConfig, *,
                 total_timesteps: int = 0) -> Model:
-    """GAIL's model for these spaces and ``num_envs`` envs (learn() and rlbase.GAIL call this).
-
-    network_kwargs: the policy network builder's arguments; without ``value_network`` the value
-        gets its own torso (``'copy'``), as in Baselines' GAIL.
-    """
+    """GAIL's model for these spaces and ``num_envs`` envs (learn() and rlbase.GAIL call this);
+    the policy as :func:`~rlbase.common.families.trust_region.model.trust_region_policy`
+    builds it."""
     del total_timesteps  # no XLA choice to make
     check_spaces(observation_space, action_space)
     policy, kwargs = trust_region_policy(observation_space, action_space, network,

@@ -196,15 +196,9 @@ class Model(OnPolicyModel):
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
                 network: Any, network_kwargs: dict[str, Any], config: PPOConfig, *,
                 total_timesteps: int = 0, model_fn: Callable[..., Model] | None = None) -> Model:
-    """PPO's model for these spaces and ``num_envs`` envs (learn() and rlbase.PPO call this).
-
-    network_kwargs: the network builder's arguments; ``value_network='copy'`` gives the value
-        head its own torso.
-    config: PPO's parameters (``jit_compile`` None: XLA for runs of at least 200 updates of
-        ``total_timesteps``, except convnets on a CPU).
-    model_fn: builds another Model class with the same arguments. Under MPI the model
-        averages gradients over the workers.
-    """
+    """PPO's model for these spaces and ``num_envs`` envs (learn() and rlbase.PPO call this);
+    XLA as :func:`~rlbase.common.families.actor_critic.use_xla` decides. ``model_fn``: another
+    Model class, built with the same arguments."""
     policy, jit = actor_critic_parts(observation_space, action_space, num_envs, network,
                                      network_kwargs, config, total_timesteps, XLA_MIN_UPDATES)
     return (model_fn or Model)(policy, num_envs, config, network_kwargs, jit_compile=jit,

@@ -23,16 +23,9 @@ NETWORK = "tabular"  # the model's network name: a table has none
 
 
 class Model(SavesExplorationRate):
-    """A Q-table and the policies it defines.
-
-    observation_space / action_space: the env's single observation and (Discrete) action
-        spaces.
-    config: Q-learning's parameters (None: the defaults); its grid_size sets the bins per Box
-        observation dimension, its seed the generator that breaks ties and draws exploratory
-        actions.
-    num_envs: envs per vectorized step.
-    epsilon: the exploration rate ``step(deterministic=False)`` starts acting with.
-    """
+    """A Q-table and the policies it defines. The config's seed seeds the generator that
+    breaks ties and draws exploratory actions; ``epsilon`` is the exploration rate
+    ``step(deterministic=False)`` starts acting with."""
 
     algorithm = "qlearning"
 
@@ -139,12 +132,8 @@ class Model(SavesExplorationRate):
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
                 network: Any, network_kwargs: dict[str, Any], config: QLearningConfig, *,
                 total_timesteps: int = 0) -> Model:
-    """Q-learning's model for these spaces (learn() and rlbase.QLearning call this).
-
-    network: ignored (a Q-table has no network).
-    network_kwargs: must be empty.
-    config: Q-learning's parameters (grid_size, exploration_initial_eps, seed, ...).
-    """
+    """Q-learning's model for these spaces (learn() and rlbase.QLearning call this);
+    ``network`` is ignored and ``network_kwargs`` must be empty: a Q-table has no network."""
     if network_kwargs:
         raise RLBaseError(f"qlearning has no network, so no network arguments: got "
                           f"{', '.join(sorted(network_kwargs))}")

@@ -10,11 +10,8 @@ from rlbase.common.errors import RLBaseError
 
 
 class StateIndexer:
-    """Maps observations to row numbers of the Q-table.
-
-    space: the observation space (Discrete, MultiDiscrete, or Box with finite bounds).
-    grid_size: bins per Box dimension (equal bins between the space's bounds).
-    """
+    """Maps observations of a Discrete, MultiDiscrete or finite Box space to row numbers of
+    the Q-table (a Box cut into ``grid_size`` equal bins per dimension between its bounds)."""
 
     def __init__(self, space: gym.Space, grid_size: int):
         self.space = space

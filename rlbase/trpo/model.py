@@ -24,12 +24,9 @@ class Model(TrustRegionModel):
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
                 network: Any, network_kwargs: dict[str, Any], config: TRPOConfig, *,
                 total_timesteps: int = 0) -> Model:
-    """TRPO's model for these spaces and ``num_envs`` envs (learn() and rlbase.TRPO call this).
-
-    network_kwargs: the network builder's arguments; without ``value_network`` the value gets
-        its own torso (``'copy'``, as Baselines' trpo_mpi built it), so the value fit never
-        moves the policy. Under MPI the model averages over the workers.
-    """
+    """TRPO's model for these spaces and ``num_envs`` envs (learn() and rlbase.TRPO call this);
+    the policy as :func:`~rlbase.common.families.trust_region.model.trust_region_policy`
+    builds it."""
     del total_timesteps  # no XLA choice to make
     policy, kwargs = trust_region_policy(observation_space, action_space, network,
                                          network_kwargs, config.algorithm)

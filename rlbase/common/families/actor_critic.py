@@ -46,14 +46,8 @@ BEHAVIOUR_ROWS = 1024
 
 
 class OnPolicyModel(TFModel):
-    """A policy, its optimizer, and one compiled training call per rollout.
-
-    policy: the actor-critic policy (its network name and kwargs are the model's).
-    optimizer: the optimizer of the policy's trainable variables.
-    num_envs / nsteps: the rollout's shape (the training call is traced for it).
-    config: the algorithm's config.
-    jit_compile: compile the update with XLA.
-    """
+    """A policy, its optimizer, and one compiled training call per rollout (traced for the
+    rollout's shape, ``num_envs`` by ``nsteps``; with XLA when ``jit_compile``)."""
 
     #: names of the ``stats`` vector the training graph returns
     stat_names: tuple[str, ...] = ()
