@@ -85,3 +85,31 @@ def test_one_slot_reads_back_as_a_float_and_many_as_an_array():
     tree[2] = 0.5
     assert type(tree[2]) is float and tree[2] == 0.5
     np.testing.assert_array_equal(tree[np.array([2, 3])], [0.5, np.inf])
+
+
+@pytest.mark.parametrize("capacity", [5, 6, 10, 12])
+def test_capacities_with_adjacent_or_separate_bits_are_refused(capacity):
+    with pytest.raises(RLBaseError, match="power of two"):
+        SumSegmentTree(capacity)
+
+
+@pytest.mark.parametrize("capacity", [2, 8, 32, 1024])  # depths 1, 3, 5, 10: odd and even
+def test_whole_and_open_ended_ranges_and_the_search_at_every_depth(capacity):
+    rng = np.random.default_rng(capacity)
+    values = rng.uniform(0.1, 1.0, capacity)
+    sums, mins = SumSegmentTree(capacity), MinSegmentTree(capacity)
+    sums[np.arange(capacity)] = values
+    mins[np.arange(capacity)] = values
+    start = capacity // 2
+    assert sums.reduce() == pytest.approx(values.sum())
+    assert sums.sum(start) == pytest.approx(values[start:].sum())
+    assert mins.min(start) == values[start:].min() and mins.reduce() == values.min()
+    assert sums.sum(start, capacity - 1) == pytest.approx(values[start:-1].sum())
+    for bad in (-1, capacity + 1):
+        with pytest.raises(RLBaseError, match="range"):
+            sums.sum(bad)
+    cumulative = np.cumsum(values)
+    probes = np.concatenate([[0.0], cumulative[:-1] - 1e-9, cumulative[:-1] + 1e-9])
+    expected = np.searchsorted(cumulative, probes, side="right")
+    np.testing.assert_array_equal(sums.find_prefixsum_idx(probes), expected)
+    assert sums.find_prefixsum_idx(float(probes[-1])) == expected[-1]

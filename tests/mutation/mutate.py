@@ -111,7 +111,8 @@ def _changed_lines(diff: str) -> tuple[str, str]:
     """The mutated line before and after, from cosmic-ray's unified diff."""
     before = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     after = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    return " ".join(s.strip() for s in before), " ".join(s.strip() for s in after)
+    return (" ".join(s.strip() for s in before if s.strip()),
+            " ".join(s.strip() for s in after if s.strip()))
 
 
 def copy_tree(dest: str) -> None:
