@@ -21,20 +21,16 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-import gymnasium as gym
-import keras
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common import nested
-from rlbase.common.families.continuous import Critic
+from rlbase.common.families.continuous import ContinuousAgent, Critic
 from rlbase.common.networks.policies import xla_is_faster
 from rlbase.common.tf_util import (
     CompiledFunction,
     average_over_workers,
     clip_by_global_norm,
     compile_fn,
-    observation_spec,
     spec_like,
 )
 from rlbase.ddpg.networks import Actor
@@ -78,27 +74,17 @@ class ReturnStats:
         return old_mean, old_std
 
 
-class DDPGGraph:
+class DDPGGraph(ContinuousAgent):
     """The graph code of :class:`~rlbase.ddpg.model.Model` (which creates every attribute
     declared here)."""
 
     actor: Actor
     target_actor: Actor
-    critics: list[Critic]
-    target_critics: list[Critic]
     perturbed_actor: Actor | None
     adaptive_actor: Actor | None
-    actor_optimizer: keras.optimizers.Optimizer
-    critic_optimizer: keras.optimizers.Optimizer
     returns: ReturnStats
-    updates: tf.Variable
-    observation_space: gym.Space
     obs_stats: ObservationStats
-    num_actions: int
-    gamma: float
-    tau: float
     policy_delay: int
-    target_update_gradient_steps: int
     action_l2: float
     target_min: float | None
     target_max: float | None
@@ -108,17 +94,10 @@ class DDPGGraph:
     popart: bool
     critic_l2_reg: float
     max_grad_norm: float | None
-    batch_size: int
-    gradient_steps: int
     comm: Any | None
     jit_compile: bool
-    _train_fns: dict[int, CompiledFunction]
 
     # -- variables ---------------------------------------------------------------------------
-    @property
-    def critic_variables(self) -> list[tf.Variable]:
-        return [v for c in self.critics for v in c.trainable_variables]
-
     @property
     def synced_variables(self) -> list[tf.Variable]:
         """What must be equal on every MPI worker (the targets follow from these)."""
@@ -126,10 +105,7 @@ class DDPGGraph:
 
     def target_pairs(self) -> list[tuple[tf.Variable, tf.Variable]]:
         """(online, target) variable pairs of the actor and every critic."""
-        pairs = list(zip(self.actor.weights, self.target_actor.weights))
-        for c, t in zip(self.critics, self.target_critics):
-            pairs += list(zip(c.weights, t.weights))
-        return pairs
+        return [*zip(self.actor.weights, self.target_actor.weights), *super().target_pairs()]
 
     # -- graph pieces ------------------------------------------------------------------------
     def q_value(self, critic: Critic, obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
@@ -189,12 +165,6 @@ class DDPGGraph:
         self.actor_optimizer.apply_gradients(zip(grads, variables))
         return loss
 
-    def soft_update_targets(self) -> None:
-        """target <- (1 - tau) target + tau online, for the actor and every critic."""
-        tau = self.tau
-        for src, dst in self.target_pairs():
-            dst.assign((1.0 - tau) * dst + tau * src)
-
     def _act(self, obs: tf.Tensor, mean: tf.Tensor, std: tf.Tensor
              ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """Actor actions, exploring actions (the perturbed actor's, if any) and their Q."""
@@ -220,16 +190,9 @@ class DDPGGraph:
             critic_loss, q_mean = self._critic_step(o, actions[i], targets)
             self.updates.assign_add(1)
 
-            every = self.target_update_gradient_steps
-
             def delayed():
                 loss = self._actor_step(o)
-                if every == 1:
-                    self.soft_update_targets()
-                else:  # (this is an actor step: policy_delay's condition holds)
-                    tf.cond(tf.equal(self.updates % every, 0),
-                            lambda: self.soft_update_targets() or tf.constant(True),
-                            lambda: tf.constant(False))
+                self.update_targets_when_due()  # (an actor step: policy_delay's condition holds)
                 return loss
 
             if self.policy_delay == 1:
@@ -250,14 +213,6 @@ class DDPGGraph:
         return (stats, *self._act(act_obs, mean, std))
 
     # -- compiled calls (traced once, on first use) ------------------------------------------
-    def _ob_spec(self, *lead: int | None) -> Any:
-        """Box observations travel as float32 (the replay buffer's); Dict/Tuple ones nested,
-        each leaf in its own dtype."""
-        space = self.observation_space
-        if nested.is_nested(space):
-            return observation_spec(space, lead)
-        return spec_like([*lead, *(space.shape or ())], np.float32)
-
     @cached_property
     def act_fn(self) -> CompiledFunction:
         stat = self.obs_stats.spec()
@@ -265,25 +220,18 @@ class DDPGGraph:
         return compile_fn(self._act, [self._ob_spec(None), stat, stat],
                           jit_compile=xla_is_faster(self.observation_space))
 
-    @property
-    def train_fn(self) -> CompiledFunction:
-        """The training call of one phase (``gradient_steps`` steps)."""
-        return self.train_fn_for(self.gradient_steps)
-
     def train_fn_for(self, steps: int) -> CompiledFunction:
         """The training call of ``steps`` gradient steps (traced once per count: a run uses
         one, or two when train_freq does not divide num_envs)."""
-        fn = self._train_fns.get(steps)
-        if fn is not None:
-            return fn
-        g, b, a = steps, self.batch_size, self.num_actions
-        vec, stat, scalar = spec_like([g, b], np.float32), self.obs_stats.spec(), \
-            spec_like([], np.float32)
-        fn = self._train_fns[steps] = compile_fn(self._train_graph, [
-            self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
-            vec, spec_like([g, b, a], np.float32), self._ob_spec(None), stat, stat, scalar,
-            scalar], self.jit_compile)
-        return fn
+        if steps not in self._train_fns:
+            g, b, a = steps, self.batch_size, self.num_actions
+            vec, stat, scalar = spec_like([g, b], np.float32), self.obs_stats.spec(), \
+                spec_like([], np.float32)
+            self._train_fns[steps] = compile_fn(self._train_graph, [
+                self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
+                vec, spec_like([g, b, a], np.float32), self._ob_spec(None), stat, stat, scalar,
+                scalar], self.jit_compile)
+        return self._train_fns[steps]
 
     def _perturb_into(self, dst: Actor, stddev: tf.Tensor, seed: tf.Tensor) -> None:
         noisy = {id(v) for v in self.actor.perturbable_variables()}

@@ -16,38 +16,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common.buffers.raw_replay import (
-    RawReplay,
-    attach_replay_env,
-    continuous_replay_buffer,
-    random_streams,
-    sample_minibatches,
-)
-from rlbase.common.errors import RLBaseError
+from rlbase.common.buffers.raw_replay import RawReplay, random_streams, sample_minibatches
 from rlbase.common.families.continuous import (
     Critic,
     build_torso,
     check_continuous_action_space,
     check_observation_space,
-    check_torso,
-    scale_actions,
-)
-from rlbase.common.io.checkpoint import (
-    generator_state,
-    set_generator_state,
 )
 from rlbase.common.mpi_util import allreduce_mean, get_comm, mpi_rank, sync_variables
 from rlbase.common.networks.policies import xla_is_faster
 from rlbase.common.networks.policy_graph import PolicyGraph, scale_to_bounds
 from rlbase.common.running_mean_std import RunningMeanStd
-from rlbase.common.tf_model import TFModel
-from rlbase.common.tf_util import (
-    CompiledFunction,
-    assign_from_arrays,
-    configure_threads,
-    variables_to_arrays,
-)
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.tf_util import assign_from_arrays, configure_threads, variables_to_arrays
 from rlbase.ddpg.config import DDPGConfig
 from rlbase.ddpg.graph import STAT_NAMES, DDPGGraph, ReturnStats
 from rlbase.ddpg.networks import Actor
@@ -58,7 +38,7 @@ ALGORITHM = "ddpg"
 PARAM_NOISE_KEY = "param_noise/stddev"
 
 
-class Model(DDPGGraph, TFModel):
+class Model(DDPGGraph):
     """A DDPG agent (TD3 with ``twin_q``, ``policy_delay`` and ``target_noise``).
 
     observation_space / action_space: a Box or a Dict/Tuple space (SB3's MultiInputPolicy:
@@ -71,18 +51,14 @@ class Model(DDPGGraph, TFModel):
 
     algorithm = ALGORITHM
     config: DDPGConfig
+    resume_hint = " or other noise settings"
 
     def __init__(self, observation_space: gym.Space, action_space: gym.spaces.Box,
                  num_envs: int, network: Any, network_kwargs: dict[str, Any],
                  config: DDPGConfig, comm: Any | None = None):
         super().__init__(observation_space, action_space, network, network_kwargs, config,
                          num_envs)
-        self.num_actions = int(action_space.shape[0])
-        self.low = action_space.low.astype(np.float64)
-        self.high = action_space.high.astype(np.float64)
-        self.gamma, self.tau = config.gamma, config.tau
         self.policy_delay = config.policy_delay
-        self.target_update_gradient_steps = config.target_update_gradient_steps
         self.action_l2, self.random_eps = config.action_l2, config.random_eps
         self.target_min, self.target_max = config.target_min, config.target_max
         self.target_noise, self.target_noise_clip = config.target_noise, config.target_noise_clip
@@ -90,20 +66,16 @@ class Model(DDPGGraph, TFModel):
         self.normalize_returns = config.normalize_returns or self.popart
         self.critic_l2_reg = config.critic_l2_reg
         self.max_grad_norm = config.max_grad_norm
-        self.batch_size, self.gradient_steps = config.batch_size, config.gradient_steps
         self.comm = comm if comm is not None and comm.Get_size() > 1 else None
         auto = xla_is_faster(observation_space)  # on, except convnets on a CPU
         jit = config.jit_compile
         self.jit_compile = (auto if jit is None else jit) and self.comm is None
-        self._train_fns: dict[int, CompiledFunction] = {}
         self.obs_stats = ObservationStats(observation_space, config.normalize_observations,
                                           self.comm, config.obs_clip, config.obs_std_min)
         net_space = self.obs_stats.network_space()
 
         def torso() -> keras.layers.Layer:
-            layer = build_torso(network, self.network_kwargs, ALGORITHM)
-            check_torso(network, layer, observation_space)
-            return layer
+            return build_torso(network, self.network_kwargs, ALGORITHM, observation_space)
 
         def actor() -> Actor:
             return Actor(net_space, self.num_actions, torso())
@@ -119,6 +91,8 @@ class Model(DDPGGraph, TFModel):
         # minibatches and warm-up actions (one seed for all would repeat the same numbers).
         self.noise_rng, self.learner_rng, self.loop_rng = random_streams(
             config.seed, 3, mpi_rank())
+        self.generators = {"noise": self.noise_rng, "learner": self.learner_rng,
+                           "loop": self.loop_rng}
         self.action_noise, self.param_noise = parse_noise_type(
             config.noise_type, self.num_actions, self.noise_rng, num_envs)
         self.perturbed_actor = actor() if self.param_noise is not None else None
@@ -129,12 +103,8 @@ class Model(DDPGGraph, TFModel):
         self.critic_optimizer.build(self.critic_variables)
         self.returns = ReturnStats()
         self.updates = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self.replay_buffer = continuous_replay_buffer(observation_space, config,
-                                                      self.num_envs, self.num_actions)
         self.raw_replay = RawReplay(reward_scale=config.reward_scale)  # see attach_env
-        self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
         self.param_noise_distance = float("nan")  # the last adaptation's measurement
-        self._zeros: dict[tuple[int, ...], np.ndarray] = {}
         if self.comm is not None:  # every worker starts from rank 0's weights
             sync_variables(self.synced_variables, self.comm)
         for src, dst in self.target_pairs():
@@ -169,9 +139,6 @@ class Model(DDPGGraph, TFModel):
         if self.param_noise is not None and PARAM_NOISE_KEY in arrays:
             self.param_noise.current_stddev = float(arrays[PARAM_NOISE_KEY])
 
-    def after_load(self) -> None:
-        self.grad_steps = int(self.updates.numpy())
-
     # -- observation statistics ---------------------------------------------------------------
     @property
     def obs_rms(self) -> RunningMeanStd | None:
@@ -179,12 +146,6 @@ class Model(DDPGGraph, TFModel):
         ``obs_stats.rms`` holds one per normalized entry)."""
         stats = self.obs_stats
         return stats.rms[0] if stats.rms and not stats.nested else None
-
-    def attach_env(self, env: VecEnv) -> None:
-        """Also read the replay's raw transitions below the env's VecNormalize."""
-        super().attach_env(env)
-        self.raw_replay = RawReplay(env, self.raw_replay.reward_scale)
-        self.replay_buffer = attach_replay_env(self.replay_buffer, env)
 
     def update_obs_stats(self, obs: Any) -> None:
         """Merge a batch of observations (pooled over MPI workers) into the statistics."""
@@ -196,10 +157,6 @@ class Model(DDPGGraph, TFModel):
         return obs if self.obs_stats.nested else np.asarray(obs, np.float32)
 
     # -- acting --------------------------------------------------------------------------------
-    def to_env(self, actions: np.ndarray) -> np.ndarray:
-        """[-1, 1] actions in the env's bounds and dtype."""
-        return scale_actions(actions, self.low, self.high).astype(self.action_space.dtype)
-
     def act(self, obs: Any, explore: bool) -> tuple[np.ndarray, np.ndarray]:
         """Actions in [-1, 1] (with exploration noise when ``explore``) and the actor's Q."""
         stats = self.obs_stats
@@ -215,20 +172,13 @@ class Model(DDPGGraph, TFModel):
             return clean
         actions = noisy
         if self.action_noise is not None:
-            noise = self.action_noise()
-            if len(noise) != len(actions):
-                noise = noise[np.arange(len(actions)) % len(noise)]
-            actions = actions + noise
+            actions = actions + np.resize(self.action_noise(), actions.shape)
         actions = np.clip(actions, -1.0, 1.0)
         if self.random_eps > 0:
             rows = self.noise_rng.random(len(actions)) < self.random_eps
             uniform = self.noise_rng.uniform(-1.0, 1.0, actions.shape)
             actions = np.where(rows[:, None], uniform, actions)
         return actions
-
-    def random_actions(self) -> np.ndarray:
-        """Uniform [-1, 1] actions for every env (the warm-up before learning_starts)."""
-        return self.loop_rng.uniform(-1.0, 1.0, (self.num_envs, self.num_actions))
 
     def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
              deterministic: bool = False
@@ -296,9 +246,7 @@ class Model(DDPGGraph, TFModel):
         shape = (self.gradient_steps if steps is None else steps, self.batch_size,
                  self.num_actions)
         if self.target_noise <= 0:
-            if shape not in self._zeros:
-                self._zeros[shape] = np.zeros(shape, np.float32)
-            return self._zeros[shape]
+            return np.zeros(shape, np.float32)
         return (self.target_noise * self.learner_rng.standard_normal(shape)).astype(np.float32)
 
     def train_and_act(self, obs: Any, actor_lr: float, critic_lr: float, phases: int = 1
@@ -324,9 +272,6 @@ class Model(DDPGGraph, TFModel):
         """The replay buffer, the generators, the noise processes and the perturbed actor
         (drawn at an episode's start, not derivable from the weights)."""
         meta, arrays = super().resume_state()
-        meta["replay"], replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
-        arrays.update(replay_arrays)
-        meta["rngs"] = {name: generator_state(rng) for name, rng in self._generators().items()}
         # Logged at every step: a resumed run reports the last measurement, not nan.
         meta["param_noise_distance"] = self.param_noise_distance
         if self.action_noise is not None:
@@ -337,24 +282,13 @@ class Model(DDPGGraph, TFModel):
                                               "resume/perturbed_actor"))
         return meta, arrays
 
-    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        super().restore_resume_state(meta, arrays)
-        try:
-            self.raw_replay.restore_buffer(self.replay_buffer, meta["replay"], arrays)
-            for name, rng in self._generators().items():
-                set_generator_state(rng, meta["rngs"][name])
-            self.param_noise_distance = float(meta.get("param_noise_distance", float("nan")))
-            if self.action_noise is not None:
-                self.action_noise.set_state(meta["action_noise"], arrays, "resume/action_noise")
-        except (KeyError, TypeError) as exc:
-            raise RLBaseError(f"the checkpoint lacks DDPG's resume state ({exc}): it was "
-                              "written by another algorithm or other noise settings") from exc
+    def restore_exploration(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.param_noise_distance = float(meta.get("param_noise_distance", float("nan")))
+        if self.action_noise is not None:
+            self.action_noise.set_state(meta["action_noise"], arrays, "resume/action_noise")
         if self.perturbed_actor is not None:
             assign_from_arrays(self.perturbed_actor.weights, arrays, "resume/perturbed_actor",
                                "the checkpoint")
-
-    def _generators(self) -> dict[str, np.random.Generator]:
-        return {"noise": self.noise_rng, "learner": self.learner_rng, "loop": self.loop_rng}
 
 
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,

@@ -19,14 +19,12 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 
-from rlbase.common import nested
-from rlbase.common.families.continuous import Critic
-from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
+from rlbase.common.families.continuous import ContinuousAgent
+from rlbase.common.tf_util import CompiledFunction, compile_fn, spec_like
 from rlbase.sac import losses
 from rlbase.sac.networks import Actor
 
@@ -34,39 +32,16 @@ from rlbase.sac.networks import Actor
 STAT_NAMES = ("critic_loss", "actor_loss", "ent_coef", "ent_coef_loss")
 
 
-class SACGraph:
-    """The graph code of :class:`~rlbase.sac.model.Model`."""
+class SACGraph(ContinuousAgent):
+    """The graph code of :class:`~rlbase.sac.model.Model` (SAC has no target actor)."""
 
-    observation_space: gym.Space
     actor: Actor
-    critics: list[Critic]
-    target_critics: list[Critic]
     log_alpha: tf.Variable
-    updates: tf.Variable
-    actor_optimizer: keras.optimizers.Optimizer
-    critic_optimizer: keras.optimizers.Optimizer
     alpha_optimizer: keras.optimizers.Optimizer
-    num_actions: int
-    gamma: float
-    tau: float
     target_entropy: float
     auto_alpha: bool
-    target_update_gradient_steps: int
-    batch_size: int
-    gradient_steps: int
     jit_compile: bool | None
     jit_act: bool
-    _train_fns: dict[int, CompiledFunction]
-
-    # -- variables ---------------------------------------------------------------------------
-    @property
-    def critic_variables(self) -> list[tf.Variable]:
-        return [v for c in self.critics for v in c.trainable_variables]
-
-    def target_pairs(self) -> list[tuple[tf.Variable, tf.Variable]]:
-        """(online, target) variable pairs of both critics (SAC has no target actor)."""
-        return [pair for c, t in zip(self.critics, self.target_critics)
-                for pair in zip(c.weights, t.weights)]
 
     # -- graph pieces ------------------------------------------------------------------------
     def policy(self, obs: Any, noise: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -112,16 +87,8 @@ class SACGraph:
         self.actor_optimizer.apply_gradients(zip(actor_tape.gradient(pi_loss, actor_vars),
                                                  actor_vars))
         self.updates.assign_add(1)
-        if self.target_update_gradient_steps == 1:
-            losses.soft_update(self.target_pairs(), self.tau)
-        else:
-            due = tf.equal(self.updates % self.target_update_gradient_steps, 0)
-            tf.cond(due, self._update_targets, lambda: tf.constant(False))
+        self.update_targets_when_due()
         return tf.stack([q_loss, pi_loss, alpha, alpha_loss])
-
-    def _update_targets(self) -> tf.Tensor:
-        losses.soft_update(self.target_pairs(), self.tau)
-        return tf.constant(True)
 
     def _act(self, obs: Any, noise: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """(sampled actions, deterministic actions tanh(mean), the Gaussian's std)."""
@@ -153,31 +120,16 @@ class SACGraph:
         return (stats / nsteps, self._act(act_obs, act_noise)[0])
 
     # -- compiled calls (traced once, on first use) ------------------------------------------
-    def _ob_spec(self, *lead: int | None) -> Any:
-        # Box observations travel as float32 (what the buffer stores); Dict/Tuple leaves in
-        # their own dtypes (uint8 images are scaled inside the call).
-        if nested.is_nested(self.observation_space):
-            return observation_spec(self.observation_space, lead)
-        return spec_like([*lead, *(self.observation_space.shape or ())], np.float32)
-
-    def _policy(self, obs: Any) -> tuple[tf.Tensor, tf.Tensor]:
-        return self.actor(obs)
-
     @cached_property
     def policy_fn(self) -> CompiledFunction:
         """Observations -> ``(mean, log_std)`` of the pre-tanh Gaussian."""
-        return compile_fn(self._policy, [self._ob_spec(None)])
+        return compile_fn(lambda obs: self.actor(obs), [self._ob_spec(None)])
 
     @cached_property
     def act_fn(self) -> CompiledFunction:
         return compile_fn(self._act, [self._ob_spec(None),
                                       spec_like([None, self.num_actions], np.float32)],
                           jit_compile=self.jit_act)
-
-    @property
-    def train_fn(self) -> CompiledFunction:
-        """The training call of one phase (``gradient_steps`` steps)."""
-        return self.train_fn_for(self.gradient_steps)
 
     def train_fn_for(self, steps: int) -> CompiledFunction:
         """The training call of ``steps`` gradient steps (traced once per count: a run uses
@@ -188,14 +140,12 @@ class SACGraph:
         the target branch beside the actor's) side by side, XLA one by one. Median of
         interleaved 256x256 calls: one step 8.4 ms plain, 8.8 ms XLA; inside a 64-step loop
         8.0 ms plain, 7.3 ms XLA per step."""
-        fn = self._train_fns.get(steps)
-        if fn is not None:
-            return fn
-        jit = steps > 1 if self.jit_compile is None else self.jit_compile
-        g, b, a = steps, self.batch_size, self.num_actions
-        vec = spec_like([g, b], np.float32)
-        fn = self._train_fns[steps] = compile_fn(self._train_graph, [
-            self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
-            vec, spec_like([g, 2, b, a], np.float32), self._ob_spec(None),
-            spec_like([None, a], np.float32), spec_like([], np.float32)], jit)
-        return fn
+        if steps not in self._train_fns:
+            jit = steps > 1 if self.jit_compile is None else self.jit_compile
+            g, b, a = steps, self.batch_size, self.num_actions
+            vec = spec_like([g, b], np.float32)
+            self._train_fns[steps] = compile_fn(self._train_graph, [
+                self._ob_spec(g, b), spec_like([g, b, a], np.float32), vec, self._ob_spec(g, b),
+                vec, spec_like([g, 2, b, a], np.float32), self._ob_spec(None),
+                spec_like([None, a], np.float32), spec_like([], np.float32)], jit)
+        return self._train_fns[steps]

@@ -77,9 +77,3 @@ def temperature_loss(log_alpha: tf.Tensor, log_prob: tf.Tensor, target_entropy: 
     ``-mean(log pi + target_entropy)``: alpha rises while the entropy ``-log pi`` is below
     the target."""
     return -tf.reduce_mean(log_alpha * tf.stop_gradient(log_prob + target_entropy))
-
-
-def soft_update(pairs: list[tuple[tf.Variable, tf.Variable]], tau: float) -> None:
-    """``target <- (1 - tau) target + tau online`` for every (online, target) pair."""
-    for src, dst in pairs:
-        dst.assign((1.0 - tau) * dst + tau * src)

@@ -17,30 +17,15 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common import nested
-from rlbase.common.buffers.raw_replay import (
-    RawReplay,
-    attach_replay_env,
-    continuous_replay_buffer,
-    random_streams,
-    sample_minibatches,
-)
-from rlbase.common.errors import RLBaseError
+from rlbase.common.buffers.raw_replay import random_streams, sample_minibatches
 from rlbase.common.families.continuous import (
     build_torso,
     check_continuous_action_space,
     check_observation_space,
-    check_torso,
-    scale_actions,
-)
-from rlbase.common.io.checkpoint import (
-    generator_state,
-    set_generator_state,
 )
 from rlbase.common.networks.policy_graph import PolicyGraph, scale_to_bounds
 from rlbase.common.schedules import get_schedule_fn
-from rlbase.common.tf_model import TFModel
-from rlbase.common.tf_util import Adam, CompiledFunction, configure_threads
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.tf_util import Adam, configure_threads
 from rlbase.sac import losses
 from rlbase.sac.config import SACConfig, parse_ent_coef, target_entropy_value
 from rlbase.sac.graph import STAT_NAMES, SACGraph
@@ -51,7 +36,7 @@ ALGORITHM = "sac"
 ADAM_EPSILON = 1e-8
 
 
-class Model(SACGraph, TFModel):
+class Model(SACGraph):
     """A SAC agent: a squashed-Gaussian actor, twin critics with soft-updated targets and a
     learned (or fixed) entropy coefficient.
 
@@ -71,23 +56,14 @@ class Model(SACGraph, TFModel):
                  config: SACConfig):
         super().__init__(observation_space, action_space, network, network_kwargs, config,
                          num_envs)
-        self.num_actions = int(action_space.shape[0])
-        self.low = action_space.low.astype(np.float64)
-        self.high = action_space.high.astype(np.float64)
-        self.gamma, self.tau = config.gamma, config.tau
-        self.batch_size, self.gradient_steps = config.batch_size, config.gradient_steps
-        self.target_update_gradient_steps = config.target_update_gradient_steps
         self.auto_alpha, self.initial_alpha = parse_ent_coef(config.ent_coef)
         self.target_entropy = target_entropy_value(config.target_entropy, self.num_actions)
         # The training call's XLA is chosen per step count (graph.SACGraph.train_fn_for).
         self.jit_compile = config.jit_compile
         self.jit_act = True if config.jit_compile is None else config.jit_compile
-        self._train_fns: dict[int, CompiledFunction] = {}
 
         def torso() -> Any:
-            layer = build_torso(network, self.network_kwargs, ALGORITHM)
-            check_torso(network, layer, observation_space)
-            return layer
+            return build_torso(network, self.network_kwargs, ALGORITHM, observation_space)
 
         self.actor = Actor(observation_space, self.num_actions, torso())
         self.critics = [q_network(observation_space, self.num_actions, torso()) for _ in range(2)]
@@ -108,10 +84,7 @@ class Model(SACGraph, TFModel):
         # Two independent streams: the Gaussian noise (training and acting); minibatches and
         # warm-up actions.
         self.noise_rng, self.loop_rng = random_streams(config.seed, 2)
-        self.replay_buffer = continuous_replay_buffer(observation_space, config,
-                                                      self.num_envs, self.num_actions)
-        self.raw_replay = RawReplay()  # set by attach_env
-        self.grad_steps = 0  # gradient steps taken (mirrors ``updates``)
+        self.generators = {"noise": self.noise_rng, "loop": self.loop_rng}
 
     # -- what a file holds ---------------------------------------------------------------------
     def variable_groups(self) -> dict[str, Sequence[tf.Variable]]:
@@ -125,14 +98,8 @@ class Model(SACGraph, TFModel):
             groups[f"critic{i}"], groups[f"target_critic{i}"] = c.weights, t.weights
         return groups
 
-    def attach_env(self, env: VecEnv) -> None:
-        """Also read the replay's raw transitions below the env's VecNormalize."""
-        super().attach_env(env)
-        self.raw_replay = RawReplay(env)
-        self.replay_buffer = attach_replay_env(self.replay_buffer, env)
-
     def after_load(self) -> None:
-        self.grad_steps = int(self.updates.numpy())
+        super().after_load()
         if not self.auto_alpha:  # a fixed ent_coef given now wins over the file's
             self.log_alpha.assign(math.log(self.initial_alpha))
 
@@ -142,10 +109,6 @@ class Model(SACGraph, TFModel):
         return float(np.exp(self.log_alpha.numpy()))
 
     # -- acting --------------------------------------------------------------------------------
-    def to_env(self, actions: np.ndarray) -> np.ndarray:
-        """[-1, 1] actions in the env's bounds and dtype."""
-        return scale_actions(actions, self.low, self.high).astype(self.action_space.dtype)
-
     def _noise(self, n: int) -> np.ndarray:
         return self.noise_rng.standard_normal((n, self.num_actions), dtype=np.float32)
 
@@ -156,10 +119,6 @@ class Model(SACGraph, TFModel):
         noise = np.zeros((n, self.num_actions), np.float32) if deterministic else self._noise(n)
         sampled, mean, _ = self.act_fn(obs, noise)
         return (mean if deterministic else sampled).numpy()
-
-    def random_actions(self) -> np.ndarray:
-        """Uniform [-1, 1] actions for every env (the warm-up before learning_starts)."""
-        return self.loop_rng.uniform(-1.0, 1.0, (self.num_envs, self.num_actions))
 
     def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
              deterministic: bool = False) -> tuple[np.ndarray, None, np.ndarray | None, None]:
@@ -228,28 +187,6 @@ class Model(SACGraph, TFModel):
         if not self.auto_alpha:
             del values["ent_coef_loss"]
         return values, actions.numpy()
-
-    # -- resuming ------------------------------------------------------------------------------
-    def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The replay buffer and the random generators."""
-        meta, arrays = super().resume_state()
-        meta["replay"], replay_arrays = self.raw_replay.buffer_state(self.replay_buffer)
-        arrays.update(replay_arrays)
-        meta["rngs"] = {name: generator_state(rng) for name, rng in self._generators().items()}
-        return meta, arrays
-
-    def restore_resume_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        super().restore_resume_state(meta, arrays)
-        try:
-            self.raw_replay.restore_buffer(self.replay_buffer, meta["replay"], arrays)
-            for name, rng in self._generators().items():
-                set_generator_state(rng, meta["rngs"][name])
-        except (KeyError, TypeError) as exc:
-            raise RLBaseError(f"the checkpoint lacks SAC's resume state ({exc}): it was "
-                              "written by another algorithm") from exc
-
-    def _generators(self) -> dict[str, np.random.Generator]:
-        return {"noise": self.noise_rng, "loop": self.loop_rng}
 
 
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
