@@ -72,3 +72,31 @@ def test_pooled_update_combines_ranks():
     np.testing.assert_allclose(pooled.mean, data.mean(axis=0), rtol=1e-9)
     np.testing.assert_allclose(pooled.var, data.var(axis=0), rtol=1e-9)
     assert pooled.count == pytest.approx(len(data))
+
+
+def test_an_empty_batch_changes_nothing_alone_or_pooled():
+    for comm in (None, _TwinRanksComm()):
+        rms = RunningMeanStd(shape=(3,), comm=comm)
+        rms.update(np.ones((4, 3)))
+        before = rms.state_dict()
+        rms.update(np.zeros((0, 3)))  # every rank empty: nothing to pool
+        after = rms.state_dict()
+        for key in before:
+            np.testing.assert_array_equal(after[key], before[key])
+        np.testing.assert_array_equal(rms.std, np.sqrt(rms.var))
+
+
+def test_pooled_update_of_three_wide_samples():
+    # 3 features: the squared sums sit at [3:6] of the pooled vector (2 * size, not 2 + size).
+    batch = np.random.default_rng(4).normal(size=(6, 3))
+    pooled = RunningMeanStd(epsilon=1e-12, shape=(3,), comm=_TwinRanksComm())
+    pooled.update(batch)
+    np.testing.assert_allclose(pooled.var, np.concatenate([batch, batch]).var(axis=0), rtol=1e-9)
+
+
+@pytest.mark.parametrize("mean_shape, var_shape", [((4,), (3,)), ((3,), (2,)), ((3,), (4,)),
+                                                   ((2,), (3,))])
+def test_a_state_of_another_shape_is_refused(mean_shape, var_shape):
+    state = {"mean": np.zeros(mean_shape), "var": np.ones(var_shape), "count": np.float64(2)}
+    with pytest.raises(RLBaseError, match="expected"):
+        RunningMeanStd(shape=(3,)).load_state_dict(state)
