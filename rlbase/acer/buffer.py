@@ -214,9 +214,8 @@ class Buffer:
         cut = [((int(idx[e]) * self.num_envs + int(e)) * self.nsteps + int(t), int(e), int(t))
                for e, t in zip(*np.nonzero(truncated))]
         final_obs = self._final_observations(obs, cut)
-        final_state = np.zeros((len(cut), self.state_size), dtype=np.float32)
-        for j, (key, _, _) in enumerate(cut):
-            final_state[j] = self.final_states[key]
+        final_state = np.array([self.final_states[key] for key, _, _ in cut],
+                               np.float32).reshape(len(cut), self.state_size)
         return Sequences(obs, self.actions[idx, env], self.rewards[idx, env],
                          self.dones[idx, env], self.mus[idx, env], starts,
                          self.states[idx, env], truncated, final_obs, final_state)

@@ -100,9 +100,8 @@ class Runner(AbstractEnvRunner):
         starts[:, nsteps] = self.episode_starts
         finals.sort(key=lambda f: f[0])  # env-major, as np.flatnonzero(truncs)
         final_obs = _stacked(ob_space, [ob for _, ob, _ in finals])
-        final_state = np.zeros((len(finals), start_state.shape[1]), dtype=np.float32)
-        for j, (_, _, st) in enumerate(finals):
-            final_state[j] = st
+        final_state = np.array([st for _, _, st in finals], np.float32).reshape(
+            len(finals), start_state.shape[1])
         seq = Sequences(obs, actions, rewards, dones, mus, starts, start_state, truncs,
                         final_obs, final_state)
         if raw is not None:

@@ -168,12 +168,8 @@ class Model(BaseModel):
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,
                 network: Any, network_kwargs: dict[str, Any], config: ESConfig, *,
                 total_timesteps: int = 0) -> Model:
-    """ES's model for these spaces (learn() and rlbase.ES call this).
-
-    network / network_kwargs: an mlp-type network (any size; num_layers=0: a linear policy).
-    config: ES's parameters (popsize, noise_stdev, lr, ..., seed).
-    Under MPI, train() replaces the noise-table seed and theta by rank 0's.
-    """
+    """ES's model for these spaces (learn() and rlbase.ES call this). Under MPI, train()
+    replaces the noise-table seed and theta by rank 0's."""
     policy = ESPolicy(observation_space, action_space, network, network_kwargs)
     size = config.noise_table_size or default_size(policy.dim)
     if size < policy.dim:

@@ -67,7 +67,8 @@ class Discriminator(Composite, keras.Model):
         check_spaces(ob_space, ac_space)
         self.ob_space, self.ac_space = ob_space, ac_space
         self.encoder = ObservationEncoder(ob_space)
-        size = self.feature_size = self._feature_size()
+        sample = nested.map_structure(tf.constant, nested.zeros(ob_space, [1]))
+        size = self.feature_size = int(np.prod(self.encoder(sample).shape[1:]))
         self.obs_mean = self.add_weight(shape=(size,), initializer="zeros", trainable=False,
                                         name="obs_mean")
         self.obs_var = self.add_weight(shape=(size,), initializer="ones", trainable=False,
@@ -78,12 +79,7 @@ class Discriminator(Composite, keras.Model):
         self.logit = keras.layers.Dense(1)
         n_actions = int(encode_action(ac_space, tf.zeros([1, *(ac_space.shape or ())],
                                                          ac_space.dtype)).shape[-1])
-        self(nested.map_structure(tf.constant, nested.zeros(ob_space, [1])),
-             tf.zeros([1, n_actions]))
-
-    def _feature_size(self) -> int:
-        sample = nested.map_structure(tf.constant, nested.zeros(self.ob_space, [1]))
-        return int(np.prod(self.encoder(sample).shape[1:]))
+        self(sample, tf.zeros([1, n_actions]))
 
     def features(self, obs: Any) -> tf.Tensor:
         """The encoded observations, flat, with their size known when tracing (the MPI
