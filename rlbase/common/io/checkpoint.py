@@ -31,6 +31,7 @@ env whose reset repeats); one mid-episode loses the episodes in progress (docs/a
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import os
 import random
@@ -398,16 +399,6 @@ def _tree_plan(tree: SegmentTree, arrays: dict[str, np.ndarray], prefix: str
     return lambda: _rebuild_tree(tree, leaves.astype(np.float64))
 
 
-def _set(target: Any, name: str, value: Any) -> Callable[[], None]:
-    return lambda: setattr(target, name, value)
-
-
-def _set_item(target: list[Any], index: int, value: Any) -> Callable[[], None]:
-    def apply() -> None:
-        target[index] = value
-    return apply
-
-
 def _plan_restore(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: str,
                   plan: list[Callable[[], None]]) -> None:
     if not isinstance(meta, dict):
@@ -423,15 +414,16 @@ def _plan_restore(obj: Any, meta: Any, arrays: dict[str, np.ndarray], prefix: st
         elif isinstance(current, (bool, int, float, np.integer, np.floating, np.bool_)):
             if name not in meta or not isinstance(meta[name], (bool, int, float)):
                 raise RLBaseError(f"checkpoint state {key} is missing or not a number")
-            plan.append(_set(obj, name, type(current)(meta[name])))
+            plan.append(functools.partial(setattr, obj, name, type(current)(meta[name])))
         elif _is_array_dict(current):
-            plan.append(_set(obj, name, _checked_array_dict(arrays, key)))
+            plan.append(functools.partial(setattr, obj, name, _checked_array_dict(arrays, key)))
         elif _is_array_list(current):
             for i, item in enumerate(current):
                 item_key = f"{key}/{i:04d}"
                 if isinstance(item, np.ndarray):
                     plan.append(_copy_into(item, _checked_array(item, arrays, item_key, ring)))
                 else:
-                    plan.append(_set_item(current, i, _checked_array_dict(arrays, item_key)))
+                    plan.append(functools.partial(current.__setitem__, i,
+                                                  _checked_array_dict(arrays, item_key)))
         elif _is_state_object(current):
             _plan_restore(current, meta.get(name), arrays, key, plan)

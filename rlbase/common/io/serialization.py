@@ -63,7 +63,12 @@ def atomic_write(path: PathLike) -> Iterator[str]:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
-    _fsync_dir(folder)
+    with contextlib.suppress(OSError):  # persist the rename too (not every OS opens a folder)
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def suffixed_path(path: PathLike, suffix: str, mode: str) -> str:
@@ -79,16 +84,6 @@ def suffixed_path(path: PathLike, suffix: str, mode: str) -> str:
     if not os.path.exists(path) and os.path.exists(f"{path}.{suffix}"):
         return f"{path}.{suffix}"
     return path
-
-
-def _fsync_dir(folder: str) -> None:
-    """Persist the rename itself (best effort: not every OS lets a folder be opened)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def library_versions() -> dict[str, str]:
@@ -368,14 +363,11 @@ def check_spaces(metadata: Mapping[str, Any], observation_space: gym.Space | Non
         saved = space_from_json(metadata[key])
         if saved != space:
             raise RLBaseError(f"model was saved for {key.replace('_', ' ')} {saved}, "
-                              f"the env has {space}{normalize_hint(metadata)}")
+                              f"the env has {space}"
+                              f"{NORMALIZE_HINT if metadata.get('vec_normalize') else ''}")
 
 
-def normalize_hint(metadata: Mapping[str, Any]) -> str:
-    """What an error about a model trained behind VecNormalize adds: how to load it."""
-    return NORMALIZE_HINT if metadata.get("vec_normalize") else ""
-
-
+# What an error about a model trained behind VecNormalize adds: how to load it.
 NORMALIZE_HINT = ("; it was trained behind VecNormalize: wrap the env in VecNormalize (the "
                   "model's saved statistics are loaded into it), or pass --normalize at the CLI")
 

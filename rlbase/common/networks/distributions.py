@@ -25,12 +25,6 @@ def gumbel_noise(shape: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
     return -tf.math.log(-tf.math.log(u))
 
 
-def gumbel_argmax(logits: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
-    """A categorical draw as argmax(logits + Gumbel noise): one fused op chain that XLA
-    compiles (tf.random.stateless_categorical has no XLA kernel on CPU)."""
-    return tf.argmax(logits + gumbel_noise(tf.shape(logits), seed), axis=-1)
-
-
 class Distribution:
     def mode(self) -> tf.Tensor:
         raise NotImplementedError
@@ -63,13 +57,13 @@ class Categorical(Distribution):
         return tf.cast(tf.argmax(self.logits, axis=-1) + self.start, self.dtype)
 
     def sample(self, seed: tf.Tensor) -> tf.Tensor:
-        return tf.cast(gumbel_argmax(self.logits, seed) + self.start, self.dtype)
+        # argmax(logits + Gumbel noise): one fused op chain that XLA compiles
+        # (tf.random.stateless_categorical has no XLA kernel on CPU).
+        noisy = self.logits + gumbel_noise(tf.shape(self.logits), seed)
+        return tf.cast(tf.argmax(noisy, axis=-1) + self.start, self.dtype)
 
     def log_probs(self) -> tf.Tensor:
         return tf.nn.log_softmax(self.logits)
-
-    def probs(self) -> tf.Tensor:
-        return tf.nn.softmax(self.logits)
 
     def neglogp(self, x: tf.Tensor) -> tf.Tensor:
         index = tf.cast(x, tf.int32) - self.start

@@ -98,13 +98,12 @@ class NumpyActor:
         if values is None:
             values = [v.numpy() for v in self._variables]
         values = [np.asarray(v, np.float32) for v in values]
-        n = self._nlayers
-        self.dense = [(values[2 * i], values[2 * i + 1]) for i in range(n)]
-        rest = values[2 * n:]
-        self.norms = [(rest[2 * i], rest[2 * i + 1]) for i in range(len(self._eps))]
-        rest = rest[2 * len(self._eps):]
-        self.head_kernel, self.head_bias = rest[0], rest[1]
-        self.logstd = rest[2] if len(rest) > 2 else None
+        end = 2 * self._nlayers
+        self.dense = list(zip(values[0:end:2], values[1:end:2]))
+        start, end = end, end + 2 * len(self._eps)
+        self.norms = list(zip(values[start:end:2], values[start + 1:end:2]))
+        self.head_kernel, self.head_bias, *logstd = values[end:]
+        self.logstd = logstd[0] if logstd else None
 
     def params(self, obs: np.ndarray) -> np.ndarray:
         """The distribution parameters (logits, or the Gaussian mean) for a batch."""
@@ -123,13 +122,11 @@ class NumpyActor:
         """One action per observation, with the dtype of the action space."""
         params = self.params(obs)
         space, kind = self.head.action_space, self.head.kind
+        if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) and not deterministic:
+            params = params + self.rng.gumbel(size=params.shape)
         if isinstance(space, gym.spaces.Discrete):
-            if not deterministic:
-                params = params + self.rng.gumbel(size=params.shape)
             actions = np.argmax(params, axis=-1) + int(space.start)
         elif isinstance(space, gym.spaces.MultiDiscrete):
-            if not deterministic:
-                params = params + self.rng.gumbel(size=params.shape)
             bounds = np.cumsum(space.nvec)[:-1]
             actions = np.stack([np.argmax(p, axis=-1) for p in np.split(params, bounds, -1)],
                                axis=-1)

@@ -349,25 +349,20 @@ class VecNormalize(VecEnvWrapper):
         return np.asarray(rewards) * np.sqrt(rms.var + self.epsilon)
 
     def get_original_obs(self) -> np.ndarray | None:
-        """The last observations before normalization."""
         return self._raw_obs
 
     def get_original_reward(self) -> np.ndarray | None:
-        """The last rewards before scaling."""
         return self._raw_rewards
 
     # ---- saving -------------------------------------------------------------------------
 
     def config(self) -> dict[str, Any]:
-        """The constructor arguments that shape the statistics (stored with them)."""
         return self.stats.config()
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """The statistics as flat named arrays, e.g. ``ob_rms/mean``, ``ret_rms/count``."""
         return self.stats.state_dict()
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        """Restore statistics from :meth:`state_dict`."""
         self.stats.load_state_dict(state)
 
     def save(self, path: serialization.PathLike) -> None:
