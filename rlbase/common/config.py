@@ -76,12 +76,12 @@ def param(default: Any, doc: str, *, unit: str = "", low: float | None = None,
     return field(default=default, metadata=metadata)
 
 
-
 def redefault(config: Any, name: str, default: Any) -> Any:
     """``config``'s field ``name`` (its doc, unit, range and other names) with another default:
     for an algorithm built on another's parameters whose published settings differ (GAIL's
     trust-region step is TRPO's, with Baselines' GAIL settings)."""
     return field(default=default, metadata=config.__dataclass_fields__[name].metadata)
+
 
 def caller_stacklevel() -> int:
     """The ``stacklevel`` of the first frame outside rlbase's package (the user's line)."""
@@ -140,13 +140,8 @@ def _coerce(value: Any, hint: Any) -> Any:
         if value in typing.get_args(hint):
             return value
         raise _Mismatch
-    if hint is type(None):
-        if value is None:
-            return None
-        raise _Mismatch
     if origin is Callable or hint is Callable:
         if isinstance(value, str):  # the zoo's "lin_3e-4", or a saved "linear(0.0003)"
-
             try:
                 return parse_schedule(value)
             except RLBaseError:
@@ -159,10 +154,6 @@ def _coerce(value: Any, hint: Any) -> Any:
             raise _Mismatch
         (item,) = typing.get_args(hint)[:1]
         return tuple(_coerce(v, item) for v in value)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise _Mismatch
     if hint is int:
         if isinstance(value, bool):
             raise _Mismatch
@@ -175,11 +166,7 @@ def _coerce(value: Any, hint: Any) -> Any:
         if isinstance(value, Real) and not isinstance(value, bool):
             return float(value)
         raise _Mismatch
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise _Mismatch
-    if isinstance(hint, type) and isinstance(value, hint):
+    if isinstance(hint, type) and isinstance(value, hint):  # bool, str, None, dict, ...
         return value
     raise _Mismatch
 
@@ -299,16 +286,6 @@ class AlgorithmConfig:
     @classmethod
     def defaults(cls) -> dict[str, Any]:
         return {f.name: f.default for f in dataclasses.fields(cls)}
-
-    @classmethod
-    def other_names(cls) -> dict[str, tuple[str, OtherName, bool]]:
-        """Every other accepted spelling -> (field, its rule, deprecated?). One spelling may
-        feed several fields (SB3's learning_rate sets DDPG's two); the last wins here, see
-        :meth:`_targets`."""
-        out: dict[str, tuple[str, OtherName, bool]] = {}
-        for name, rule, deprecated in cls._spellings():
-            out[rule.name] = (name, rule, deprecated)
-        return out
 
     @classmethod
     def _spellings(cls) -> list[tuple[str, OtherName, bool]]:
@@ -578,5 +555,4 @@ class OffPolicyConfig(AlgorithmConfig):
                                   f"replay_buffer_class='her' (the plain buffer takes none), "
                                   f"got {kwargs!r}")
             return
-
         object.__setattr__(self, "replay_buffer_kwargs", her_kwargs(kwargs))

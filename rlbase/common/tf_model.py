@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -55,8 +54,3 @@ class TFModel(BaseModel):
     def trainable_variables(self) -> list[tf.Variable]:
         """Every variable a gradient step changes (the "every variable trains" tests)."""
         return [v for vs in self.variable_groups().values() for v in vs if v.trainable]
-
-
-def numpy_outputs(outputs: Any) -> tuple[np.ndarray, ...]:
-    """A compiled call's tensors as numpy arrays."""
-    return tuple(t.numpy() for t in outputs)

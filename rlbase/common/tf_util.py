@@ -113,7 +113,6 @@ def average_over_workers(grads: list[tf.Tensor], comm: Any | None) -> list[tf.Te
     Allreduce of all of them flattened together); unchanged without MPI."""
     if comm is None:
         return grads
-
     flat = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)
     mean = tf.numpy_function(lambda x: allreduce_mean_f32(x, comm), [flat], tf.float32,
                              stateful=True)
@@ -128,15 +127,8 @@ def discounted_returns(rewards: tf.Tensor, dones: tf.Tensor, last_values: tf.Ten
     ``dones[:, t]`` is 1 where the episode ended at step t (terminated, or truncated with the
     final observation's value already folded into the reward): the return does not look past it.
     """
-    rewards_t = tf.transpose(rewards)
     keep_t = 1.0 - tf.transpose(dones)
-
-    def backward(next_return: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
-        reward, keep = elems
-        return reward + gamma * keep * next_return
-
-    returns_t = tf.scan(backward, (rewards_t, keep_t), initializer=last_values, reverse=True)
-    return tf.transpose(returns_t)
+    return tf.transpose(_backward_sum(tf.transpose(rewards), keep_t, gamma, last_values))
 
 
 def gae_advantages(rewards: tf.Tensor, values: tf.Tensor, dones: tf.Tensor,
@@ -151,14 +143,14 @@ def gae_advantages(rewards: tf.Tensor, values: tf.Tensor, dones: tf.Tensor,
     next_values_t = tf.concat([values_t[1:], last_values[None]], axis=0)
     keep_t = 1.0 - tf.transpose(dones)
     deltas_t = tf.transpose(rewards) + gamma * keep_t * next_values_t - values_t
+    return tf.transpose(_backward_sum(deltas_t, keep_t, gamma * lam, tf.zeros_like(last_values)))
 
-    def backward(next_adv: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
-        delta, keep = elems
-        return delta + gamma * lam * keep * next_adv
 
-    adv_t = tf.scan(backward, (deltas_t, keep_t), initializer=tf.zeros_like(last_values),
-                    reverse=True)
-    return tf.transpose(adv_t)
+def _backward_sum(x_t: tf.Tensor, keep_t: tf.Tensor, discount: float, last: tf.Tensor
+                  ) -> tf.Tensor:
+    """Time-major ``out[t] = x[t] + discount * keep[t] * out[t + 1]``, ``out[T] = last``."""
+    return tf.scan(lambda following, elems: elems[0] + discount * elems[1] * following,
+                   (x_t, keep_t), initializer=last, reverse=True)
 
 
 def explained_variance(ypred: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
