@@ -38,9 +38,8 @@ GRAPH_ACTIVATIONS: dict[str, Callable[[tf.Tensor], tf.Tensor]] = {
 
 
 def check_action_space(space: gym.Space) -> None:
-    if isinstance(space, gym.spaces.Discrete):
-        return
-    if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+    if isinstance(space, gym.spaces.Discrete) or (isinstance(space, gym.spaces.Box)
+                                                  and len(space.shape) == 1):
         return
     raise RLBaseError(f"es supports Discrete and 1-D Box action spaces, got {space}")
 
@@ -81,16 +80,9 @@ class PolicyNet(Composite, keras.Model):
 
 
 class ESPolicy:
-    """The flat-vector view of a :class:`PolicyNet` and its numpy forward pass.
-
-    :param observation_space: observation space (encoded like the other algorithms: one-hot
-        for Discrete, flattened floats for Box; a Dict/Tuple space entry by entry,
-        concatenated, without image entries).
-    :param action_space: Discrete or 1-D Box action space.
-    :param network: a registered network name or builder; its layer must be an ``mlp``
-        (``num_layers=0`` gives a linear policy).
-    :param network_kwargs: passed to the builder.
-    """
+    """The flat-vector view of a :class:`PolicyNet` and its numpy forward pass: observations
+    encoded by :func:`flat_encoder`, a Discrete or 1-D Box action space, and an ``mlp`` network
+    (``num_layers=0`` gives a linear policy)."""
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, network: Any,
                  network_kwargs: dict[str, Any]):

@@ -19,11 +19,6 @@ def flat_concat(tensors: Sequence[tf.Tensor]) -> tf.Tensor:
     return tf.concat([tf.reshape(t, [-1]) for t in tensors], axis=0)
 
 
-def flat_get(variables: Sequence[tf.Variable]) -> tf.Tensor:
-    """The variables' values as one vector."""
-    return flat_concat([tf.convert_to_tensor(v) for v in variables])
-
-
 def unflatten(flat: tf.Tensor, variables: Sequence[tf.Variable]) -> list[tf.Tensor]:
     """A vector cut back into tensors shaped like ``variables``."""
     sizes = [int(np.prod(v.shape)) for v in variables]
@@ -106,7 +101,7 @@ def line_search(variables: Sequence[tf.Variable], full_step: tf.Tensor,
     Returns (accepted step fraction f^k or 0, steps tried, [gain, KL] at the final variables:
     ``[gain_before, 0]`` after a revert).
     """
-    before = flat_get(variables)
+    before = flat_concat([tf.convert_to_tensor(v) for v in variables])
 
     def cond(i: tf.Tensor, frac: tf.Tensor, accepted: tf.Tensor,
              result: tf.Tensor) -> tf.Tensor:
