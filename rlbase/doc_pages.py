@@ -19,10 +19,39 @@ from rlbase.registry import available_algorithms, config_class, get_algorithm
 
 START = "<!-- learn-parameters: generated from the config, do not edit -->"
 END = "<!-- end learn-parameters -->"
+CLI_START = "<!-- cli-flags: generated from the CLI's parser, do not edit -->"
+CLI_END = "<!-- end cli-flags -->"
+SB3_START = "<!-- sb3-names: generated from the configs' fields, do not edit -->"
+SB3_END = "<!-- end sb3-names -->"
 
 
-def page_path(algorithm: str) -> str:
-    return _docs_path(os.path.join("algorithms", f"{algorithm}.md"))
+def _page(algorithm: str) -> str:
+    return os.path.join("algorithms", f"{algorithm}.md")
+
+
+def _docs_text(page: str) -> tuple[str, str]:
+    """The path of a page of rlbase/docs and its text."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", page)
+    with open(path, encoding="utf-8") as f:
+        return path, f.read()
+
+
+def _block_in(page: str, start: str, end: str) -> str | None:
+    """The generated block of a docs page as it is now, markers included (None: no markers)."""
+    match = re.search(re.escape(start) + r".*?" + re.escape(end), _docs_text(page)[1], re.S)
+    return match.group(0) if match else None
+
+
+def _rewrite(page: str, start: str, end: str, block: str) -> bool:
+    """Put ``block`` between the page's markers; True when the page changed."""
+    path, text = _docs_text(page)
+    if start not in text:
+        raise SystemExit(f"{path} has no '{start}' marker")
+    new = re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return new != text
 
 
 def run_arguments_table(learn: Any) -> str:
@@ -48,29 +77,8 @@ def generated_block(algorithm: str) -> str:
             f"and of the CLI as `--name=value`):\n\n{parameter_table(entry.config)}\n{END}")
 
 
-def _block_in(path: str, start: str, end: str) -> str | None:
-    """The generated block of a docs page as it is now, markers included (None: no markers)."""
-    with open(path, encoding="utf-8") as f:
-        match = re.search(re.escape(start) + r".*?" + re.escape(end), f.read(), re.S)
-    return match.group(0) if match else None
-
-
-def _docs_path(name: str) -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", name)
-
-
 def current_block(algorithm: str) -> str | None:
-    """The table block of an algorithm's page as it is now (None: no markers)."""
-    return _block_in(page_path(algorithm), START, END)
-
-
-def rewrite_page(algorithm: str) -> bool:
-    """Put the generated table between the page's markers; True when the page changed."""
-    return _rewrite(page_path(algorithm), START, END, generated_block(algorithm))
-
-
-CLI_START = "<!-- cli-flags: generated from the CLI's parser, do not edit -->"
-CLI_END = "<!-- end cli-flags -->"
+    return _block_in(_page(algorithm), START, END)
 
 
 def cli_flags_table() -> str:
@@ -85,8 +93,12 @@ def cli_flags_table() -> str:
     return "\n".join(rows)
 
 
-SB3_START = "<!-- sb3-names: generated from the configs' fields, do not edit -->"
-SB3_END = "<!-- end sb3-names -->"
+def cli_block() -> str:
+    return f"{CLI_START}\n{cli_flags_table()}\n{CLI_END}"
+
+
+def current_cli_block() -> str | None:
+    return _block_in("cli.md", CLI_START, CLI_END)
 
 
 def sb3_names_table() -> str:
@@ -109,47 +121,20 @@ def sb3_names_table() -> str:
     return "\n".join(rows)
 
 
-def sb3_path() -> str:
-    return _docs_path("sb3_names.md")
-
-
 def sb3_block() -> str:
     return f"{SB3_START}\n{sb3_names_table()}\n{SB3_END}"
 
 
 def current_sb3_block() -> str | None:
-    return _block_in(sb3_path(), SB3_START, SB3_END)
-
-
-def cli_path() -> str:
-    return _docs_path("cli.md")
-
-
-def _rewrite(path: str, start: str, end: str, block: str) -> bool:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    if start not in text:
-        raise SystemExit(f"{path} has no '{start}' marker")
-    new = re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
-    if new != text:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(new)
-    return new != text
-
-
-def cli_block() -> str:
-    return f"{CLI_START}\n{cli_flags_table()}\n{CLI_END}"
-
-
-def current_cli_block() -> str | None:
-    return _block_in(cli_path(), CLI_START, CLI_END)
+    return _block_in("sb3_names.md", SB3_START, SB3_END)
 
 
 def main() -> None:
-    changed = [alg for alg in available_algorithms() if rewrite_page(alg)]
-    if _rewrite(cli_path(), CLI_START, CLI_END, cli_block()):
+    changed = [alg for alg in available_algorithms()
+               if _rewrite(_page(alg), START, END, generated_block(alg))]
+    if _rewrite("cli.md", CLI_START, CLI_END, cli_block()):
         changed.append("cli")
-    if _rewrite(sb3_path(), SB3_START, SB3_END, sb3_block()):
+    if _rewrite("sb3_names.md", SB3_START, SB3_END, sb3_block()):
         changed.append("sb3_names")
     print(f"rewrote {', '.join(changed) if changed else 'nothing'}", file=sys.stderr)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import os
 import pkgutil
 from dataclasses import dataclass
@@ -102,7 +103,6 @@ class Algorithm:
         return [p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
 
 
-
 def get_algorithm(name: str) -> Algorithm:
     """The entry points of an algorithm (its name, not an alias)."""
     algorithm, _ = resolve(name)
@@ -179,7 +179,6 @@ def check_model_metadata(path: str, metadata: dict[str, Any], num_envs: int | No
         if not _whole(value, 1):
             raise RLBaseError(f"model file {path}: hyperparameter {key} must be a whole number "
                               f">= 1, got {value!r}")
-
         envs = num_envs or int(metadata.get("num_envs") or 1)
         check_rollout(int(value), envs, _step_bytes(metadata), f"model file {path}")
 
@@ -198,11 +197,7 @@ def _step_bytes(metadata: dict[str, Any]) -> int:
             space = space_from_json(metadata[key])
         except (KeyError, RLBaseError, TypeError, ValueError):
             continue
-        shape = getattr(space, "shape", None) or ()
         dtype = getattr(space, "dtype", None)
         itemsize = dtype.itemsize if dtype is not None else 4
-        size = 1
-        for n in shape:
-            size *= int(n)
-        total += size * itemsize
+        total += math.prod(int(n) for n in getattr(space, "shape", None) or ()) * itemsize
     return total

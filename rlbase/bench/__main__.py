@@ -13,7 +13,6 @@ from rlbase.common.errors import RLBaseError
 MODULES = {"run": "run", "compare": "run", "suite": "suite", "report": "report",
            "export-speed": "export_speed", "env-limit": "env_limit", "overlap": "overlap",
            "paired": "paired", "matmul-floor": "matmul_floor"}
-COMMANDS = tuple(MODULES)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     command = argv[0] if argv else ""
     if command not in MODULES:
         raise RLBaseError(f"unknown benchmark command {command!r}; use one of "
-                          f"{', '.join(COMMANDS)}")
+                          f"{', '.join(MODULES)}")
     module = importlib.import_module(f"rlbase.bench.{MODULES[command]}")
     module.main(argv if MODULES[command] == "run" else argv[1:])
 

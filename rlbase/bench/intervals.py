@@ -15,7 +15,7 @@ import csv
 import math
 import os
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -43,27 +43,44 @@ NORMALIZATION: dict[str, tuple[float, float, str]] = {
 }
 
 
-def _finite(values: Sequence[Any]) -> list[float]:
+def finite(values: Sequence[Any]) -> list[float]:
     return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+def group_by(rows: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any]
+             ) -> dict[Any, list[dict[str, Any]]]:
+    groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[key(row)].append(row)
+    return groups
+
+
+def setting_key(row: dict[str, Any]) -> tuple[str, str, int]:
+    return row["name"], row["env"], int(row["timesteps"])
+
+
+def _iqm_mean_ci(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% intervals of the IQM (index 0) and of the mean (index 1)."""
+    return stats.stratified_bootstrap_ci(
+        scores, lambda s: np.stack([stats.iqm(s), stats.mean(s)], axis=-1), REPS, seed=SEED)
 
 
 def interval(values: Sequence[float], digits: int = 1) -> dict[str, Any]:
     """IQM and mean of one setting's seeds with their 95% intervals, and the text of both."""
-    finite = _finite(values)
-    if not finite:
+    finite_values = finite(values)
+    if not finite_values:
         return {"n": 0, "iqm": float("nan"), "mean": float("nan"), "iqm_ci": None,
                 "mean_ci": None, "iqm_text": "-", "mean_text": "-"}
-    scores = stats.as_scores(finite)
-    out: dict[str, Any] = {"n": len(finite), "iqm": float(stats.iqm(scores)),
+    n = len(finite_values)
+    scores = stats.as_scores(finite_values)
+    out: dict[str, Any] = {"n": n, "iqm": float(stats.iqm(scores)),
                            "mean": float(stats.mean(scores)), "iqm_ci": None, "mean_ci": None}
-    if len(finite) > 1:  # one seed has no interval (CSV: empty bounds)
-        low, high = stats.stratified_bootstrap_ci(
-            scores, lambda s: np.stack([stats.iqm(s), stats.mean(s)], axis=-1), REPS,
-            seed=SEED)
+    if n > 1:  # one seed has no interval (CSV: empty bounds)
+        low, high = _iqm_mean_ci(scores)
         out.update(iqm_ci=(float(low[0]), float(high[0])),
                    mean_ci=(float(low[1]), float(high[1])))
     for key in ("iqm", "mean"):
-        out[f"{key}_text"] = fmt_ci(out[key], out[f"{key}_ci"], len(finite), digits)
+        out[f"{key}_text"] = fmt_ci(out[key], out[f"{key}_ci"], n, digits)
     return out
 
 
@@ -78,12 +95,9 @@ def fmt_ci(point: float, ci: tuple[float, float] | None, n: int, digits: int = 1
 
 def per_setting(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per (name, env, timesteps): each figure's per-seed values and intervals."""
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        groups[(row["name"], row["env"], int(row["timesteps"]))].append(row)
     out = []
-    for (name, env, steps), group in sorted(groups.items(), key=lambda kv: (kv[0][1],
-                                                                            kv[0][0])):
+    groups = group_by(rows, setting_key).items()
+    for (name, env, steps), group in sorted(groups, key=lambda kv: (kv[0][1], kv[0][0])):
         group = sorted(group, key=lambda r: int(r["seed"]))
         entry: dict[str, Any] = {"name": name, "env": env, "timesteps": steps,
                                  "seeds": [int(r["seed"]) for r in group]}
@@ -132,10 +146,7 @@ def score_matrix(rows: list[dict[str, Any]], name: str, envs: Sequence[str], key
 
 def _budget_rows(rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     """Rows by budget: aggregates and comparisons only mix runs of the same length."""
-    out: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        out[int(row["timesteps"])].append(row)
-    return out
+    return group_by(rows, lambda row: int(row["timesteps"]))
 
 
 def aggregates(rows: list[dict[str, Any]], key: str = "eval_return") -> list[dict[str, Any]]:
@@ -144,13 +155,11 @@ def aggregates(rows: list[dict[str, Any]], key: str = "eval_return") -> list[dic
     for steps, group in sorted(_budget_rows(rows).items()):
         for name in sorted({r["name"] for r in group}):
             envs = sorted({r["env"] for r in group if r["name"] == name} & set(NORMALIZATION))
-            found = score_matrix(group, name, envs, key, normalize=True) if envs else None
+            found = score_matrix(group, name, envs, key, normalize=True)
             if found is None:
                 continue
             matrix, seeds = found
-            low, high = stats.stratified_bootstrap_ci(
-                matrix, lambda s: np.stack([stats.iqm(s), stats.mean(s)], axis=-1), REPS,
-                seed=SEED)
+            low, high = _iqm_mean_ci(matrix)
             n = len(seeds)
             out.append({"name": name, "timesteps": steps, "envs": envs, "seeds": seeds,
                         "matrix": matrix,
@@ -180,8 +189,8 @@ def improvements(rows: list[dict[str, Any]], key: str = "eval_return") -> list[d
             for y in names[i + 1:]:
                 envs = sorted({r["env"] for r in group if r["name"] == x}
                               & {r["env"] for r in group if r["name"] == y})
-                fx = score_matrix(group, x, envs, key, False) if envs else None
-                fy = score_matrix(group, y, envs, key, False) if envs else None
+                fx = score_matrix(group, x, envs, key, False)
+                fy = score_matrix(group, y, envs, key, False)
                 if fx is None or fy is None:
                     continue
                 out.append(improvement_entry(x, y, fx[0], fy[0], envs, steps))

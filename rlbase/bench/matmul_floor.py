@@ -138,8 +138,7 @@ def measure(batch: int = 256, obs: int = 3, actions: int = 1, hidden: tuple[int,
             run(tf.constant(rounds)).numpy()
             seconds[name].append((time.perf_counter() - start) / (rounds * policy_delay))
     for name, samples in seconds.items():
-        per_step = statistics.median(samples)
-        result[f"{name}_ms_per_step"] = round(per_step * 1e3, 3)
+        result[f"{name}_ms_per_step"] = round(statistics.median(samples) * 1e3, 3)
         result[f"{name}_min_ms_per_step"] = round(min(samples) * 1e3, 3)
     result["products_gflops"] = float(f"{gflop / statistics.median(seconds['products']):.4g}")
     return result
@@ -168,7 +167,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         raise RLBaseError(f"hidden must be comma-separated layer widths such as 400,300, got "
                           f"{args.hidden!r}") from exc
     result = measure(args.batch, args.obs, args.actions, hidden, args.policy_delay,
-                     args.twin_q == "True",
-                     args.steps, args.repeats)
+                     args.twin_q == "True", args.steps, args.repeats)
     print(json.dumps(result))
     return result

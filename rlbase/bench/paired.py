@@ -50,10 +50,8 @@ def run_once(argv: list[str], timeout: float | None, log: IO[bytes] | None
     timed_out = threading.Event()
 
     def kill_group() -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def time_out() -> None:
         timed_out.set()

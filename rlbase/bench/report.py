@@ -8,6 +8,7 @@ can be rebuilt at any time: ``python -m rlbase.bench report <folder>``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import glob
 import json
@@ -17,7 +18,6 @@ import platform
 import re
 import sys
 import warnings
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -89,14 +89,9 @@ PUBLISHED: dict[tuple[str, str], str] = {
 def hardware() -> str:
     """The CPU model and core count (and that no GPU was used: TF here is the CPU build)."""
     model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
+        model = next((line.split(":", 1)[1].strip() for line in f
+                      if line.startswith("model name")), model)
     return f"{model}, {os.cpu_count()} cores, no GPU"
 
 
@@ -128,7 +123,7 @@ def write_csv(rows: list[dict[str, Any]], path: str) -> None:
 
 def mean_std(values: list[float]) -> tuple[float, float]:
     """Mean and population standard deviation over the finite values (NaN if none)."""
-    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    finite = intervals.finite(values)
     if not finite:
         return float("nan"), float("nan")
     return float(np.mean(finite)), float(np.std(finite))
@@ -143,11 +138,8 @@ def fmt(mean: float, std: float | None = None, digits: int = 1) -> str:
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per (name, env, timesteps): the seeds' mean and std of each figure."""
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        groups[(row["name"], row["env"], int(row["timesteps"]))].append(row)
     out = []
-    for (name, env, steps), group in groups.items():
+    for (name, env, steps), group in intervals.group_by(rows, intervals.setting_key).items():
         entry = {"name": name, "env": env, "timesteps": steps,
                  "seeds": sorted(int(r["seed"]) for r in group), "cli": group[0].get("cli")}
         for key in ("eval_return", "train_return_last100", "sps", "wall_s"):
@@ -172,8 +164,7 @@ def markdown_table(summary: list[dict[str, Any]], command: str, digits: int = 1)
                      f"{fmt(e['eval_return'][0], e['eval_return'][1], digits)} | "
                      f"{fmt(e['train_return_last100'][0], e['train_return_last100'][1], digits)}"
                      f" | {fmt(e['sps'][0], e['sps'][1], 0)} | {fmt(e['wall_s'][0], None, 0)} | "
-                     f"{published} | "
-                     f"{repro} |")
+                     f"{published} | {repro} |")
     return "\n".join(lines)
 
 
@@ -194,10 +185,6 @@ def header(rows: list[dict[str, Any]], preset: str, command: str) -> str:
             "rows measured on the same machine.")
 
 
-def _row_name(result: Any) -> str:
-    return os.path.basename(result.dirname).split("__")[0]
-
-
 def write_plots(out_dir: str, rows: list[dict[str, Any]]) -> list[str]:
     """One PNG per env: each row's mean learning curve over seeds, shaded by their spread."""
     # Optional: needs pandas (the plot extra).
@@ -214,8 +201,10 @@ def write_plots(out_dir: str, rows: list[dict[str, Any]]) -> list[str]:
         path = os.path.join(out_dir, f"curves_{env.replace('/', '-')}.png")
         with warnings.catch_warnings():  # grid points no run reaches are NaN: left blank
             warnings.simplefilter("ignore", RuntimeWarning)
-            save_plot(results, path, split_fn=None, group_fn=_row_name, average_group=True,
-                      resample=256, xlabel="timesteps", ylabel="episode return (training)")
+            save_plot(results, path, split_fn=None,
+                      group_fn=lambda res: os.path.basename(res.dirname).split("__")[0],
+                      average_group=True, resample=256, xlabel="timesteps",
+                      ylabel="episode return (training)")
         written.append(path)
     return written
 

@@ -1,15 +1,5 @@
-"""Benchmarks: training steps/s and the return reached, optionally beside the peer library.
-
-    python -m rlbase.bench run --alg=a2c --env=CartPole-v1 --num_timesteps=5e4 --seed=0
-    python -m rlbase.bench compare --alg=a2c --env=CartPole-v1 --num_timesteps=5e4 \
-        --peer_python=/tmp/sb3env/bin/python --anchors=../shared/anchors
-    python -m rlbase.bench suite --preset=classic --jobs=2   # see rlbase/bench_suite.py
-
-``run`` prints one line (and appends a JSON record to ``--out`` when given). ``compare`` runs
-rlbase and then the peer's anchor script at the same settings in the same process tree, one
-after the other, and prints the ratio of steps/s: the machine is shared and noisy, so only
-ratios measured together mean anything.
-"""
+"""``python -m rlbase.bench run|compare``: one training run's steps/s and the return it
+reached, and with ``compare`` the peer's anchor script's right after it (see rlbase.bench)."""
 
 from __future__ import annotations
 
@@ -19,13 +9,11 @@ import os
 import platform
 import shlex
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
-import numpy
 import numpy as np
 
 import rlbase
@@ -102,8 +90,8 @@ def resolve_settings(alg: str, env_id: str, num_env: int | None,
         alg=alg, algorithm=name, env_id=env_id, env_type=env_type,
         network=kwargs.pop("network", "mlp"), num_env=int(kwargs.pop("num_env", 1)),
         normalize=bool(kwargs.pop("normalize", False)),
-        eval_freq=int(kwargs.pop("eval_freq", 0)), eval_episodes=int(kwargs.pop("eval_episodes",
-                                                                                 5)),
+        eval_freq=int(kwargs.pop("eval_freq", 0)),
+        eval_episodes=int(kwargs.pop("eval_episodes", 5)),
         learn_kwargs=kwargs, overrides=overrides)
 
 
@@ -149,7 +137,7 @@ def _versions() -> dict[str, str]:
     import tensorflow  # lazy: TensorFlow is heavy
 
     return {"rlbase": rlbase.__version__, "tensorflow": tensorflow.__version__,
-            "gymnasium": gymnasium.__version__, "numpy": numpy.__version__,
+            "gymnasium": gymnasium.__version__, "numpy": np.__version__,
             "python": platform.python_version()}
 
 
@@ -168,8 +156,6 @@ def run_peer(peer_python: str, anchors: str, alg: str, env_id: str, num_timestep
 
 def main(argv: list[str] | None = None) -> None:
     """``run`` and ``compare`` (see rlbase.bench)."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-
     parser = argparse.ArgumentParser(prog="python -m rlbase.bench")
     parser.add_argument("command", choices=["run", "compare"])
     parser.add_argument("--alg", default="a2c")

@@ -141,12 +141,11 @@ def improvement_ci(x: np.ndarray, y: np.ndarray, reps: int = 2000, size: float =
     values = []
     for start in range(0, reps, _CHUNK):
         n = min(_CHUNK, reps - start)
-        draws = np.empty((n, (nx + ny) * tasks), dtype=np.int64)
+        rows_x = np.empty((n, nx, tasks), dtype=np.int64)
+        rows_y = np.empty((n, ny, tasks), dtype=np.int64)
         for i in range(n):  # X's then Y's draws per resample, as the stream has them
-            draws[i, :nx * tasks] = rng.randint(0, nx, size=nx * tasks)
-            draws[i, nx * tasks:] = rng.randint(0, ny, size=ny * tasks)
-        rows_x = draws[:, :nx * tasks].reshape(n, nx, tasks)
-        rows_y = draws[:, nx * tasks:].reshape(n, ny, tasks)
+            rows_x[i] = rng.randint(0, nx, size=(nx, tasks))
+            rows_y[i] = rng.randint(0, ny, size=(ny, tasks))
         values.append(probability_of_improvement(x[rows_x, columns], y[rows_y, columns]))
     low, high = _percentile_interval(np.concatenate(values), size)
     return float(low), float(high)

@@ -48,9 +48,7 @@ class RunSpec:
 
     :param name: the row's name (``td3`` is ``alg="ddpg"`` with TD3's options).
     :param alg: the rlbase algorithm package, or ``random`` for raw env steps/s.
-    :param env: the gymnasium id.
     :param timesteps: the training budget in env steps.
-    :param seeds: the seeds to run.
     :param eval_episodes: deterministic evaluation episodes after training (0: none).
     :param extra: ``learn()`` arguments over the defaults and PEER_SETTINGS.
     """
@@ -120,11 +118,8 @@ PRESETS: dict[str, list[RunSpec]] = {
     ],
     # Steps/s at fixed, short settings (no evaluation), with raw env steps/s beside them.
     "throughput": [
-        RunSpec("a2c", "a2c", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
-        RunSpec("ppo", "ppo", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
-        RunSpec("dqn", "dqn", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
-        RunSpec("acer", "acer", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
-        RunSpec("es", "es", "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0),
+        *(RunSpec(alg, alg, "CartPole-v1", 50_000, seeds=(0,), eval_episodes=0)
+          for alg in ("a2c", "ppo", "dqn", "acer", "es")),
         RunSpec("ddpg", "ddpg", "Pendulum-v1", 5_000, seeds=(0,), eval_episodes=0,
                 extra=dict(learning_starts=1000)),
         RunSpec("td3", "ddpg", "Pendulum-v1", 5_000, seeds=(0,), eval_episodes=0,
@@ -287,16 +282,10 @@ def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None =
         print(f"rlbase.bench suite: skipping {key}: {why}", file=sys.stderr, flush=True)
     specs = [s for s in specs if f"{s.name} {s.env}" not in unavailable]
     os.makedirs(out_dir, exist_ok=True)
-    pending, skipped = [], 0
-    for spec in specs:
-        for seed in spec.seeds:
-            run_dir = _prepare(out_dir, spec, seed)
-            if run_dir is None:
-                skipped += 1
-            else:
-                pending.append(run_dir)
-    total = skipped + len(pending)
-    bar = tqdm(total=total, initial=skipped, unit="run", disable=not progress,
+    prepared = [_prepare(out_dir, spec, seed) for spec in specs for seed in spec.seeds]
+    pending = [run_dir for run_dir in prepared if run_dir is not None]
+    skipped = len(prepared) - len(pending)
+    bar = tqdm(total=len(prepared), initial=skipped, unit="run", disable=not progress,
                file=sys.stderr, desc=f"suite {preset}")
     worker = _run_in_process if in_process else _run_subprocess
     failed: dict[str, str] = {}
@@ -321,16 +310,11 @@ def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None =
 def suite_command(preset: str, algs: list[str] | None, envs: list[str] | None,
                   seeds: int | None, precision: str = FLOAT32) -> str:
     """The command that reproduces a suite (shown beside its results)."""
-    parts = ["python -m rlbase.bench suite", f"--preset={preset}"]
-    if algs:
-        parts.append(f"--algs={','.join(algs)}")
-    if envs:
-        parts.append(f"--envs={','.join(envs)}")
-    if seeds is not None:
-        parts.append(f"--seeds={seeds}")
-    if precision != FLOAT32:
-        parts.append(f"--precision={precision}")
-    return " ".join(parts)
+    flags = {"preset": preset, "algs": ",".join(algs) if algs else None,
+             "envs": ",".join(envs) if envs else None, "seeds": seeds,
+             "precision": None if precision == FLOAT32 else precision}
+    return " ".join(["python -m rlbase.bench suite",
+                     *(f"--{key}={value}" for key, value in flags.items() if value is not None)])
 
 
 def _csv_list(text: str | None) -> list[str] | None:

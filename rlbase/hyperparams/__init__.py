@@ -19,6 +19,7 @@ out). A key rlbase cannot honour is a one-line error naming the file, the row an
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -103,16 +104,12 @@ def parse_value(text: str, key: str = "") -> Any:
     Any other expression (a call, an operator) is a one-line error: nothing in it is run."""
     where = f"--hyperparams {key}:" if key else "--hyperparams"
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        pass
-    except (RecursionError, MemoryError):
-        raise RLBaseError(f"{where} the value ({len(text):,} characters) is nested too deeply "
-                          "to read; give a Python literal") from None
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        return text  # plain text (a path, words)
+        with contextlib.suppress(ValueError, SyntaxError):
+            return ast.literal_eval(text)
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError:
+            return text  # plain text (a path, words)
     except (RecursionError, MemoryError):
         raise RLBaseError(f"{where} the value ({len(text):,} characters) is nested too deeply "
                           "to read; give a Python literal") from None
@@ -152,15 +149,6 @@ def apply_overrides(row: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
             raise RLBaseError(f"--hyperparams takes key:value pairs, got {pair!r}")
         out[key.strip()] = parse_value(value.strip(), key.strip())
     return out
-
-
-def network_kwargs(alg: str, policy_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """SB3's policy keywords under rlbase's network names (net_arch, activation_fn), with the
-    config fields they set (DQN's hiddens)."""
-    from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs  # lazy: imports TensorFlow
-
-    fields, network = translate_policy_kwargs(alg, policy_kwargs)
-    return {**network, **fields}
 
 
 def _normalize(value: Any, where: str) -> dict[str, Any] | None:
@@ -222,8 +210,13 @@ def row_settings(alg: str, row: dict[str, Any], where: str, env_type: str | None
             raise RLBaseError(f"{where}: noise_type={kind!r} is not an action noise rlbase's "
                               f"{algorithm} has")
         row["noise_type"] = f"{NOISE_KINDS[kind]}_{std:g}"
-    kwargs = network_kwargs(algorithm, parse_policy_kwargs(row.pop("policy_kwargs", {}),
-                                                           where))
+    from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs  # lazy: imports TensorFlow
+
+    # SB3's policy keywords under rlbase's network names (net_arch, activation_fn), with the
+    # config fields they set (DQN's hiddens).
+    fields, network = translate_policy_kwargs(
+        algorithm, parse_policy_kwargs(row.pop("policy_kwargs", {}), where))
+    kwargs = {**network, **fields}
     if "hiddens" in kwargs:  # DQN's head layers: a learn() argument
         row.setdefault("hiddens", kwargs.pop("hiddens"))
     check_parameters(algorithm, row, out.num_env or 1, where)
@@ -250,15 +243,9 @@ def check_parameters(algorithm: str, params: dict[str, Any], num_envs: int, wher
 def flat(alg: str, settings: Settings) -> dict[str, Any]:
     """The settings as the CLI's defaults dict (network, num_env, normalize, learn() and
     network arguments)."""
-    params = dict(settings.params)
-    out: dict[str, Any] = {}
-    if settings.network is not None:
-        out["network"] = settings.network
-    if settings.num_env is not None:
-        out["num_env"] = settings.num_env
-    if settings.normalize is not None:
-        out["normalize"] = settings.normalize or True
-    return {**out, **params}
+    normalize = None if settings.normalize is None else settings.normalize or True
+    own = {"network": settings.network, "num_env": settings.num_env, "normalize": normalize}
+    return {**{k: v for k, v in own.items() if v is not None}, **settings.params}
 
 
 def env_type_defaults(alg: str, env_type: str) -> dict[str, Any]:
@@ -289,20 +276,16 @@ def next_run_folder(log_folder: str, alg: str, env_id: str) -> str:
     runs can do, and the other takes the next number."""
     base = os.path.join(os.path.expanduser(log_folder), alg)
     os.makedirs(base, exist_ok=True)
-    used = set()
-    for name in os.listdir(base):
-        stem, _, index = name.rpartition("_")
-        if stem == env_id and index.isdigit():
-            used.add(int(index))
-    n = max(used, default=0) + 1
+    names = (name.rpartition("_") for name in os.listdir(base))
+    n = max((int(index) for stem, _, index in names if stem == env_id and index.isdigit()),
+            default=0) + 1
     while True:
         folder = os.path.join(base, f"{env_id}_{n}")
         try:
             os.mkdir(folder)
+            return folder
         except FileExistsError:
             n += 1
-            continue
-        return folder
 
 
 def resolve_row(alg: str, env_id: str, env_type: str | None, conf_file: str | None,
