@@ -100,3 +100,17 @@ def test_a_state_of_another_shape_is_refused(mean_shape, var_shape):
     state = {"mean": np.zeros(mean_shape), "var": np.ones(var_shape), "count": np.float64(2)}
     with pytest.raises(RLBaseError, match="expected"):
         RunningMeanStd(shape=(3,)).load_state_dict(state)
+
+
+class _OtherRankEmptyComm(_TwinRanksComm):
+    """2 ranks, the other one with an empty batch: the pooled sums are this rank's."""
+
+    def Allreduce(self, send: np.ndarray, recv: np.ndarray) -> None:
+        recv[...] = send
+
+
+def test_a_pooled_update_of_one_sample_counts():
+    pooled = RunningMeanStd(epsilon=1e-12, shape=(2,), comm=_OtherRankEmptyComm())
+    pooled.update(np.array([[3.0, -1.0]]))
+    np.testing.assert_allclose(pooled.mean, [3.0, -1.0])
+    assert pooled.count == pytest.approx(1.0)
