@@ -114,3 +114,12 @@ def test_a_pooled_update_of_one_sample_counts():
     pooled.update(np.array([[3.0, -1.0]]))
     np.testing.assert_allclose(pooled.mean, [3.0, -1.0])
     assert pooled.count == pytest.approx(1.0)
+
+
+def test_a_state_with_extra_keys_loads_and_a_narrower_batch_is_refused():
+    rms = RunningMeanStd(shape=(3,))
+    rms.load_state_dict({"mean": np.ones(3), "var": np.ones(3), "count": np.float64(5),
+                         "note": np.zeros(1)})
+    assert rms.count == 5.0
+    with pytest.raises(RLBaseError, match="does not fit"):
+        rms.update(np.zeros((4, 1)))
