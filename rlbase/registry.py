@@ -83,7 +83,6 @@ class Algorithm:
 
     @property
     def config(self) -> Any:
-        """The algorithm's config class (``rlbase.<alg>.config.CONFIG``)."""
         return config_class(self.name)
 
     @property
@@ -168,7 +167,7 @@ def check_model_metadata(path: str, metadata: dict[str, Any], num_envs: int | No
                               f"got {value!r}")
     for key, low in (("num_envs", 1), ("num_timesteps", 0)):
         value = metadata.get(key)
-        if value is not None and not _whole(value, low):
+        if value is not None and not whole_number(value, low):
             raise RLBaseError(f"model file {path}: {key} must be a whole number >= {low}, "
                               f"got {value!r}")
     hyperparameters = metadata.get("hyperparameters") or {}
@@ -176,14 +175,15 @@ def check_model_metadata(path: str, metadata: dict[str, Any], num_envs: int | No
         value = hyperparameters.get(key)
         if value is None:
             continue
-        if not _whole(value, 1):
+        if not whole_number(value, 1):
             raise RLBaseError(f"model file {path}: hyperparameter {key} must be a whole number "
                               f">= 1, got {value!r}")
         envs = num_envs or int(metadata.get("num_envs") or 1)
         check_rollout(int(value), envs, _step_bytes(metadata), f"model file {path}")
 
 
-def _whole(value: Any, low: int) -> bool:
+def whole_number(value: Any, low: int) -> bool:
+    """Whether ``value`` is a whole number (an int, or a float such as 2.0) >= ``low``."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) \
         and float(value).is_integer() and value >= low
 

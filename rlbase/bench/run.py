@@ -199,8 +199,7 @@ def main(argv: list[str] | None = None) -> None:
             peer_evals.append(peer["eval_mean"])
         if args.out:
             with open(args.out, "a", encoding="utf-8") as f:
-                for record in records:
-                    f.write(json.dumps(record) + "\n")
+                f.writelines(json.dumps(record) + "\n" for record in records)
     if args.eval_episodes > 0:
         for line in seed_summary(ours_evals, peer_evals if args.command == "compare" else None):
             print(line, flush=True)

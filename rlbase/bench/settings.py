@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-# Settings that match the peer's anchor runs (ANCHORS.md), so the comparison is like for like.
 PEER_SETTINGS: dict[tuple[str, str], dict[str, Any]] = {
     # The settings the comparison fixes: 8 envs, 5 steps, 64x64 tanh MLP (the rest are
     # rlbase's classic_control defaults).

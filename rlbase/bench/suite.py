@@ -327,8 +327,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None, help="results folder (default bench_results/"
                                                     "<preset>); rerun with it to resume")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
-    parser.add_argument("--algs", default=None, help="only these rows, e.g. ppo,td3")
-    parser.add_argument("--envs", default=None, help="only these envs, e.g. CartPole-v1")
+    parser.add_argument("--algs", type=_csv_list, help="only these rows, e.g. ppo,td3")
+    parser.add_argument("--envs", type=_csv_list, help="only these envs, e.g. CartPole-v1")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 per setting "
                                                                 "(default: the preset's)")
     parser.add_argument("--in_process", action="store_true",
@@ -349,9 +349,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     suffix = "" if args.precision == FLOAT32 else f"-{args.precision}"
     out = args.out or os.path.join("bench_results", args.preset + suffix)
-    summary = run_suite(args.preset, out, args.jobs, _csv_list(args.algs),
-                        _csv_list(args.envs), args.seeds, args.in_process,
-                        progress=not args.no_progress, plots=not args.no_plots,
+    summary = run_suite(args.preset, out, args.jobs, args.algs, args.envs, args.seeds,
+                        args.in_process, progress=not args.no_progress, plots=not args.no_plots,
                         readme=args.readme, precision=args.precision)
     print(f"suite {args.preset}: {summary['ran']} ran, {summary['skipped']} already done, "
           f"{len(summary['failed'])} failed, {len(summary['unavailable'])} unavailable; "

@@ -165,8 +165,7 @@ def _normalize(value: Any, where: str) -> dict[str, Any] | None:
 
 
 def _count(value: Any, key: str, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1 \
-            or not float(value).is_integer():
+    if not registry.whole_number(value, 1):
         raise RLBaseError(f"{where}: {key} must be a whole number >= 1, got {value!r}")
     return int(value)
 
