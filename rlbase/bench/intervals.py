@@ -160,12 +160,10 @@ def aggregates(rows: list[dict[str, Any]], key: str = "eval_return") -> list[dic
                 continue
             matrix, seeds = found
             low, high = _iqm_mean_ci(matrix)
-            n = len(seeds)
+            n, iqm, mean = len(seeds), float(stats.iqm(matrix)), float(stats.mean(matrix))
             out.append({"name": name, "timesteps": steps, "envs": envs, "seeds": seeds,
-                        "matrix": matrix,
-                        "iqm_text": fmt_ci(float(stats.iqm(matrix)), (low[0], high[0]), n, 3),
-                        "mean_text": fmt_ci(float(stats.mean(matrix)), (low[1], high[1]), n,
-                                            3)})
+                        "matrix": matrix, "iqm_text": fmt_ci(iqm, (low[0], high[0]), n, 3),
+                        "mean_text": fmt_ci(mean, (low[1], high[1]), n, 3)})
     return out
 
 
