@@ -309,9 +309,7 @@ def resolve_row(alg: str, env_id: str, env_type: str | None, conf_file: str | No
 def _fields(alg: str, params: dict[str, Any]) -> set[str]:
     """The rlbase parameters that ``params`` (under any names) set."""
     config = registry.config_class(registry.resolve(alg)[0])
-    out: set[str] = set()
-    for key in params:
-        out.update(config.fields_of(key) or [key])
+    out = {name for key in params for name in config.fields_of(key) or [key]}
     if "noise_std" in params:
         out.add("noise_type")
     return out
