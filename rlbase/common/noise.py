@@ -70,7 +70,6 @@ class NormalActionNoise(ActionNoise):
     """Independent Gaussian noise N(mean, sigma^2) at every step (and for every env).
 
     mean / sigma: arrays shaped like one action (broadcast against each other).
-    dtype: the dtype of the noise returned.
     rng / num_envs: see the module's doc.
     """
 
@@ -179,12 +178,9 @@ class SumNoise(ActionNoise):
             p.reset(envs)
 
     def state(self, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        meta: dict[str, Any] = {}
-        arrays: dict[str, np.ndarray] = {}
-        for i, p in enumerate(self.parts):
-            meta[str(i)], part_arrays = p.state(f"{prefix}/{i}")
-            arrays.update(part_arrays)
-        return meta, arrays
+        states = [p.state(f"{prefix}/{i}") for i, p in enumerate(self.parts)]
+        return ({str(i): meta for i, (meta, _) in enumerate(states)},
+                {key: array for _, arrays in states for key, array in arrays.items()})
 
     def set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str
                   ) -> None:

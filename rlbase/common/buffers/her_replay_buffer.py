@@ -65,9 +65,8 @@ _FIXED = {"handle_timeout_termination": True}
 def her_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     """``replay_buffer_kwargs`` checked and made JSON-able (the strategy as its name), in the
     form a config stores; an unknown name or a bad value is a one-line error."""
-    given = dict(kwargs or {})
     out: dict[str, Any] = {}
-    for name, value in given.items():
+    for name, value in (kwargs or {}).items():
         if name in _FIXED:
             if value != _FIXED[name]:
                 raise RLBaseError(f"replay_buffer_kwargs: {name} must be {_FIXED[name]!r} (what "
@@ -151,9 +150,7 @@ class HerReplayBuffer(NestedReplayBuffer):
 
     size: transitions kept (rounded up to a multiple of num_envs); a new transition that
         overwrites an episode's first one removes that whole episode from sampling.
-    ob_space: the goal env's Dict observation space.
     num_envs: envs per vectorized step (episodes are tracked per env).
-    ac_shape / ac_dtype: one action's shape and dtype.
     n_sampled_goal: relabelled transitions per real one: a share n / (n + 1) of every
         minibatch is relabelled (0: none).
     goal_selection_strategy: 'future' (a goal achieved at this step or later: SB3's
@@ -218,11 +215,8 @@ class HerReplayBuffer(NestedReplayBuffer):
         return self.valid
 
     # -- writing -------------------------------------------------------------------------
-    def _column(self, env: int, rows: np.ndarray) -> np.ndarray:
-        return rows * self.num_envs + env
-
     def _set_length(self, env: int, start: int, offsets: np.ndarray, length: int) -> None:
-        idx = self._column(env, (start + offsets) % self.rows)
+        idx = (start + offsets) % self.rows * self.num_envs + env
         self.valid += (len(idx) if length > 0 else 0) - int(np.count_nonzero(self.ep_length[idx]))
         self.ep_length[idx] = length
 
@@ -237,8 +231,7 @@ class HerReplayBuffer(NestedReplayBuffer):
             if self.ep_length[i] > 0:  # the rest of an old episode can no longer be sampled
                 start, length = int(self.ep_start[i]), int(self.ep_length[i])
                 self._set_length(env, start, np.arange((row - start) % self.rows, length), 0)
-        self.ep_start[self._column(0, np.asarray(row)) + np.arange(self.num_envs)] = \
-            self.current_start
+        self.ep_start[row * self.num_envs + np.arange(self.num_envs)] = self.current_start
         idx, gone = super().add(obs, actions, rewards, next_obs, terminated, truncated)
         if self._infos is not None and infos is not None:
             for i, info in zip(idx.tolist(), infos):
@@ -354,12 +347,10 @@ class HerReplayBuffer(NestedReplayBuffer):
                               "set_env(env) first")
         infos: Any = [copy.deepcopy(self._infos[i]) for i in idx.tolist()] \
             if self._infos is not None else [{} for _ in range(len(idx))]
-        rewards = np.asarray(self._reward_fn(achieved, desired, infos), dtype=np.float32)
+        rewards = np.asarray(self._reward_fn(achieved, desired, infos), np.float32).reshape(-1)
         if rewards.shape != (len(idx),):
-            rewards = rewards.reshape(-1)
-            if rewards.shape != (len(idx),):
-                raise RLBaseError(f"the env's compute_reward returned {rewards.size} rewards "
-                                  f"for a batch of {len(idx)} goals: it must be vectorized")
+            raise RLBaseError(f"the env's compute_reward returned {rewards.size} rewards for a "
+                              f"batch of {len(idx)} goals: it must be vectorized")
         return rewards
 
 
@@ -367,12 +358,8 @@ def _jsonable(value: Any) -> Any:
     """``value`` with numpy scalars and arrays as numbers and lists, dicts and lists walked;
     dict entries JSON cannot hold are left out (None at the top: dropped by the caller)."""
     if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            converted = _jsonable(item)
-            if isinstance(key, str) and converted is not _UNSAVED:
-                out[key] = converted
-        return out
+        entries = {key: _jsonable(item) for key, item in value.items() if isinstance(key, str)}
+        return {key: item for key, item in entries.items() if item is not _UNSAVED}
     if isinstance(value, (list, tuple)):
         items = [_jsonable(v) for v in value]
         return _UNSAVED if any(i is _UNSAVED for i in items) else items

@@ -58,12 +58,8 @@ def _transition_arrays(ac_shape: tuple, ac_dtype: npt.DTypeLike) -> list[tuple[t
 
 
 class ReplayBuffer:
-    """A ring of ``size`` transitions holding both observations of each.
-
-    size: transitions kept (the oldest are overwritten).
-    ob_shape / ob_dtype: one observation's shape and dtype.
-    ac_shape / ac_dtype: one action's shape and dtype.
-    """
+    """A ring of ``size`` transitions (the oldest are overwritten) holding both observations
+    of each."""
 
     # checkpoint.RingStorage: rows 0 .. size - 1 hold data (pos wraps only once it is full)
     ring_fields: tuple[str, ...] = ("obs", "next_obs", "actions", "rewards", "dones")
@@ -135,12 +131,7 @@ class NestedReplayBuffer(ReplayBuffer):
     """A :class:`ReplayBuffer` of Dict/Tuple observations: ``add`` takes and ``get`` returns
     nested batches (rlbase.common.nested); each leaf of ``obs`` and ``next_obs`` is stored in
     its own array (``obs_leaves``, ``next_obs_leaves``: lists, which checkpoints save array by
-    array), keeping the leaf's dtype (uint8 images stay uint8).
-
-    size: transitions kept (the oldest are overwritten).
-    ob_space: the Dict/Tuple observation space of one observation.
-    ac_shape / ac_dtype: one action's shape and dtype.
-    """
+    array), keeping the leaf's dtype (uint8 images stay uint8)."""
 
     ring_fields: tuple[str, ...] = ("obs_leaves", "next_obs_leaves", "actions", "rewards", "dones")
 
@@ -162,9 +153,8 @@ class NestedReplayBuffer(ReplayBuffer):
     def add(self, obs: Any, actions: np.ndarray, rewards: np.ndarray, next_obs: Any,
             terminated: np.ndarray, truncated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         idx = self._store(actions, rewards, terminated)
-        for dst, src in zip(self.obs_leaves, nested.flatten(self.space, obs)):
-            dst[idx] = src
-        for dst, src in zip(self.next_obs_leaves, nested.flatten(self.space, next_obs)):
+        for dst, src in zip(self.obs_leaves + self.next_obs_leaves,
+                            nested.flatten(self.space, obs) + nested.flatten(self.space, next_obs)):
             dst[idx] = src
         return idx, idx[:0]
 
@@ -197,11 +187,9 @@ class FrameStackReplayBuffer:
     stacks reach into rows already overwritten) are not sampled.
 
     size: transitions kept (rounded up to a multiple of num_envs).
-    num_envs: envs per vectorized step.
     ob_shape / ob_dtype: the stacked observation's shape and dtype.
     nstack: frames per observation.
     stack_axis: the axis of one observation the frames are stacked along (-1: channels last).
-    ac_shape / ac_dtype: one action's shape and dtype.
     """
 
     # checkpoint.RingStorage: rows 0 .. filled - 1 hold data (pos wraps only once it is full)
@@ -308,12 +296,11 @@ class FrameStackReplayBuffer:
             self.start_frames[row * self.num_envs + int(env)] = \
                 np.stack([f[env] for f in frames[:-1]]) if self.nstack > 1 else \
                 np.zeros((0, *frames[-1].shape[1:]), frames[-1].dtype)
-        if np.any(np.logical_and(truncated, np.logical_not(terminated))):
-            final = self._split(np.asarray(next_obs))[-1]
-            for env in np.flatnonzero(np.logical_and(truncated, np.logical_not(terminated))):
-                self.final_frames[row * self.num_envs + int(env)] = final[env].copy()
+        final = self._split(np.asarray(next_obs))[-1]
+        for env in np.flatnonzero(np.logical_and(truncated, np.logical_not(terminated))):
+            self.final_frames[row * self.num_envs + int(env)] = final[env].copy()
         self._next_is_start = ended.copy()
-        self._last_next[...] = self._split(np.asarray(next_obs))[-1]
+        self._last_next[...] = final
         self.pos = (row + 1) % self.rows
         self.filled = min(self.filled + 1, self.rows)
         limit = self._limit(self.filled)

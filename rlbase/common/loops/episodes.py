@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from rlbase.common.misc_util import safemean
+
 
 class EpisodeStats:
     """The last ``window`` monitored episodes and the count of all of them."""
@@ -42,20 +44,16 @@ class EpisodeStats:
         self.recent.append({"r": float(ret), "l": int(length), "t": float(seconds)})
         self.count += 1
 
-    @property
-    def returns(self) -> list[float]:
-        return [ep["r"] for ep in self.recent]
-
     def mean_return(self) -> float:
         """Mean return of the recent episodes (nan before the first)."""
-        return float(np.mean(self.returns)) if self.recent else float("nan")
+        return safemean(ep["r"] for ep in self.recent)
 
     def success_rate(self) -> float | None:
         """The share of the recent episodes that succeeded (None: the env reports none)."""
         return float(np.mean(self.successes)) if self.successes else None
 
     def mean_length(self) -> float:
-        return float(np.mean([ep["l"] for ep in self.recent])) if self.recent else float("nan")
+        return safemean(ep["l"] for ep in self.recent)
 
     def state(self) -> dict[str, Any]:
         """JSON-able, for checkpoints."""

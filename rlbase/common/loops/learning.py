@@ -92,8 +92,7 @@ def saved_architecture(path: str, config_class: type[AlgorithmConfig]
     check_model_metadata(metadata, path, config_class.algorithm)
     saved = config_class.from_saved(metadata.get("hyperparameters") or {},
                                     metadata.get("unserializable") or ())
-    architecture = config_class.architecture()
-    arch = {k: v for k, v in saved.items() if k in architecture}
+    arch = {k: v for k, v in saved.items() if k in config_class.architecture()}
     return metadata.get("network"), dict(metadata.get("network_kwargs") or {}), arch
 
 
@@ -108,9 +107,7 @@ def start_learning(config_class: type[AlgorithmConfig], build_model: BuildModel[
 
     With ``load_path`` the model is built with the saved network and architecture (so a model
     saved by any path loads here) and continues from the file's weights and timestep count.
-    ``start_learning(CONFIG, build_model, locals())`` is the form of a learn() that still
-    restates the config's fields as its parameters (sac, ddpg, dqn until they use
-    :func:`config_signature`).
+    ``start_learning(CONFIG, build_model, arguments)`` takes them as a learn()'s ``locals()``.
     """
     if env is _LOCALS:
         network, env, total_timesteps, seed, kwargs = _passed(config_class, network)

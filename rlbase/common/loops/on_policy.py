@@ -74,10 +74,6 @@ def policy_rollouts(gamma: float) -> Callable[[TrainingLoop], Rollouts]:
     return make
 
 
-def no_schedule(progress_remaining: float) -> Stats:
-    return {}
-
-
 def learning_rate(lr: float | Callable[[float], float], lrschedule: str = "constant"
                   ) -> Schedule:
     """``learning_rate`` at the progress remaining: ``lr`` itself when it is a function of
@@ -94,7 +90,7 @@ def update_with_learning_rate(model: OnPolicyModel) -> Update:
 
 def run_on_policy(model: ModelT, env: VecEnv, total_timesteps: int, options: LoopOptions, *,
                   loss_names: tuple[str, ...], rollouts: Callable[[TrainingLoop], Rollouts],
-                  update: Update, schedule: Schedule = no_schedule, comm: Any = None,
+                  update: Update, schedule: Schedule = lambda _: {}, comm: Any = None,
                   workers_mean: WorkersMean | None = None,
                   after_update: AfterUpdate | None = None) -> ModelT:
     """Train ``model`` for ``total_timesteps`` more env steps (with ``resume``: up to that

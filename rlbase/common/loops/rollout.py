@@ -59,9 +59,8 @@ class RolloutRunner(AbstractEnvRunner):
         # Stored env-major as they come ([env, t]): the rollout is then a reshape, not a copy.
         mb_obs = nested.empty(obs_space, (num_envs, nsteps))
         mb_actions = np.empty((num_envs, nsteps, *(ac_space.shape or ())), dtype=ac_space.dtype)
-        mb_rewards = np.empty((num_envs, nsteps), dtype=np.float32)
-        mb_dones = np.empty((num_envs, nsteps), dtype=np.float32)
-        mb_starts = np.empty((num_envs, nsteps), dtype=np.float32)
+        mb_rewards, mb_dones, mb_starts = (np.empty((num_envs, nsteps), np.float32)
+                                           for _ in range(3))
         mb_bootstraps = np.zeros((num_envs, nsteps), dtype=np.float32)
         start_state = self.states
         if hooks is not None:
@@ -80,10 +79,9 @@ class RolloutRunner(AbstractEnvRunner):
             if truncated.any():
                 mb_bootstraps[:, t] = self.truncation_bootstrap(truncated & ~terminated, infos,
                                                                 states)
-            rewards = env_rewards.astype(np.float32) + mb_bootstraps[:, t]
+            mb_rewards[:, t] = env_rewards.astype(np.float32) + mb_bootstraps[:, t]
             self.collect_episodes(infos)
             done = (terminated | truncated).astype(np.float32)
-            mb_rewards[:, t] = rewards
             mb_dones[:, t] = done
             self.obs, self.states, self.episode_starts = obs, states, done
             if hooks is not None and not hooks.step((t + 1) * num_envs, {

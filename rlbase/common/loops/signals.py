@@ -104,8 +104,7 @@ def wait_or_stop(ready: Callable[[float], bool], timeout: float | None) -> str |
 
 
 def clear_stop() -> None:
-    _state["requested"] = False
-    _state["noted"] = False
+    _state.update(requested=False, noted=False)
 
 
 def _handler(signum: int, frame: Any) -> None:

@@ -115,7 +115,6 @@ class TrainingLoop:
     """Counts, checks, logs, reports, evaluates and checkpoints a learn() run.
 
     model: the algorithm's model (its ``num_timesteps`` is advanced here).
-    env: the training env.
     total_timesteps: env steps to train for in this call; with ``resume`` the whole run's.
     options: the shared learn() arguments.
     log_unit: 'iterations' or 'episodes' (what log_interval counts).
@@ -155,7 +154,8 @@ class TrainingLoop:
                 best_model_path=os.path.join(logdir, "best_model.zip") if logdir else None)
         self.start = model.num_timesteps
         if options.resume:
-            self._restore()
+            self._restore_checkpoint()
+            self._cut_history()  # after a restore that failed, the files are left as they were
             self.start = 0  # total_timesteps counts the whole run
         self.target = self.start + max(0, int(total_timesteps))
         self._run_start = model.num_timesteps
@@ -205,7 +205,7 @@ class TrainingLoop:
             if value is not None and not math.isfinite(value):
                 raise NonFiniteError(f"{model.algorithm}: {name} became {value} at iteration "
                                      f"{self.iterations} ({model.num_timesteps} timesteps)")
-        log_due = self._log_due(model.num_timesteps >= self.target)
+        log_due = self._log_due(model.num_timesteps >= self.target, self.iterations)
         evaluated = self.evaluator is not None and bool(
             crossings(model.num_timesteps, steps, self.options.eval_freq) or
             (not self.options.eval_freq and log_due))
@@ -234,9 +234,7 @@ class TrainingLoop:
         # the job again) finds nothing left to do instead of retraining from an older one.
         finished = model.num_timesteps >= self.target
         if ckpt.due(model.num_timesteps) or ((stop or finished) and ckpt.active):
-            path = self.save_checkpoint()
-            if path is not None:  # None: not written (a full disk), warned once
-                logger.log(f"Checkpoint at {model.num_timesteps} timesteps: {path}")
+            self.save_checkpoint()
         if stop:
             logger.log(f"{model.algorithm}: stopped at {model.num_timesteps} timesteps on request")
         self.stopped = stop
@@ -247,9 +245,7 @@ class TrainingLoop:
         stop without an update on the partial rollout, checkpointing as a stop at a safe point
         does; the caller (the CLI) then saves the model."""
         if self.checkpointer.active:
-            path = self.save_checkpoint()
-            if path is not None:
-                logger.log(f"Checkpoint at {self.model.num_timesteps} timesteps: {path}")
+            self.save_checkpoint()
         logger.log(f"{self.model.algorithm}: stopped at {self.model.num_timesteps} timesteps "
                    f"on request ({exc})")
         self.stopped = True
@@ -265,18 +261,12 @@ class TrainingLoop:
     def log_due(self, steps: int) -> bool:
         """Whether the iteration about to end, of ``steps`` env steps, will write a log row
         (for work done only for logged rows, such as ES's unperturbed episodes)."""
-        last = self.model.num_timesteps + steps >= self.target
-        saved = self.iterations
-        self.iterations += 1
-        try:
-            return self._log_due(last)
-        finally:
-            self.iterations = saved
+        return self._log_due(self.model.num_timesteps + steps >= self.target, self.iterations + 1)
 
-    def _log_due(self, last: bool) -> bool:
+    def _log_due(self, last: bool, iteration: int) -> bool:
         interval = self.options.log_interval
         if self.log_unit == "iterations":
-            return self.iterations % interval == 0 or self.iterations == 1 or last
+            return iteration % interval == 0 or iteration == 1 or last
         due = self.episodes.count // interval > self._logged_episodes // interval
         return due or (last and self.episodes.count > 0)
 
@@ -286,27 +276,21 @@ class TrainingLoop:
         evaluation's (eval/) when one ran at this iteration."""
         self._logged_episodes = self.episodes.count
         elapsed = max(time.perf_counter() - self.tstart, 1e-9)
-        model = self.model
-        logger.record_tabular("time/iterations", self.iterations)
-        logger.record_tabular("time/total_timesteps", model.num_timesteps)
-        logger.record_tabular("time/fps", int((model.num_timesteps - self._run_start) / elapsed))
-        logger.record_tabular("time/time_elapsed", elapsed)
-        logger.record_tabular("time/episodes", self.episodes.count)
-        logger.record_tabular("rollout/ep_rew_mean", self.episodes.mean_return())
-        logger.record_tabular("rollout/ep_len_mean", self.episodes.mean_length())
-        success_rate = self.episodes.success_rate()
-        if success_rate is not None:  # goal envs (info["is_success"]), as SB3 logs it
-            logger.record_tabular("rollout/success_rate", success_rate)
-        for name, value in stats.items():
-            logger.record_tabular(name if "/" in name else f"train/{name}", value)
-        for key, value in (logs or {}).items():
-            logger.record_tabular(key, value)
-        if evaluated and self.evaluator is not None and self.evaluator.last is not None:
-            mean, length = self.evaluator.last
-            logger.record_tabular("eval/mean_reward", mean)
-            logger.record_tabular("eval/mean_ep_length", length)
-            if self.evaluator.last_success_rate is not None:
-                logger.record_tabular("eval/success_rate", self.evaluator.last_success_rate)
+        timesteps, episodes, evaluator = self.model.num_timesteps, self.episodes, self.evaluator
+        row: dict[str, Any] = {
+            "time/iterations": self.iterations, "time/total_timesteps": timesteps,
+            "time/fps": int((timesteps - self._run_start) / elapsed), "time/time_elapsed": elapsed,
+            "time/episodes": episodes.count, "rollout/ep_rew_mean": episodes.mean_return(),
+            "rollout/ep_len_mean": episodes.mean_length()}
+        if (success_rate := episodes.success_rate()) is not None:  # goal envs, as SB3 logs it
+            row["rollout/success_rate"] = success_rate
+        row.update((name if "/" in name else f"train/{name}", v) for name, v in stats.items())
+        row.update(logs or {})
+        if evaluated and evaluator is not None and evaluator.last is not None:
+            row["eval/mean_reward"], row["eval/mean_ep_length"] = evaluator.last
+            if evaluator.last_success_rate is not None:
+                row["eval/success_rate"] = evaluator.last_success_rate
+        logger.logkvs(row)  # one record per key, in this order, as record_tabular one by one
         logger.dump_tabular()
 
     def evaluate(self) -> float:
@@ -316,7 +300,7 @@ class TrainingLoop:
         return self.evaluator.evaluate(self.model)
 
     # -- checkpoints ----------------------------------------------------------------------------
-    def save_checkpoint(self) -> str | None:
+    def save_checkpoint(self) -> None:
         model_meta, arrays = self.model.resume_state()
         loop: dict[str, Any] = {"iterations": self.iterations,
                                 "episodes": self.episodes.state(), "model": model_meta}
@@ -330,11 +314,9 @@ class TrainingLoop:
             eval_meta, eval_arrays = self.evaluator.state()
             loop["evaluator"] = eval_meta
             arrays = {**arrays, **eval_arrays}
-        return self.checkpointer.save(self.model, loop, arrays)
-
-    def _restore(self) -> None:
-        self._restore_checkpoint()
-        self._cut_history()  # after a restore that failed, the files are left as they were
+        path = self.checkpointer.save(self.model, loop, arrays)
+        if path is not None:  # None: not written (a full disk), warned once
+            logger.log(f"Checkpoint at {self.model.num_timesteps} timesteps: {path}")
 
     def _cut_history(self) -> None:
         """A resumed run's monitor file goes on from its checkpoint: drop the episodes the
