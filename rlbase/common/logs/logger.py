@@ -371,13 +371,8 @@ class CSVOutputFormat(KVWriter):
 
 def make_output_format(fmt: str, ev_dir: str | os.PathLike[str], log_suffix: str = "",
                        append: bool = False) -> KVWriter:
-    """Build one output by name.
-
-    :param fmt: one of ``stdout``, ``log``, ``json``, ``csv``, ``tensorboard``.
-    :param ev_dir: the folder files are written to (TensorBoard's: its ``tb`` sub-folder).
-    :param log_suffix: added to file names (``progress-rank1.csv``).
-    :param append: add to existing files (a resumed run) instead of replacing them.
-    """
+    """SB3's make_output_format (TensorBoard writes to ``ev_dir``'s ``tb`` sub-folder);
+    ``append`` adds to existing files (a resumed run) instead of replacing them."""
     _check_formats([fmt])
     if fmt == "stdout":
         return HumanOutputFormat(None)
@@ -437,11 +432,8 @@ class Logger:
         return string_or_tuple if isinstance(string_or_tuple, tuple) else (string_or_tuple,)
 
     def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
-        """Set ``key`` to ``value`` for the next dump (a later call overwrites).
-
-        :param exclude: formats that leave this key out (``"tensorboard"``, ``("stdout",
-            "log")``...).
-        """
+        """SB3's record: ``key`` is ``value`` at the next dump, left out of the ``exclude``
+        formats."""
         self.name_to_value[key] = value
         self.name_to_count.pop(key, None)
         self.name_to_excluded[key] = self.to_tuple(exclude)

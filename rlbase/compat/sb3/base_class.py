@@ -63,21 +63,11 @@ OWN_ATTRIBUTES = frozenset({"seed", "verbose", "tensorboard_log", "policy_kwargs
 
 class BaseRLModel:
     """``Cls(policy, env, **hyperparameters, policy_kwargs=None, seed=None, verbose=0,
-    tensorboard_log=None)``.
+    tensorboard_log=None)``, as in Stable-Baselines3 (see rlbase/docs/sb3_names.md).
 
-    policy: a policy name the algorithm supports ('MlpPolicy', 'CnnPolicy', ...), a
-        registered network name ('mlp', 'cnn', ...) or a network builder callable.
-    env: a VecEnv, a gymnasium env or an env id (None: set one later with set_env or load).
-    hyperparameters: any argument of the algorithm's learn() except those the class supplies,
-        under rlbase's name or Stable-Baselines3's (``learning_rate``, ``n_steps``, ...; see
-        rlbase/docs/sb3_names.md).
-    policy_kwargs: network keyword arguments (num_layers, num_hidden, value_network, ... or
-        SB3's ``net_arch`` and ``activation_fn``).
-    seed: seeds python, numpy, TensorFlow and the env.
-    device: 'auto', 'cpu', 'cuda' or 'gpu' ('cuda'/'gpu' need a GPU TensorFlow can see).
-    verbose: 0 silent, 1 training tables to stdout, 2 also debug messages.
-    tensorboard_log: folder of TensorBoard runs: each learn() writes to a new
-        ``<tb_log_name>_<N>`` sub-folder (``PPO_1``, ``PPO_2``...).
+    policy may also be a registered network name ('mlp', 'cnn', ...) or a network builder
+    callable; hyperparameters are the algorithm's learn() arguments under rlbase's or SB3's
+    names; device 'cuda'/'gpu' needs a GPU TensorFlow can see.
     """
 
     algorithm = ""
@@ -196,19 +186,9 @@ class BaseRLModel:
     def learn(self, total_timesteps: int, callback: Any = None, log_interval: int | None = None,
               tb_log_name: str | None = None, reset_num_timesteps: bool = True,
               progress_bar: bool = False) -> BaseRLModel:
-        """Train for ``total_timesteps`` more env steps; a second call continues training in
-        memory.
-
-        callback: a Stable-Baselines3 callback (:mod:`rlbase.common.loops.callbacks`: hooks at every
-            vector step), a plain ``callback(model, info)`` after every iteration returning
-            False to stop, SB3's ``fn(locals, globals)``, or a list of those.
-        log_interval: log every this many updates (A2C 100, PPO 1) or finished episodes
-            (DQN, DDPG, TD3, SAC: 4); the others' default is their config's.
-        tb_log_name: TensorBoard run name (``<tensorboard_log>/<tb_log_name>_<N>``; default
-            the class name).
-        reset_num_timesteps: start the timestep count from 0 and a new TensorBoard run
-            (False: keep counting, in the latest run's folder).
-        progress_bar: show a tqdm progress bar.
+        """SB3's learn (see rlbase/docs/sb3_names.md); a second call continues training in
+        memory. ``callback`` also takes rlbase's plain ``callback(model, info)``, called after
+        every iteration, returning False to stop.
         """
         if self.env is None:
             raise RLBaseError(f"{type(self).__name__}.learn needs an env: pass one to the "
@@ -305,13 +285,8 @@ class BaseRLModel:
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
                 deterministic: bool = False, *, mask: Any = None
                 ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Actions for one observation or a batch; returns ``(actions, next state)``.
-
-        A single observation gives an array of the action space's shape (``()`` for
-        Discrete), a batch ``(batch, *shape)``. ``state``: the recurrent state (None: the
-        initial one; the next state returned is None for feed-forward policies).
-        ``episode_start``: 1 where an episode starts (resets the recurrent state);
-        ``mask`` is its Stable Baselines 2 name.
+        """SB3's predict: ``(actions, next state)`` (see rlbase/docs/sb3_names.md);
+        ``mask`` is ``episode_start``'s Stable Baselines 2 name.
         """
         if mask is not None and episode_start is not None:
             raise RLBaseError("predict: give episode_start or its old name mask, not both")
@@ -384,12 +359,8 @@ class BaseRLModel:
         return type(self.policy)
 
     def set_env(self, env: VecEnv | gym.Env | str, force_reset: bool = True) -> None:
-        """Train on another env with the same observation and action spaces (another number
-        of envs rebuilds the model's training call around the same parameters).
-
-        force_reset: True (every learn() starts from a reset of its env); False, continuing
-            the env's last observation, is refused.
-        """
+        """SB3's set_env; another number of envs (which SB3 refuses) rebuilds the model
+        around the same parameters, and ``force_reset=False`` is refused."""
         _check_force_reset(force_reset)
         venv = ensure_monitor(as_vec_env(env))
         if self.observation_space is not None and (
@@ -431,15 +402,8 @@ class BaseRLModel:
     # -- saving, loading ------------------------------------------------------------------------
     def save(self, path: Any, exclude: Iterable[str] | None = None,
              include: Iterable[str] | None = None) -> None:
-        """One model file (any rlbase path loads it) plus what this class needs to rebuild.
-
-        path: a str or pathlib.Path (``.zip`` added when it has no suffix) or a binary file
-            open for writing.
-        exclude: hyperparameters (rlbase's or SB3's names) and attributes (verbose,
-            tensorboard_log, num_timesteps) to leave out: a load gives their defaults. The
-            weights and the settings that shape them cannot be left out.
-        include: names to keep although excluded.
-        """
+        """SB3's save (see rlbase/docs/sb3_names.md): one model file any rlbase path loads.
+        The weights and the settings that shape them cannot be excluded."""
         model = self._require_model()
         fields, attributes = excluded_names(self.entry.config, exclude, include)
         api: dict[str, Any] = {"class": type(self).__name__, "policy": self.policy_name,
@@ -459,19 +423,12 @@ class BaseRLModel:
     def load(cls, path: Any, env: VecEnv | gym.Env | str | None = None, device: str = "auto",
              custom_objects: dict[str, Any] | None = None, print_system_info: bool = False,
              force_reset: bool = True, **kwargs: Any) -> BaseRLModel:
-        """Rebuild a model saved by any rlbase path (a class, learn(), the CLI, a checkpoint)
-        from the file's own network and settings.
+        """SB3's load (see rlbase/docs/sb3_names.md) of a file saved by any rlbase path (a
+        class, learn(), the CLI, a checkpoint), with the file's own network and settings.
 
-        path: a str or pathlib.Path (tried with ``.zip`` added when it does not exist) or a
-            binary file open for reading.
-        env: the env to go on training on (same spaces; any number of envs).
-        device: 'auto', 'cpu', 'cuda' or 'gpu' ('cuda'/'gpu' need a GPU TensorFlow sees).
-        custom_objects: values that replace the file's: hyperparameters (any accepted name;
-            SB3's ``lr_schedule`` is the learning rate), ``verbose``, ``tensorboard_log``.
-        print_system_info: print the library versions the file was saved with, and ours.
-        force_reset: True (learn() starts from a reset of the env); False is refused.
-        kwargs: hyperparameters (any spelling) that win over the file's and custom_objects;
-            those that could not be saved, such as callables, must be given again.
+        custom_objects takes hyperparameters, ``verbose`` and ``tensorboard_log`` only;
+        ``force_reset=False`` is refused. kwargs: hyperparameters that win over the file's and
+        custom_objects; those that could not be saved, such as callables, must be given again.
         """
         _check_force_reset(force_reset)
         config = registry.get_algorithm(cls.algorithm).config
@@ -535,13 +492,8 @@ class BaseRLModel:
 
     def set_parameters(self, load_path_or_dict: Any, exact_match: bool = True,
                        device: str = "auto") -> None:
-        """Set arrays from a dict shaped as :meth:`get_parameters` gives it, or from a model
-        file (path or open binary file).
-
-        exact_match: every object and every array in it must be given (False: those missing
-            keep their values). Unknown object or array names and wrong shapes are errors.
-        device: 'auto', 'cpu', 'cuda' or 'gpu' (as in load).
-        """
+        """SB3's set_parameters, from a dict shaped as :meth:`get_parameters` gives it or a
+        model file; unknown names and wrong shapes are errors even without exact_match."""
         _check_device(device)
         given = load_path_or_dict
         if not isinstance(given, dict):
@@ -602,22 +554,16 @@ class BaseRLModel:
         return self._replay_model("replay_buffer").replay_buffer
 
     def save_replay_buffer(self, path: Any) -> None:
-        """Write the replay buffer to ``path`` (a str or pathlib.Path, ``.pkl`` added when it
-        has no suffix, as the name Stable-Baselines3 gives it, though the file is rlbase's
-        zip, not a pickle; or a binary file open for writing)."""
+        """SB3's save_replay_buffer (``.pkl`` added), though the file is rlbase's zip, not a
+        pickle."""
         model = self._replay_model("save_replay_buffer")
         with writing(path, "pkl") as target:
             save_buffer(model, target)
 
     def load_replay_buffer(self, path: Any, truncate_last_traj: bool = True) -> None:
         """Fill the replay buffer from a :meth:`save_replay_buffer` file (same spaces, number
-        of envs and buffer size).
-
-        truncate_last_traj: True: the episodes in progress in the file end where it was written
-            (a HER buffer can then relabel them; each stored transition keeps its own next
-            observation, so the last one bootstraps). False, continuing them with the env's
-            next steps (SB3's HER option), is refused: learn() resets the envs, which ends
-            them.
+        of envs and buffer size). The episodes in progress in the file end where it was written
+        (a HER buffer can then relabel them); ``truncate_last_traj=False`` is refused.
         """
         model = self._replay_model("load_replay_buffer")
         if truncate_last_traj is not True:
