@@ -26,8 +26,7 @@ def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
 class DQNConfig(OffPolicyConfig):
     algorithm: ClassVar[str] = "dqn"
     # SB3's tau=1.0 is the hard target copy rlbase makes.
-    sb3_fixed: ClassVar[dict[str, Any]] = {**OffPolicyConfig.sb3_fixed,
-                                           "tau": 1.0}
+    sb3_fixed: ClassVar[dict[str, Any]] = {**OffPolicyConfig.sb3_fixed, "tau": 1.0}
 
     lr: float | Callable[[float], float] = param(
         5e-4, "Adam learning rate, or a function of the fraction of training remaining (1 -> 0)",
@@ -108,7 +107,6 @@ class DQNConfig(OffPolicyConfig):
         100, "log every this many finished episodes (the monitor's: whole games on Atari)",
         unit="episodes", low=1,
         deprecated=[OtherName("print_freq", _log_interval)])
-
 
     def check(self) -> None:
         super().check()

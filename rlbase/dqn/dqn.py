@@ -9,10 +9,7 @@ import numpy as np
 
 from rlbase import registry
 from rlbase.common.errors import RLBaseError
-from rlbase.common.loops.baselines_callback import (
-    BaselinesCallback,
-    is_baselines_form,
-)
+from rlbase.common.loops.baselines_callback import BaselinesCallback, is_baselines_form
 from rlbase.common.loops.baselines_callback import baselines_callback as baselines_callback
 from rlbase.common.loops.learning import config_signature, network_first, start_learning
 from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy

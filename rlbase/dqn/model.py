@@ -22,10 +22,7 @@ from rlbase.common.base_model import SavesExplorationRate
 from rlbase.common.buffers.raw_replay import RawReplay, attach_replay_env, draw
 from rlbase.common.buffers.replay_buffer import PrioritizedReplayBuffer
 from rlbase.common.errors import RLBaseError
-from rlbase.common.io.checkpoint import (
-    generator_state,
-    set_generator_state,
-)
+from rlbase.common.io.checkpoint import generator_state, set_generator_state
 from rlbase.common.logs import logger
 from rlbase.common.networks.numpy_actor import use_numpy_actor
 from rlbase.common.networks.policies import has_images, xla_is_faster
@@ -130,13 +127,8 @@ class Model(SavesExplorationRate, TFModel):
             self.replay_buffer = self._new_buffer()
         self.replay_buffer = attach_replay_env(self.replay_buffer, env)
 
-    @property
-    def prioritized(self) -> bool:
-        return isinstance(self.replay_buffer, PrioritizedReplayBuffer)
-
     # -- acting ---------------------------------------------------------------------------------
     def _obs_spec(self, batch: int | None, *lead: int) -> Any:
-        """Observations in their own dtype; nested for Dict/Tuple spaces."""
         return observation_spec(self.observation_space, [*lead, batch])
 
     @cached_property

@@ -19,11 +19,6 @@ from rlbase.common.networks.registry import MLP
 from rlbase.dqn.networks import QNetwork, Stream
 
 
-def _dense_norm_vars(dense: list, norms: list) -> list[tf.Variable]:
-    out = [v for d in dense for v in (d.kernel, d.bias)]
-    return out + [v for n in norms for v in (n.gamma, n.beta)]
-
-
 class NumpyQ:
     """numpy twin of ``net``'s forward pass. Build with :meth:`create`."""
 
@@ -32,17 +27,15 @@ class NumpyQ:
         self.encode = observation_encoder(net.observation_space)
         self.activation = ACTIVATIONS[str(torso.activation_name)]  # create() checked it
         self.dueling = net.value is not None
-        self._parts: list[tuple[int, int, list[float]]] = []  # (layers, norms, eps) per block
+        streams: list[Stream] = [s for s in (net.advantage, net.value) if s is not None]
+        self._parts: list[tuple[int, list[float]]] = []  # (layers, norms' eps) per block
         self._variables: list[tf.Variable] = []
-        blocks = [(torso.hidden, torso.norms)]
-        streams: list[Stream] = [net.advantage] + ([net.value] if net.value is not None
-                                                   else [])
-        blocks += [(s.hidden, s.norms) for s in streams]
-        for dense, norms in blocks:
-            self._variables += _dense_norm_vars(dense, norms)
-            self._parts.append((len(dense), len(norms), [n.epsilon for n in norms]))
-        for s in streams:
-            self._variables += [s.out.kernel, s.out.bias]
+        blocks: list[MLP | Stream] = [torso, *streams]
+        for block in blocks:
+            self._variables += [v for d in block.hidden for v in (d.kernel, d.bias)]
+            self._variables += [v for n in block.norms for v in (n.gamma, n.beta)]
+            self._parts.append((len(block.hidden), [n.epsilon for n in block.norms]))
+        self._variables += [v for s in streams for v in (s.out.kernel, s.out.bias)]
         self.sync()
 
     @staticmethod
@@ -65,15 +58,11 @@ class NumpyQ:
         """Copy the weights (``values``: the variables' values already read, in order)."""
         if values is None:
             values = [v.numpy() for v in self._variables]
-        rest = [np.asarray(v, np.float32) for v in values]
-        self.blocks = []
-        for n_dense, n_norms, eps in self._parts:
-            dense = [(rest[2 * i], rest[2 * i + 1]) for i in range(n_dense)]
-            rest = rest[2 * n_dense:]
-            norms = [(rest[2 * i], rest[2 * i + 1], eps[i]) for i in range(n_norms)]
-            rest = rest[2 * n_norms:]
-            self.blocks.append((dense, norms))
-        self.heads = [(rest[2 * i], rest[2 * i + 1]) for i in range(len(rest) // 2)]
+        arrays = [np.asarray(v, np.float32) for v in values]
+        pairs = zip(arrays[::2], arrays[1::2])  # (kernel, bias) or (gamma, beta), in order
+        self.blocks = [([next(pairs) for _ in range(n_dense)], [(*next(pairs), e) for e in eps])
+                       for n_dense, eps in self._parts]
+        self.heads = list(pairs)
 
     @staticmethod
     def _block(h: np.ndarray, dense: list, norms: list, activation) -> np.ndarray:

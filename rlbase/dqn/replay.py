@@ -15,7 +15,7 @@ from rlbase.common.buffers.replay_buffer import (
     PrioritizedReplayBuffer,
     ReplayBuffer,
 )
-from rlbase.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack
+from rlbase.common.vec_env import VecEnv, VecFrameStack, find_wrapper
 
 Buffer = ReplayBuffer | FrameStackReplayBuffer | PrioritizedReplayBuffer
 
@@ -37,12 +37,10 @@ def frame_layout(env: VecEnv) -> FrameLayout | None:
     """
     if nested.is_nested(env.observation_space):
         return None
-    venv: VecEnv | None = env
-    while venv is not None:
-        if isinstance(venv, VecFrameStack):
-            return FrameLayout(venv.nstack, -1 if venv.channels_order == "last" else 0)
-        venv = venv.venv if isinstance(venv, VecEnvWrapper) else None
-    return None
+    venv = find_wrapper(env, VecFrameStack)
+    if not isinstance(venv, VecFrameStack):
+        return None
+    return FrameLayout(venv.nstack, -1 if venv.channels_order == "last" else 0)
 
 
 def make_replay_buffer(observation_space: gym.Space, num_envs: int, size: int,
@@ -56,11 +54,10 @@ def make_replay_buffer(observation_space: gym.Space, num_envs: int, size: int,
     if her is not None:
         return her_buffer(her, size, observation_space, num_envs, (), actions)
     storage: ReplayBuffer | FrameStackReplayBuffer
+    shape, dtype = tuple(observation_space.shape or ()), np.dtype(observation_space.dtype)
     if nested.is_nested(observation_space):
         storage = NestedReplayBuffer(size, observation_space, ac_dtype=actions)
-        return PrioritizedReplayBuffer(storage, alpha) if prioritized else storage
-    shape, dtype = tuple(observation_space.shape or ()), np.dtype(observation_space.dtype)
-    if layout is not None:
+    elif layout is not None:
         storage = FrameStackReplayBuffer(size, num_envs, shape, dtype, layout.nstack,
                                          layout.axis, ac_dtype=actions)
     else:

@@ -78,9 +78,8 @@ def update(model: Model, noise: NoiseTable, gathered: list[tuple], nsigns: int,
     """One ES step from every rank's results, identical on all ranks."""
     config = model.config
     policy, generation = model.policy, model.generation + 1
-    dirs = np.concatenate([g[0] for g in gathered])
-    episode_returns = np.concatenate([g[1] for g in gathered])
-    episode_lengths = np.concatenate([g[2] for g in gathered])
+    dirs, episode_returns, episode_lengths = (np.concatenate([g[k] for g in gathered])
+                                              for k in range(3))
     # [directions, signs]: a vector's fitness is the mean return of its episodes.
     returns = episode_returns.reshape(len(dirs), nsigns, per_vector).mean(axis=2)
     if not np.all(np.isfinite(returns)):

@@ -37,13 +37,6 @@ GRAPH_ACTIVATIONS: dict[str, Callable[[tf.Tensor], tf.Tensor]] = {
     "linear": tf.identity}
 
 
-def check_action_space(space: gym.Space) -> None:
-    if isinstance(space, gym.spaces.Discrete) or (isinstance(space, gym.spaces.Box)
-                                                  and len(space.shape) == 1):
-        return
-    raise RLBaseError(f"es supports Discrete and 1-D Box action spaces, got {space}")
-
-
 def flat_encoder(space: gym.Space) -> Callable[[Any], np.ndarray]:
     """A batch of observations -> ``[B, ob_dim]`` float32, as the other algorithms encode
     them (one-hot for discrete spaces, flattened floats for Box). A Dict/Tuple space is
@@ -86,7 +79,10 @@ class ESPolicy:
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, network: Any,
                  network_kwargs: dict[str, Any]):
-        check_action_space(action_space)
+        if not isinstance(action_space, gym.spaces.Discrete) and not (
+                isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1):
+            raise RLBaseError(f"es supports Discrete and 1-D Box action spaces, got "
+                              f"{action_space}")
         self.observation_space, self.action_space = observation_space, action_space
         torso = build_network(network, **network_kwargs)
         if type(torso) is not MLP or torso.activation_name not in ACTIVATIONS:
@@ -104,7 +100,7 @@ class ESPolicy:
         if isinstance(action_space, gym.spaces.Discrete):
             num_outputs, self.action_start = int(action_space.n), int(action_space.start)
         else:
-            assert isinstance(action_space, gym.spaces.Box)  # check_action_space
+            assert isinstance(action_space, gym.spaces.Box)  # checked above
             num_outputs = int(action_space.shape[0])
             self.low = action_space.low.astype(np.float64)
             self.high = action_space.high.astype(np.float64)
@@ -114,11 +110,10 @@ class ESPolicy:
         self.activation_name = str(torso.activation_name)
         self.activation = ACTIVATIONS[torso.activation_name]
         self.layer_norm_eps = [norm.epsilon for norm in torso.norms]
-        variables = [v for dense in torso.hidden for v in (dense.kernel, dense.bias)]
-        variables += [v for norm in torso.norms for v in (norm.gamma, norm.beta)]
-        variables += [self.net.head.kernel, self.net.head.bias]
-        self.variables = variables
-        self.shapes = [tuple(v.shape) for v in variables]
+        self.variables = [v for dense in torso.hidden for v in (dense.kernel, dense.bias)]
+        self.variables += [v for norm in torso.norms for v in (norm.gamma, norm.beta)]
+        self.variables += [self.net.head.kernel, self.net.head.bias]
+        self.shapes = [tuple(v.shape) for v in self.variables]
         self.sizes = [int(np.prod(s)) for s in self.shapes]
         self.dim = int(sum(self.sizes))
         self.num_layers = len(torso.hidden)
@@ -138,11 +133,8 @@ class ESPolicy:
     def unflatten(self, params: np.ndarray) -> list[np.ndarray]:
         """Views of ``params`` [P, dim] as the layers' arrays, each [P, *shape] (no copies:
         a column block of a row-major array reshapes to a strided view)."""
-        out, start = [], 0
-        for shape, size in zip(self.shapes, self.sizes):
-            out.append(params[:, start:start + size].reshape(len(params), *shape))
-            start += size
-        return out
+        columns = np.split(params, np.cumsum(self.sizes)[:-1], axis=1)
+        return [part.reshape(len(params), *shape) for part, shape in zip(columns, self.shapes)]
 
     # -- acting ---------------------------------------------------------------------------
     def set_obs_stats(self, mean: np.ndarray, var: np.ndarray) -> None:

@@ -20,17 +20,11 @@ def ranks(x: np.ndarray) -> np.ndarray:
     Averaging ties matters for ES: when both members of a mirrored pair hit the same score (a
     capped episode, say), their difference must be 0, not +-1 from an arbitrary order.
     """
-    flat = np.asarray(x, np.float64).ravel()
-    order = np.argsort(flat, kind="stable")
-    sorted_x = flat[order]
-    out = np.empty(flat.size, np.float64)
+    _, inverse, counts = np.unique(np.asarray(x, np.float64), return_inverse=True,
+                                   return_counts=True)
     # Each run of equal values [start, end) gets the mean of the ranks start..end-1.
-    boundaries = np.flatnonzero(np.diff(sorted_x)) + 1
-    starts = np.concatenate([[0], boundaries])
-    ends = np.concatenate([boundaries, [flat.size]])
-    for start, end in zip(starts, ends):
-        out[order[start:end]] = 0.5 * (start + end - 1)
-    return out.reshape(np.shape(x))
+    ends = np.cumsum(counts)
+    return (0.5 * (ends - counts + ends - 1))[inverse.reshape(np.shape(x))]
 
 
 def centered_ranks(x: np.ndarray) -> np.ndarray:

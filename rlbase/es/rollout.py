@@ -160,7 +160,4 @@ def _row_writer(space: gym.Space, batch: Any) -> Callable[[int, Any], None]:
     assignment for a Box (the per-step path stays as cheap as before Dict support)."""
     if nested.is_nested(space):
         return lambda row, obs: nested.assign(space, batch, row, obs)
-
-    def write(row: int, obs: Any) -> None:
-        batch[row] = obs
-    return write
+    return batch.__setitem__

@@ -65,7 +65,7 @@ class EpisodicLife(gym.Wrapper):
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._game_over = terminated or truncated
-        lives = _ale(self.env).lives()
+        lives = _ale_env(self.env).ale.lives()
         if 0 < lives < self._lives:
             terminated = True
         self._lives = lives
@@ -78,7 +78,7 @@ class EpisodicLife(gym.Wrapper):
             obs, _, terminated, truncated, info = self.env.step(0)
             if terminated or truncated:  # the no-op ended the game after all
                 obs, info = self.env.reset(**kwargs)
-        self._lives = _ale(self.env).lives()
+        self._lives = _ale_env(self.env).ale.lives()
         return obs, info
 
 
@@ -151,12 +151,18 @@ def make_atari_vec_env(env_id: str, num_env: int, seed: int | None,
         if unsupported:
             raise RLBaseError(f"vec_env 'ale' does not take env_kwargs {unsupported} "
                               "(videos need render_mode): use vec_env 'subproc'")
+        allowed = {"episode_life", "clip_rewards", "fire_reset", "noop_max", "frame_skip",
+                   "screen_size"}  # wrap_deepmind's keywords, as AleVecEnv takes them
+        unknown = sorted(set(wrapper_kwargs) - allowed)
+        if unknown:
+            raise RLBaseError(f"unknown Atari wrapper keyword(s) {unknown}; allowed: "
+                              f"{sorted(allowed)}")
         # Frames are stacked here, not by ale-py, so that both paths stack (and restart stacks
         # at lost lives) alike and replay buffers find the VecFrameStack to store frames once.
         ale = AleVecEnv(env_id, num_env, frame_stack=1,
                         repeat_action_probability=env_kwargs.get("repeat_action_probability"),
                         full_action_space=bool(env_kwargs.get("full_action_space", False)),
-                        **_ale_wrapper_kwargs(wrapper_kwargs))
+                        **wrapper_kwargs)
         return VecFrameStack(ale, frame_stack) if frame_stack > 1 else ale
     rank = mpi_rank()
 
@@ -175,17 +181,6 @@ def make_atari_vec_env(env_id: str, num_env: int, seed: int | None,
     return VecFrameStack(venv, frame_stack) if frame_stack > 1 else venv
 
 
-def _ale_wrapper_kwargs(wrapper_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """wrap_deepmind's keywords, as AleVecEnv takes them."""
-    allowed = {"episode_life", "clip_rewards", "fire_reset", "noop_max", "frame_skip",
-               "screen_size"}
-    unknown = sorted(set(wrapper_kwargs) - allowed)
-    if unknown:
-        raise RLBaseError(f"unknown Atari wrapper keyword(s) {unknown}; allowed: "
-                          f"{sorted(allowed)}")
-    return dict(wrapper_kwargs)
-
-
 def _ale_env(env: gym.Env) -> AtariEnv:
     """The ale-py env under ``env``'s wrappers."""
     import ale_py  # optional: the atari extra
@@ -194,8 +189,3 @@ def _ale_env(env: gym.Env) -> AtariEnv:
     if not isinstance(inner, ale_py.env.AtariEnv):
         raise TypeError(f"expected an ale-py Atari env, got {type(inner).__name__}")
     return inner
-
-
-def _ale(env: gym.Env) -> Any:
-    """The emulator of the ale-py env under ``env``'s wrappers."""
-    return _ale_env(env).ale

@@ -117,18 +117,14 @@ def _warn_box_observation(space: spaces.Box, key: str) -> None:
         if np.any(space.low != 0) or np.any(space.high != 255):
             _warn(f"observation{key} looks like an image but its bounds are not [0, 255]; "
                   "convnets scale pixels by 1/255")
-        height, width = (shape[1], shape[2]) if _channels_first(shape) else shape[:2]
+        # HxWxC unless the first axis is the smallest (CxHxW)
+        height, width = (shape[1], shape[2]) if int(np.argmin(shape)) == 0 else shape[:2]
         if min(height, width) < SMALLEST_IMAGE:
             _warn(f"observation{key} is a {height}x{width} image; the 'cnn' network needs "
                   f"{SMALLEST_IMAGE}x{SMALLEST_IMAGE} or more (use a network of your own)")
     elif len(shape) != 1:
         _warn(f"observation{key} has shape {shape}, neither an image (3-D) nor a vector "
               "(1-D): flatten it, or give a network that reads that shape")
-
-
-def _channels_first(shape: tuple[int, ...]) -> bool:
-    """HxWxC unless the first axis is the smallest (CxHxW)."""
-    return int(np.argmin(shape)) == 0
 
 
 def _warn(message: str) -> None:

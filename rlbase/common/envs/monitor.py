@@ -63,7 +63,8 @@ class MonitorFile:
         self.t_start = time.time()
         self.rows = 0  # episode rows in the file (a resumed run cuts the file back to it)
         self._file: TextIO | None
-        if append and os.path.exists(path) and os.path.getsize(path):
+        append = append and os.path.exists(path) and os.path.getsize(path) > 0
+        if append:
             with open(path, newline="") as f:
                 first = f.readline()
             try:
@@ -72,11 +73,10 @@ class MonitorFile:
                 pass  # not a monitor header: rows still append, timed from now
             with open(path, "rb") as f:
                 self.rows = max(0, sum(1 for _ in f) - 2)  # the two header lines
-            self._file = open(path, "a", newline="")  # noqa: SIM115 - open until close()
-            self._writer = csv.writer(self._file)
-            return
-        self._file = open(path, "w", newline="")  # noqa: SIM115 - open until close()
+        self._file = open(path, "a" if append else "w", newline="")  # noqa: SIM115 - until close()
         self._writer = csv.writer(self._file)
+        if append:
+            return
         try:
             self._file.write("#" + json.dumps({"t_start": self.t_start, "env_id": env_id}) + "\n")
             self._writer.writerow(("r", "l", "t", *extra_keys))
@@ -240,8 +240,7 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     row number in its own file."""
     import pandas as pd  # optional: the plot extra
 
-    # Optional: needs pandas (the plot extra).
-    from rlbase.common.logs.plot_util import read_monitor_file
+    from rlbase.common.logs.plot_util import read_monitor_file  # needs pandas
 
     files = get_monitor_files(path)
     if not files:
