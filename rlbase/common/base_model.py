@@ -151,6 +151,7 @@ class BaseModel(ABC):
         post-processing) to ``path`` as ``format`` ('saved_model', 'tflite' or 'onnx');
         ``quantize``: TFLite's dynamic-range int8 weights. Returns the file or folder
         written. See rlbase/docs/export.md."""
+        # The exporters (and tf2onnx for ONNX) load only when a model is exported.
         from rlbase.common.export import export_model
 
         return export_model(self, path, format, quantize=quantize)

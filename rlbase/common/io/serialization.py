@@ -14,6 +14,7 @@ import importlib.metadata
 import io
 import json
 import os
+import pickle
 import secrets
 import sys
 import zipfile
@@ -260,7 +261,6 @@ def load_file(path: PathLike, allow_pickle: bool = False, max_bytes: int = DEFAU
                           f"format_version <= {FORMAT_VERSION}")
     pickled = None
     if pickle_bytes is not None:
-        import pickle
 
         import cloudpickle  # noqa: F401 - registers the reducers cloudpickle payloads may need
 

@@ -79,7 +79,7 @@ class AleVecEnv(VecEnv):
                  frame_skip: int = 4, screen_size: int = 84, frame_stack: int = 4,
                  repeat_action_probability: float | None = None,
                  full_action_space: bool = False, max_episode_frames: int = 108_000):
-        from ale_py.vector_env import AtariVectorEnv
+        from ale_py.vector_env import AtariVectorEnv  # the atari extra
 
         if repeat_action_probability is None:
             repeat_action_probability = 0.25 if env_id.startswith("ALE/") else 0.0

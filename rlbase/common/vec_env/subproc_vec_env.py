@@ -4,6 +4,7 @@ with worker failures, hangs and stop requests reported in one line."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import multiprocessing.connection
 import signal
@@ -330,8 +331,6 @@ class _WorkerEnvFn:
         ignore_stop_signals()
         if sys.platform.startswith("linux"):
             try:
-                import ctypes
-
                 ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # DEATHSIG
             except (OSError, AttributeError):
                 pass

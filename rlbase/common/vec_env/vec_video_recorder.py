@@ -92,7 +92,7 @@ class VecVideoRecorder(VecEnvWrapper):
             self.end_clip()
 
     def _open_writer(self, width: int, height: int) -> None:
-        import imageio_ffmpeg
+        import imageio_ffmpeg  # the video extra
 
         fps = self.venv.render_fps or _DEFAULT_FPS
         self._writer = imageio_ffmpeg.write_frames(

@@ -9,6 +9,8 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from rlbase.common.errors import RLBaseError
 
 
@@ -47,14 +49,13 @@ def plot_curves(folder: str, unit: str, train: Sequence[Sequence[float]],
                 tests: Sequence[Sequence[float]]) -> list[str]:
     """PNGs in ``folder``: the training episodes' returns and lengths against env steps, and
     the test scores (mean +- std) against iterations of ``unit``; returns their paths."""
-    try:
+    try:  # matplotlib: the plot extra
         import matplotlib
     except ImportError:
         raise RLBaseError("save_plots needs matplotlib: pip install 'rlbase[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     os.makedirs(folder, exist_ok=True)
     paths = []

@@ -15,6 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from tqdm import tqdm
 
 from rlbase import registry
 from rlbase.common import nested
@@ -206,7 +207,6 @@ class BaseRLModel:
         hooks, plain = split_callbacks(callback)
         bar = None
         if progress_bar:
-            from tqdm import tqdm
 
             bar = tqdm(total=int(total_timesteps), unit="steps")
         start = model.num_timesteps
