@@ -55,7 +55,7 @@ def plot_curves(folder: str, unit: str, train: Sequence[Sequence[float]],
         raise RLBaseError("save_plots needs matplotlib: pip install 'rlbase[plot]'") from None
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"), which must precede it
 
     os.makedirs(folder, exist_ok=True)
     paths = []

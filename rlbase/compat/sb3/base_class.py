@@ -15,6 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import tensorflow as tf
 from tqdm import tqdm
 
 from rlbase import registry
@@ -35,6 +36,7 @@ from rlbase.common.logs.logger import Logger, configure_logger
 from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.misc_util import set_global_seeds
+from rlbase.common.networks.registry import registered_networks
 from rlbase.common.vec_env import VecEnv
 from rlbase.common.vec_env.base import find_wrapper
 from rlbase.common.vec_env.vec_normalize import VecNormalize
@@ -135,7 +137,6 @@ class BaseRLModel:
                 raise RLBaseError(f"{type(self).__name__} does not support policy {policy!r}; "
                                   f"supported: {', '.join(self.policies)}")
             return POLICY_NETWORKS.get(policy, self.default_network)
-        from rlbase.common.networks.registry import registered_networks
         if policy not in registered_networks():
             raise RLBaseError(f"unknown policy {policy!r}: use one of {', '.join(self.policies)}"
                               f", a network name ({', '.join(registered_networks())}) or a "
@@ -693,8 +694,6 @@ def _check_device(device: Any) -> str:
     (refused when TensorFlow sees no GPU)."""
     if device not in ("auto", "cpu", "cuda", "gpu"):
         raise RLBaseError(f"device must be 'auto', 'cpu', 'cuda' or 'gpu', got {device!r}")
-    import tensorflow as tf
-
     has_gpu = bool(tf.config.list_physical_devices("GPU"))
     if device in ("cuda", "gpu") and not has_gpu:
         raise RLBaseError(f"device={device!r}: TensorFlow sees no GPU on this machine; use "

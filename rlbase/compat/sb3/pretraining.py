@@ -7,6 +7,7 @@ import functools
 from typing import Any, Callable
 
 import gymnasium as gym
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -67,8 +68,6 @@ def fit_policy(variables: list, loss_fn: Callable[[tf.Tensor, tf.Tensor], tf.Ten
                verbose: int) -> list[float]:
     """Minimize ``loss_fn`` over the training split with Adam (one compiled call per batch);
     returns the mean training loss of each epoch."""
-    import keras
-
     if not isinstance(dataset, ExpertDataset):
         raise RLBaseError(f"pretrain needs an ExpertDataset, got {type(dataset).__name__}")
     check_observations(dataset.observations, ob_space)
