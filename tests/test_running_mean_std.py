@@ -102,6 +102,12 @@ def test_a_state_of_another_shape_is_refused(mean_shape, var_shape):
         RunningMeanStd(shape=(3,)).load_state_dict(state)
 
 
+def test_a_count_that_is_not_one_number_is_refused():
+    state = {"mean": np.zeros(3), "var": np.ones(3), "count": np.array([2.0, 3.0])}
+    with pytest.raises(RLBaseError, match="count shape"):
+        RunningMeanStd(shape=(3,)).load_state_dict(state)
+
+
 class _OtherRankEmptyComm(_TwinRanksComm):
     """2 ranks, the other one with an empty batch: the pooled sums are this rank's."""
 

@@ -113,3 +113,17 @@ def test_whole_and_open_ended_ranges_and_the_search_at_every_depth(capacity):
     expected = np.searchsorted(cumulative, probes, side="right")
     np.testing.assert_array_equal(sums.find_prefixsum_idx(probes), expected)
     assert sums.find_prefixsum_idx(float(probes[-1])) == expected[-1]
+
+
+def test_ranges_whose_ends_meet_high_in_a_large_tree():
+    # lo and hi meet at node numbers above 256 here (ints Python does not share), and an
+    # empty range starts with lo == hi: the climb must compare values, not identities.
+    values = np.arange(1.0, 1025.0)
+    sums, mins = SumSegmentTree(1024), MinSegmentTree(1024)
+    sums[np.arange(1024)] = values
+    mins[np.arange(1024)] = values
+    assert sums.sum(700, 702) == values[700:702].sum()
+    assert sums.sum(701, 701) == 0.0 and mins.min(701, 701) == float("inf")
+    assert mins.min(700, 702) == values[700]
+    with pytest.raises(RLBaseError, match="range"):
+        mins.min(-1)

@@ -4,6 +4,8 @@ learning_starts``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,8 @@ def test_bad_counts_are_refused_by_name(field, bad):
 def test_the_smallest_allowed_counts_and_numpy_integers_are_taken():
     s = TrainSchedule(np.int64(1), 0, 0, np.int32(1))
     assert (s.train_freq, s.gradient_steps, s.learning_starts, s.batch_size) == (1, 0, 0, 1)
+
+
+def test_a_schedule_cannot_be_changed_after_its_checks():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        schedule().train_freq = 0
