@@ -12,6 +12,13 @@ Deliberate differences:
   transitions), so the 200-step truncations are not bootstrapped.
 Names: ppo2 is rlbase's ``ppo``, deepq its ``dqn``, trpo_mpi its ``trpo`` (the registry's
 aliases).
+
+Broken variants the threshold was seen to fail on (2026-11-28, seed 0, mean episode length
+over the same 100 episodes): trained on zeroed rewards, a2c 23.0, acer 21.3, acktr 22.5, ppo2
+23.6, trpo_mpi 16.7. For deepq the untrained network scores 43.5, but zeroed rewards are no
+broken variant: with gamma 1 a termination's target is 0 while a continuing step bootstraps
+the network's (positive) values, so avoiding termination is still learned (125.9, 200.0 and
+98.4 at seeds 0-2; trained with rewards, seed 0: 200.0).
 """
 
 import gymnasium as gym
