@@ -709,6 +709,8 @@ def test_pendulum_at_the_zoo_settings(td3):
     # rl-baselines3-zoo's Pendulum settings (rlbase/hyperparams/ddpg.yml classic_control,
     # the peer's anchor): at 2e4 steps the peer evaluates at about -134; the issue asks for
     # -200 or better.
+    # Broken variant it was seen to fail on (2026-11-28, TD3's options): trained on zeroed
+    # rewards, the same evaluation gives -1556.
     from rlbase.common.envs.make import make_vec_env
 
     kw = env_type_defaults("ddpg", "classic_control")
