@@ -366,7 +366,8 @@ def _mean_reward(model: Any, seed: int) -> float:
 @pytest.mark.slow
 def test_cartpole_learns_over_seeds() -> None:
     """The classic_control row (Baselines' learn() defaults, one env) at 5e4 steps, seeds 0-2
-    (rlbase/docs/algorithms/trpo.md has the measured evaluations)."""
+    (rlbase/docs/algorithms/trpo.md has the measured evaluations). Broken variant it was seen
+    to fail on (2026-11-28): trained on zeroed rewards, seed 0 evaluates at 10.6."""
     from rlbase.common.envs.make import make_vec_env
     from rlbase.trpo.trpo import learn
 
