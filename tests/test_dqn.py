@@ -710,7 +710,10 @@ def test_cli_train_save_and_play(tmp_path, capsys):
 def test_the_cli_solves_cartpole_at_the_zoo_settings(seed):
     # The command a user copies from the README (the classic_control defaults are the
     # rl-zoo's settings, with the best evaluated model handed back) solves CartPole on every
-    # seed the README reports: >= 475 over the 10 episodes --play prints.
+    # seed the README reports: >= 475 over the 10 episodes --play prints. Broken variant it
+    # was seen to fail on (2026-11-28, seed 0): never trained (--learning_starts=100000) 75.6.
+    # Rewards scaled to 1e-12 still reach 500: Adam's steps do not depend on the reward scale
+    # and a termination (target 0) is a signal of its own, so that is no broken variant.
     code, out, err = run_cli("--alg=dqn", "--env=CartPole-v1", "--num_timesteps=5e4",
                              f"--seed={seed}", "--play", "--play_episodes=10")
     assert code == 0, err
