@@ -19,6 +19,8 @@ from rlbase import registry
 from rlbase.common.buffers.replay_buffer import FrameStackReplayBuffer, ReplayBuffer
 from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
+from rlbase.common.families.q_learning.best_model import BestModelRule
+from rlbase.common.families.q_learning.numpy_q import NumpyQ
 from rlbase.common.io.checkpoint import list_checkpoints
 from rlbase.common.io.serialization import load_file
 from rlbase.common.loops.episodes import EpisodeStats
@@ -26,11 +28,9 @@ from rlbase.common.loops.evaluation import evaluate_policy
 from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.networks.registry import network_kwarg_names
 from rlbase.common.vec_env import DummyVecEnv, VecFrameStack, VecMonitor, VecNormalize
-from rlbase.dqn.best_model import BestModelRule
 from rlbase.dqn.config import DQNConfig
 from rlbase.dqn.dqn import learn, train
 from rlbase.dqn.model import Model, build_model
-from rlbase.dqn.numpy_q import NumpyQ
 from rlbase.dqn.param_noise import AdaptiveParamNoise, kl_threshold
 from rlbase.hyperparams import env_type_defaults
 

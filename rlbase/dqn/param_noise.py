@@ -18,9 +18,9 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.families.q_learning.networks import QNetwork
+from rlbase.common.families.q_learning.numpy_q import NumpyQ
 from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec, spec_like
-from rlbase.dqn.networks import QNetwork
-from rlbase.dqn.numpy_q import NumpyQ
 
 
 def kl_threshold(epsilon: float, num_actions: int) -> float:

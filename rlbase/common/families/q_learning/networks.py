@@ -1,4 +1,5 @@
-"""Q-networks: a registry torso, optional dense hidden layers, and a plain or dueling head."""
+"""Q-networks for DQN and QR-DQN: a registry torso, optional dense hidden layers, and a plain
+or dueling head giving one value per action (Q) or ``atoms`` values per action (quantiles)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from rlbase.common.networks.registry import (
     is_recurrent,
 )
 
-# What each action space can be trained with, for the error DQN gives on the others.
+# What each action space can be trained with, for the error Q-learning gives on the others.
 OTHER_ALGORITHMS = {
     gym.spaces.Box: "a2c, ppo, ddpg",
     gym.spaces.MultiDiscrete: "a2c, ppo",
@@ -101,7 +102,7 @@ class Stream(Composite, keras.layers.Layer):
 
 
 class QNetwork(Composite, keras.Model):
-    """Q(s, .) for every action of a Discrete space.
+    """Q(s, .) (or ``atoms`` values) for every action of a Discrete space.
 
     observation_space / action_space: the env's single observation and (Discrete) action
         spaces; a Dict/Tuple observation is encoded entry by entry (images through their own
@@ -111,14 +112,19 @@ class QNetwork(Composite, keras.Model):
     dueling: Q = V(s) + A(s, a) - mean_a A(s, a) from two heads (Wang et al., 2016).
     layer_norm: layer-normalize the heads' hidden layers (helps parameter noise).
     network_kwargs: passed to the network builder.
+    atoms: values per action: 1 gives Q(s, .) as ``[B, num_actions]``; more give
+        ``[B, num_actions, atoms]`` (QR-DQN's quantiles; no dueling heads then).
+    algorithm: named in the errors.
     """
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  network: str | Callable[..., keras.layers.Layer] = "mlp",
                  hiddens: Sequence[int] = (256,), dueling: bool = True,
-                 layer_norm: bool = False, network_kwargs: dict[str, Any] | None = None):
+                 layer_norm: bool = False, network_kwargs: dict[str, Any] | None = None,
+                 atoms: int = 1, algorithm: str = "dqn"):
         super().__init__()
-        check_action_space(action_space)
+        check_action_space(action_space, algorithm)
+        assert atoms == 1 or not dueling, "dueling heads give one value per action"
         assert isinstance(action_space, gym.spaces.Discrete)  # for the type checker
         self.observation_space, self.action_space = observation_space, action_space
         self.num_actions = int(action_space.n)
@@ -126,15 +132,16 @@ class QNetwork(Composite, keras.Model):
         self.network_kwargs = dict(network_kwargs or {})
         self.hiddens = [int(n) for n in hiddens]
         self.dueling, self.layer_norm = bool(dueling), bool(layer_norm)
+        self.atoms = int(atoms)
         # No weights for a non-nested space, so files saved before Dict support still load.
         self.encoder = ObservationEncoder(observation_space)
         self.torso = build_network(network, **self.network_kwargs)
         if is_recurrent(self.torso):
-            raise RLBaseError(f"dqn needs a feed-forward network, got the recurrent "
+            raise RLBaseError(f"{algorithm} needs a feed-forward network, got the recurrent "
                               f"'{self.network_name}'; use mlp, cnn, cnn_small or conv_only")
         check_network_for_space(self.network_name, self.torso, observation_space)
         self.flatten = layers.Flatten()
-        self.advantage = Stream(self.hiddens, self.num_actions, layer_norm)
+        self.advantage = Stream(self.hiddens, self.num_actions * self.atoms, layer_norm)
         self.value = Stream(self.hiddens, 1, layer_norm) if dueling else None
         # Create every weight now so compiled calls never create variables.
         sample = nested.stack(observation_space, [observation_space.sample()] * 2)
@@ -144,9 +151,17 @@ class QNetwork(Composite, keras.Model):
     def call(self, obs: Any) -> tf.Tensor:
         latent = self.flatten(self.torso(self.encoder(obs)))
         scores = self.advantage(latent)
+        if self.atoms > 1:
+            return tf.reshape(scores, [-1, self.num_actions, self.atoms])
         if self.value is None:
             return scores
         return self.value(latent) + scores - tf.reduce_mean(scores, axis=1, keepdims=True)
+
+    def q_values(self, obs: Any) -> tf.Tensor:
+        """``[B, num_actions]`` Q-values: the output, or the mean of each action's atoms (the
+        quantiles' mean is the expected return)."""
+        out = self(obs)
+        return out if self.atoms == 1 else tf.reduce_mean(out, axis=-1)
 
     def perturbable_variables(self) -> list[tf.Variable]:
         """The weights parameter noise perturbs: all but layer-norm scales and offsets (as in

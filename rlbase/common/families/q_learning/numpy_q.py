@@ -1,9 +1,10 @@
 """The Q-values of an MLP :class:`QNetwork`, computed in numpy.
 
-DQN acts once per vectorized env step; a call into TensorFlow costs ~100-400 us here while a
-256x256 MLP forward in numpy costs ~20 us, so MLP Q-networks act without leaving Python
+DQN and QR-DQN act once per vectorized env step; a call into TensorFlow costs ~100-400 us here
+while a 256x256 MLP forward in numpy costs ~20 us, so MLP Q-networks act without leaving Python
 (the idea of common/numpy_actor.py). The learner refreshes the mirror after each update from
-weights its training call already returns. ``tests/test_dqn.py`` checks it against TF.
+weights its training call already returns. ``tests/test_dqn.py`` and ``tests/test_qrdqn.py``
+check it against TF.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from rlbase.common.families.q_learning.networks import QNetwork, Stream
 from rlbase.common.nested import is_nested
 from rlbase.common.networks.numpy_actor import ACTIVATIONS, observation_encoder
 from rlbase.common.networks.registry import MLP
-from rlbase.dqn.networks import QNetwork, Stream
 
 
 class NumpyQ:
@@ -27,6 +28,7 @@ class NumpyQ:
         self.encode = observation_encoder(net.observation_space)
         self.activation = ACTIVATIONS[str(torso.activation_name)]  # create() checked it
         self.dueling = net.value is not None
+        self.shape = (net.num_actions, net.atoms)
         streams: list[Stream] = [s for s in (net.advantage, net.value) if s is not None]
         self._parts: list[tuple[int, list[float]]] = []  # (layers, norms' eps) per block
         self._variables: list[tf.Variable] = []
@@ -82,6 +84,8 @@ class NumpyQ:
         latent = self._block(self.encode(obs), *self.blocks[0], self.activation)
         outs = [self._block(latent, *block, relu) @ k + b
                 for block, (k, b) in zip(self.blocks[1:], self.heads)]
+        if self.shape[1] > 1:  # each action's quantiles: Q is their mean
+            return outs[0].reshape(-1, *self.shape).mean(axis=-1)
         if not self.dueling:
             return outs[0]
         scores, value = outs

@@ -1,5 +1,5 @@
-"""Baselines' best-model rule for DQN: every ``best_model_interval`` env steps keep the model if
-it scores best so far, and hand the best one back when training ends.
+"""Baselines' best-model rule for DQN and QR-DQN: every ``best_model_interval`` env steps keep
+the model if it scores best so far, and hand the best one back when training ends.
 
 Baselines scores by the mean return of the last 100 training episodes (once more than 100 have
 ended), keeping only strict improvements. Those are the episodes the monitor reports: whole

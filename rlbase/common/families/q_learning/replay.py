@@ -1,4 +1,5 @@
-"""DQN's replay buffer: which storage fits the env, and the checks that make it safe."""
+"""The replay buffer of the Q-learning family (DQN, QR-DQN): which storage fits the env, and
+the checks that make it safe."""
 
 from __future__ import annotations
 
