@@ -161,6 +161,54 @@ def test_bad_expert_data_is_one_line(cartpole_expert, tmp_path) -> None:
         _learn(gym.make("MountainCar-v0"), cartpole_expert)
 
 
+class MatchTheCue(gym.Env):
+    """Each step shows a cue (+1 or -1, beside a noise entry); the reward is 1 when the action
+    (0 or 1) matches it. Episodes last 10 steps and are truncated, never terminated, so no
+    reward's sign or offset can be gained by surviving longer: only a discriminator that tells
+    the expert's (cue, action) pairs from others guides the policy to the cue."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def _obs(self) -> np.ndarray:
+        return np.array([2 * self.cue - 1, self.np_random.uniform(-1, 1)], np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t, self.cue = 0, int(self.np_random.integers(2))
+        return self._obs(), {}
+
+    def step(self, action):
+        reward = float(int(action) == self.cue)
+        self.t += 1
+        self.cue = int(self.np_random.integers(2))
+        return self._obs(), reward, False, self.t >= 10, {}
+
+
+def test_gail_learns_what_only_the_discriminator_can_teach(tmp_path) -> None:
+    """GAIL on MatchTheCue from 10 expert episodes, 1e4 steps (~15 s): the env's reward never
+    reaches the update, so the policy can only learn to match the cue from the discriminator.
+    Evaluated with sampled actions (a deterministic untrained policy can match the cue by its
+    initial weights). Measured over 20 episodes: seeds 0-2 score 9.85, 9.7 and 9.5 of 10; the broken
+    variants score far below 9 (seed 0): labels swapped in the discriminator's loss 4.8, the
+    reward inverted (softplus(-logit)) 0.05, a constant reward (ln 2) 3.25, random actions 5.
+
+    The discriminator trains faster than Baselines' MuJoCo defaults (d_lr 3e-4, one step per
+    phase): with those, 2e4 steps leave it unable to tell the pairs apart (accuracy 0.53)."""
+    from rlbase import generate_expert_traj
+    from rlbase.common.loops.evaluation import evaluate_policy
+    from rlbase.gail.gail import learn
+
+    path = str(tmp_path / "cue.npz")
+    generate_expert_traj(lambda obs: int(obs[0] > 0), MatchTheCue(), n_episodes=10,
+                         save_path=path, seed=0)
+    model = learn("mlp", MatchTheCue(), total_timesteps=10_000, seed=0, expert_path=path,
+                  nsteps=256, g_step=1, d_step=4, d_lr=3e-3, num_layers=1, num_hidden=16,
+                  adversary_hidden_size=16, log_interval=10**9)
+    mean, _ = evaluate_policy(model, MatchTheCue(), 20, deterministic=False)
+    assert mean >= 9.0
+
+
 @pytest.mark.slow
 def test_gail_imitates_a_ppo_expert_on_cartpole(monkeypatch, capsys) -> None:
     """examples/gail_cartpole.py at its defaults: a PPO expert (1e5 steps), 10 recorded

@@ -22,7 +22,13 @@ def source_lines(module: str) -> set[str]:
 @pytest.mark.parametrize("module, tests", sorted(mutate.load_targets().items()))
 def test_every_target_and_its_tests_exist(module, tests):
     assert os.path.isfile(os.path.join(ROOT, module))
-    assert tests and all(os.path.exists(os.path.join(ROOT, t)) for t in tests)
+    # a test is a file or one test of it ("tests/x.py::test_y")
+    files = [t.split("::")[0] for t in tests]
+    assert tests and all(os.path.exists(os.path.join(ROOT, f)) for f in files)
+    for test in tests:
+        if "::" in test:
+            with open(os.path.join(ROOT, test.split("::")[0]), encoding="utf-8") as f:
+                assert f"def {test.split('::')[1]}(" in f.read(), test
 
 
 def test_every_equivalent_mutant_names_a_line_of_a_listed_module():
