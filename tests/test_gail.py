@@ -189,8 +189,8 @@ def test_gail_learns_what_only_the_discriminator_can_teach(tmp_path) -> None:
     """GAIL on MatchTheCue from 10 expert episodes, 1e4 steps (~15 s): the env's reward never
     reaches the update, so the policy can only learn to match the cue from the discriminator.
     Evaluated with sampled actions (a deterministic untrained policy can match the cue by its
-    initial weights). Measured over 20 episodes: seeds 0-2 score 9.85, 9.7 and 9.5 of 10; the broken
-    variants score far below 9 (seed 0): labels swapped in the discriminator's loss 4.8, the
+    initial weights). Measured over 20 episodes: seeds 0-2 score 9.85, 9.7 and 9.5 of 10; the
+    broken variants score far below 9 (seed 0): labels swapped in the discriminator's loss 4.8, the
     reward inverted (softplus(-logit)) 0.05, a constant reward (ln 2) 3.25, random actions 5.
 
     The discriminator trains faster than Baselines' MuJoCo defaults (d_lr 3e-4, one step per
