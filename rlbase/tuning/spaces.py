@@ -167,6 +167,18 @@ SPACES: dict[str, Space] = {
         "exploration_final_eps": Real(0.0, 0.2),
         "target_update_interval": Integer(1, 20000, log=True),
     },
+    # QR-DQN: DQN's space and the zoo's n_quantiles range (rl_zoo3 sample_qrdqn_params)
+    "qrdqn": {
+        "gamma": _GAMMA,
+        "batch_size": PowerOfTwo(5, 11),
+        "lr": _LR,
+        "train_freq": Integer(1, 10),
+        "gradient_steps": Integer(1, 8, at_most="train_freq"),
+        "exploration_fraction": Real(0.0, 0.5),
+        "exploration_final_eps": Real(0.0, 0.2),
+        "target_update_interval": Integer(1, 20000, log=True),
+        "n_quantiles": Integer(5, 200),
+    },
     "es": {
         "popsize": Choice((10, 20, 40, 80)),
         "noise_stdev": Real(0.005, 0.1, log=True),

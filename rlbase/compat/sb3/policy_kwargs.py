@@ -74,7 +74,7 @@ def net_arch(algorithm: str, arch: Any) -> tuple[dict[str, Any], dict[str, Any]]
     network["layer_sizes"] = _widths(arch, "net_arch")
     if algorithm in _SEPARATE_VALUE_NET:
         network["value_network"] = "copy"
-    if algorithm == "dqn":
+    if algorithm in ("dqn", "qrdqn"):
         fields["hiddens"] = ()
     return fields, network
 
@@ -114,6 +114,11 @@ def translate_policy_kwargs(algorithm: str, policy_kwargs: dict[str, Any],
         kwargs.update(arch)
     if "n_critics" in kwargs:
         fields.update(_n_critics(algorithm, kwargs.pop("n_critics")))
+    if "n_quantiles" in kwargs:
+        if algorithm not in ("tqc", "qrdqn"):
+            raise RLBaseError(f"n_quantiles is not an option of {algorithm}'s policy (TQC's "
+                              "and QRDQN's)")
+        fields["n_quantiles"] = kwargs.pop("n_quantiles")
     if "activation_fn" in kwargs:
         kwargs["activation"] = _activation(kwargs.pop("activation_fn"))
     if "features_extractor_kwargs" in kwargs:

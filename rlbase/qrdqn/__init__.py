@@ -1,0 +1,1 @@
+"""Quantile regression DQN (Dabney et al., 2018)."""
