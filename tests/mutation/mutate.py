@@ -5,6 +5,11 @@ module, run that module's fast tests, and count the changes ("mutants") no test 
     python tests/mutation/mutate.py rlbase/common/schedules.py     # one module, minutes
     python tests/mutation/mutate.py --all                          # every module of targets.toml
     python tests/mutation/mutate.py --list                         # the modules and their tests
+    python tests/mutation/mutate.py --again rlbase/common/schedules.py   # after adding tests
+
+``--again`` reruns only the previous run's survivors (the mutants its tests killed are counted
+killed again) when the module is unchanged since that run: tests were added, not removed, so a
+killed mutant stays killed. A changed module, or no previous run, runs every mutant.
 
 The mutants come from cosmic-ray (operators, comparisons, numbers, boolean and unary
 operators, break/continue, loops run zero times) and run in a copy of the tree under
@@ -124,10 +129,46 @@ def copy_tree(dest: str) -> None:
         shutil.copytree(os.path.join(ROOT, part), os.path.join(dest, part), ignore=ignore)
 
 
-def run_module(module: str, tests: list[str], workdir: str, timeout: float | None) -> Score:
+def previous_session(base: str, module: str) -> str | None:
+    """The last run's session database, moved aside, if it ran this very module source."""
+    db, old_source = os.path.join(base, "session.sqlite"), os.path.join(base, "tree", module)
+    if not (os.path.exists(db) and os.path.exists(old_source)):
+        return None
+    with open(old_source, "rb") as old, open(os.path.join(ROOT, module), "rb") as new:
+        if old.read() != new.read():
+            return None
+    kept = os.path.join(base, "previous.sqlite")
+    os.replace(db, kept)
+    return kept
+
+
+def carry_kills(db: str, previous: str) -> int:
+    """Copy the previous session's killed results onto the same mutants of this session;
+    returns how many were carried."""
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    def key(item: object) -> tuple:
+        m = item.mutations[0]  # type: ignore[attr-defined]
+        return m.operator_name, m.occurrence, tuple(m.start_pos), tuple(m.end_pos)
+
+    with use_db(previous, WorkDB.Mode.open) as old:
+        killed = {key(item): result for item, result in old.completed_work_items
+                  if result.worker_outcome != "skipped" and result.test_outcome != "survived"}
+    carried = 0
+    with use_db(db, WorkDB.Mode.open) as work_db:
+        for item in list(work_db.pending_work_items):
+            if key(item) in killed:
+                work_db.set_result(item.job_id, killed[key(item)])
+                carried += 1
+    return carried
+
+
+def run_module(module: str, tests: list[str], workdir: str, timeout: float | None,
+               again: bool = False) -> Score:
     slug = re.sub(r"[^A-Za-z0-9]+", "_", module)
     base = os.path.join(workdir, slug)
     tree = os.path.join(base, "tree")
+    previous = previous_session(base, module) if again else None
     copy_tree(tree)
     env = {**os.environ, "PYTHONPATH": tree, "RLBASE_TF_THREADS": "1"}
     pytest = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
@@ -152,6 +193,9 @@ def run_module(module: str, tests: list[str], workdir: str, timeout: float | Non
     subprocess.run([*cosmic, "init", config, db], cwd=tree, env=env, check=True,
                    capture_output=True)
     skip_annotations(db, os.path.join(tree, module))
+    if previous:
+        print(f"{module}: {carry_kills(db, previous)} mutants killed in the previous run, "
+              "the rest run again", flush=True)
     subprocess.run([*cosmic, "exec", config, db], cwd=tree, env=env, check=True,
                    capture_output=True)
     score = read_score(module, db)
@@ -207,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="+", help="run these tests instead of targets.toml's")
     parser.add_argument("--timeout", type=float, help="seconds per mutant's test run (default: "
                         "three times the unmutated run plus 30)")
+    parser.add_argument("--again", action="store_true", help="rerun only the previous run's "
+                        "survivors if the module is unchanged since")
     parser.add_argument("--workdir", default=os.path.join(ROOT, "mutation-runs"),
                         help="where the copies and the cosmic-ray sessions go")
     args = parser.parse_args(argv)
@@ -219,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in modules if m not in targets and not args.tests]
     if not modules or unknown:
         parser.error(f"name modules of {TARGETS} (unknown: {unknown}) or pass --all")
-    scores = [run_module(m, args.tests or targets[m], args.workdir, args.timeout)
+    scores = [run_module(m, args.tests or targets[m], args.workdir, args.timeout, args.again)
               for m in modules]
     print(HEADER)
     for score in scores:
