@@ -171,6 +171,18 @@ def test_class_takes_sb3_contrib_names_and_saves(tmp_path):
     assert reloaded.algorithm == "qrdqn" and reloaded.config.n_quantiles == 7
 
 
+def test_exported_greedy_actions_equal_predict(tmp_path):
+    from rlbase.common.export import runners
+    from rlbase.common.export.graph import input_names
+
+    agent = rlbase.QRDQN("MlpPolicy", "CartPole-v1", seed=1, policy_kwargs=dict(n_quantiles=5))
+    obs = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+    expected = agent.predict(obs, deterministic=True)[0]
+    run = runners.load(agent.model.export(str(tmp_path / "sm"), format="saved_model"))
+    name = input_names(agent.model.observation_space)[0]
+    np.testing.assert_array_equal(run(**{name: obs})["actions"], expected)
+
+
 def test_non_discrete_actions_are_refused():
     from rlbase.common.errors import RLBaseError
 

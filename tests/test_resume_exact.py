@@ -73,6 +73,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "trpo": dict(TINY, nsteps=4, vf_batch_size=4),
     "gail": dict(TINY, nsteps=4, vf_batch_size=4, g_step=2, d_step=2),
     "dqn": dict(OFF_POLICY, train_freq=2, target_update_interval=4),
+    "qrdqn": dict(OFF_POLICY, train_freq=2, target_update_interval=4, n_quantiles=3),
     "qlearning": dict(network=None, log_interval=10**9, grid_size=3),
     "es": dict(TINY, popsize=4, max_episode_steps=EPISODE),
     "ddpg": dict(OFF_POLICY),
@@ -105,7 +106,7 @@ def make_env(alg: str, normalize: bool, dict_obs: bool = False, stack: int = 0) 
     # Replay stores raw stacks and normalizes them when sampled, so algorithms with a replay
     # buffer take the statistics above the stack; the on-policy ones take either order (this
     # one here).
-    normalize_above_stack = alg in ("acer", "dqn", "ddpg", "td3", "sac")
+    normalize_above_stack = alg in ("acer", "dqn", "qrdqn", "ddpg", "td3", "sac")
     if stack and normalize_above_stack:
         venv = VecFrameStack(venv, stack)
     if normalize:
