@@ -269,8 +269,10 @@ class AlgorithmConfig:
     def type_hints(cls) -> dict[str, Any]:
         cached = cls.__dict__.get("_hints")
         if cached is None:
-            module = sys.modules[cls.__module__]
-            cached = typing.get_type_hints(cls, globalns=vars(module))
+            # Each class's annotations in its own module's names: a config built on another
+            # module's fields (SAC's and TQC's on rlbase.common.families) needs no imports of
+            # the types those fields name.
+            cached = typing.get_type_hints(cls)
             type.__setattr__(cls, "_hints", cached)
         return cached
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
+from rlbase.common.families.soft_actor_critic import SoftActorCriticHooks
 from rlbase.common.loops.learning import config_signature, start_learning
-from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
+from rlbase.common.loops.off_policy import run_off_policy
 from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecEnv
 from rlbase.sac.config import CONFIG
 from rlbase.sac.model import Model, build_model
-
-LOSSES = ("critic_loss", "actor_loss")
 
 
 @config_signature(CONFIG, notes={
@@ -42,30 +39,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     return train(model, env, total_timesteps, options)
 
 
-class SACHooks(OffPolicyHooks[Model]):
-    """SAC's part of the off-policy loop: sampled actions, trained before acting."""
-
-    loss_names = LOSSES
-
-    def random_actions(self) -> np.ndarray:
-        return self.model.random_actions()
-
-    def act(self, obs: Any, t: int) -> np.ndarray:
-        return self.model.act(obs)
-
-    def train_and_act(self, obs: Any, phases: int, lr: float
-                      ) -> tuple[dict[str, float], np.ndarray]:
-        return self.model.train_and_act(obs, lr, phases)
-
-    def to_env(self, actions: np.ndarray) -> np.ndarray:
-        return self.model.to_env(actions)
-
-    def n_updates(self) -> int:
-        return self.model.grad_steps
-
-
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run SAC's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all)."""
-    run_off_policy(SACHooks(model, model.config.lr), env, total_timesteps, options)
+    run_off_policy(SoftActorCriticHooks(model, model.config.lr), env, total_timesteps, options)
     return model
