@@ -233,6 +233,16 @@ SPACES: dict[str, Space] = {
         "gradient_steps": SameAs("train_freq"),
         "tau": _TAU,
     },
+    # TQC: SAC's space and how many target atoms each critic drops (below n_quantiles' 25)
+    "tqc": {
+        "gamma": _GAMMA,
+        "batch_size": PowerOfTwo(5, 11),
+        "lr": _LR,
+        "train_freq": Integer(1, 10),
+        "gradient_steps": SameAs("train_freq"),
+        "tau": _TAU,
+        "top_quantiles_to_drop_per_net": Integer(0, 5),
+    },
 }
 
 

@@ -14,7 +14,8 @@ from rlbase.compat.sb3.pretraining import ExpertDataset
 from rlbase.compat.sb3.qlearning import QLearning
 from rlbase.compat.sb3.qrdqn import QRDQN
 from rlbase.compat.sb3.sac import SAC
+from rlbase.compat.sb3.tqc import TQC
 from rlbase.compat.sb3.trpo import TRPO
 
 __all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "GAIL",
-           "PPO", "QLearning", "QRDQN", "SAC", "TD3", "TRPO", "generate_expert_traj"]
+           "PPO", "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO", "generate_expert_traj"]

@@ -18,7 +18,7 @@ from rlbase.common.errors import RLBaseError
 _ACTOR_CRITIC = ("a2c", "ppo", "acer", "trpo")
 _SEPARATE_VALUE_NET = ("a2c", "ppo", "trpo")
 # Algorithms whose actor and critics each have their own torso (SB3's TD3/DDPG/SAC policies).
-_CONTINUOUS = ("ddpg", "sac")
+_CONTINUOUS = ("ddpg", "sac", "tqc")
 
 # SB3 keys accepted with one value only: key -> (the value, what happens instead).
 _FIXED: dict[str, tuple[Any, str]] = {
@@ -80,6 +80,8 @@ def net_arch(algorithm: str, arch: Any) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def _n_critics(algorithm: str, value: Any) -> dict[str, Any]:
+    if algorithm == "tqc":  # a config field there (sb3-contrib's TQC: any number >= 1)
+        return {"n_critics": value}
     if algorithm == "ddpg" and value in (1, 2) and not isinstance(value, bool):
         return {"twin_q": value == 2}
     if algorithm == "sac" and value == 2 and not isinstance(value, bool):

@@ -1,0 +1,47 @@
+"""Truncated Quantile Critics (Kuznetsov et al. 2020, "Controlling Overestimation Bias with
+Truncated Mixture of Continuous Distributional Quantile Critics"), as sb3-contrib runs it: SAC
+whose critics predict quantiles of the return and whose targets drop the largest atoms."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from rlbase.common.families.soft_actor_critic import SoftActorCriticHooks
+from rlbase.common.loops.learning import config_signature, start_learning
+from rlbase.common.loops.off_policy import run_off_policy
+from rlbase.common.loops.training_loop import LoopOptions
+from rlbase.common.vec_env import VecEnv
+from rlbase.tqc.config import CONFIG
+from rlbase.tqc.model import Model, build_model
+
+
+@config_signature(CONFIG, notes={
+    "network": "a feed-forward registry network name ('mlp', ...) or builder, the torso of "
+               "the actor and of each quantile critic",
+    "env": "a VecEnv with a Box action space (a gymnasium env or an env id is wrapped)",
+    "seed": "seed of python, numpy, TensorFlow, the envs, the policy's noise and the replay "
+            "sampling",
+    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the deterministic "
+                "policy (tanh of the Gaussian's mean) on",
+    "callback": "called after every vectorized env step as callback(model, info); returning "
+                "False stops",
+    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
+                       "holds the model, replay buffer and generators",
+    "**network_kwargs": "passed to the network builder ('mlp': num_layers (2), num_hidden "
+                        "(256 here), activation (relu here), layer_sizes, layer_norm); SB3's "
+                        "names (learning_rate, target_update_interval, ...) are taken out "
+                        "first"})
+def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int(1e6),
+          seed: int | None = None, **kwargs: Any) -> Model:
+    """Train a squashed-Gaussian actor, quantile critics and the entropy coefficient with TQC
+    and return the :class:`~rlbase.tqc.model.Model`."""
+    model, env, options = start_learning(CONFIG, build_model, network, env, total_timesteps,
+                                         seed, kwargs)
+    return train(model, env, total_timesteps, options)
+
+
+def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
+    """Run TQC's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
+    up to that many in all)."""
+    run_off_policy(SoftActorCriticHooks(model, model.config.lr), env, total_timesteps, options)
+    return model
