@@ -4,6 +4,7 @@ regression loss of rlbase.qrdqn.losses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -36,8 +37,8 @@ class Model(QLearningModel[QRDQNConfig]):
     algorithm = "qrdqn"
     stat_names = ("loss", "grad_norm", "q_mean")
 
-    def __init__(self, make_net: Any, num_envs: int, network_kwargs: dict[str, Any],
-                 config: QRDQNConfig, jit_compile: bool = False):
+    def __init__(self, make_net: Callable[[], QNetwork], num_envs: int,
+                 network_kwargs: dict[str, Any], config: QRDQNConfig, jit_compile: bool = False):
         # The paper's Adam epsilon 0.01/32 for its batches of 32; sb3-contrib's 0.01/batch.
         super().__init__(make_net, num_envs, network_kwargs, config, jit_compile,
                          adam_epsilon=0.01 / config.batch_size)
