@@ -32,6 +32,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -41,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TARGETS = os.path.join(HERE, "targets.toml")
 EQUIVALENT = os.path.join(HERE, "equivalent.toml")
+FORKSERVER = os.path.join(HERE, "forkserver.py")
 
 
 @dataclass
@@ -164,26 +166,54 @@ def carry_kills(db: str, previous: str) -> int:
 
 
 def run_module(module: str, tests: list[str], workdir: str, timeout: float | None,
-               again: bool = False) -> Score:
+               again: bool = False, fork: bool = True) -> Score:
     slug = re.sub(r"[^A-Za-z0-9]+", "_", module)
     base = os.path.join(workdir, slug)
     tree = os.path.join(base, "tree")
     previous = previous_session(base, module) if again else None
     copy_tree(tree)
     env = {**os.environ, "PYTHONPATH": tree, "RLBASE_TF_THREADS": "1"}
-    pytest = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-              "-p", "no:xdist", "-m", "not slow", *tests]
+    args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not slow", *tests]
+    pytest = [sys.executable, "-m", "pytest", *args]
+    server = None
+    if fork:
+        server, socket_path = start_forkserver(tree, env)
+        pytest = [sys.executable, FORKSERVER, "run", socket_path, "3600", "--", *args]
+    try:
+        return _run_module(module, tree, base, env, pytest, timeout, previous)
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+
+
+def start_forkserver(tree: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """The server of tests/mutation/forkserver.py, ready for requests on its socket."""
+    socket_path = os.path.join(tempfile.mkdtemp(prefix="mut"), "s")
+    server = subprocess.Popen([sys.executable, FORKSERVER, "serve", socket_path], cwd=tree,
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    if server.stdout.readline().strip() != "ready":
+        raise SystemExit("the fork server did not start (run with --no-fork to see why)")
+    return server, socket_path
+
+
+def _run_module(module: str, tree: str, base: str, env: dict[str, str], pytest: list[str],
+                timeout: float | None, previous: str | None) -> Score:
     started = time.time()
     first = subprocess.run(pytest, cwd=tree, env=env, capture_output=True, text=True)
     if first.returncode != 0:
         raise SystemExit(f"{module}: its tests fail before any mutation:\n{first.stdout[-3000:]}")
     baseline = time.time() - started
+    limit = timeout or round(3 * baseline + 30)
+    if FORKSERVER in pytest:  # the server stops a looping mutant's tests before cosmic-ray
+        pytest[pytest.index(FORKSERVER) + 3] = str(max(limit - 2, 1))
     config = os.path.join(base, "config.toml")
     db = os.path.join(base, "session.sqlite")
     with open(config, "w", encoding="utf-8") as f:
         f.write("[cosmic-ray]\n"
                 f"module-path = {json.dumps(module)}\n"
-                f"timeout = {timeout or round(3 * baseline + 30)}\n"
+                f"timeout = {limit}\n"
                 "excluded-modules = []\n"
                 f"test-command = {json.dumps(shlex.join(pytest))}\n"
                 "[cosmic-ray.distributor]\nname = \"local\"\n")
@@ -253,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                         "three times the unmutated run plus 30)")
     parser.add_argument("--again", action="store_true", help="rerun only the previous run's "
                         "survivors if the module is unchanged since")
+    parser.add_argument("--no-fork", action="store_true", help="start a fresh Python per "
+                        "mutant instead of forking one that imported TensorFlow already")
     parser.add_argument("--workdir", default=os.path.join(ROOT, "mutation-runs"),
                         help="where the copies and the cosmic-ray sessions go")
     args = parser.parse_args(argv)
@@ -265,8 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in modules if m not in targets and not args.tests]
     if not modules or unknown:
         parser.error(f"name modules of {TARGETS} (unknown: {unknown}) or pass --all")
-    scores = [run_module(m, args.tests or targets[m], args.workdir, args.timeout, args.again)
-              for m in modules]
+    scores = [run_module(m, args.tests or targets[m], args.workdir, args.timeout, args.again,
+                         not args.no_fork) for m in modules]
     print(HEADER)
     for score in scores:
         print(score.row())
