@@ -40,6 +40,6 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     up to that many in all)."""
     config = model.config
     return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
-                         rollouts=policy_rollouts(config.gamma),
+                         rollouts=policy_rollouts(config.gamma, config.action_masks),
                          schedule=learning_rate(config.lr, config.lrschedule),
                          update=update_with_learning_rate(model))

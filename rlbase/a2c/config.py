@@ -13,6 +13,7 @@ from rlbase.common.config import (
     lr_decay_field,
     param,
 )
+from rlbase.common.loops.action_masks import action_masks_field
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class A2CConfig(AlgorithmConfig):
     jit_compile: bool | None = param(None, "compile the update with XLA: ~1 ms faster per "
                                      "update, ~1.5 s to compile (None: for runs of at least "
                                      "1500 updates, except convnets on a CPU)")
+    action_masks: bool | str = action_masks_field()
     log_interval: int = param(100, "log every this many updates", unit="updates", low=1)
 
 

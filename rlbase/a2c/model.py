@@ -58,14 +58,19 @@ class Model(OnPolicyModel):
         super().__init__(policy, optimizer, num_envs, config.nsteps, network_kwargs or {},
                          config, jit_compile)
 
+    @property
+    def action_masking(self) -> bool | str:
+        return self.config.action_masks
+
     def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
-                    last_starts, lr):
+                    last_starts, lr, action_masks=None, last_action_masks=None):
         policy = self.policy
         last_values = policy.value(last_obs, last_state, last_starts)
         with tf.GradientTape() as tape:
             params, values, _, _ = policy.forward(obs, state, starts)
             returns = self._returns(rewards, dones, tf.stop_gradient(values), last_values)
-            pd = policy.distribution(params)
+            # the masks the actions were taken under: log-probabilities and entropy as acting
+            pd = policy.distribution(params, action_masks)
             loss, policy_loss, value_loss, entropy = actor_critic_losses(
                 pd.neglogp(actions), pd.entropy(), values, returns, self.ent_coef, self.vf_coef,
                 self.normalize_advantage)
@@ -75,7 +80,7 @@ class Model(OnPolicyModel):
         self.optimizer.apply_gradients(zip(grads, variables))
         stats = tf.stack([policy_loss, value_loss, -entropy,
                           explained_variance(values, returns), grad_norm])
-        return (stats, *self.after_update(last_obs, last_state, last_starts))
+        return (stats, *self.after_update(last_obs, last_state, last_starts, last_action_masks))
 
     def _returns(self, rewards: tf.Tensor, dones: tf.Tensor, values: tf.Tensor,
                  last_values: tf.Tensor) -> tf.Tensor:

@@ -113,6 +113,12 @@ class BaseModel(ABC):
         where an episode starts. Actions are in the env's action space."""
 
     @property
+    def action_masking(self) -> bool | str:
+        """Where the model's action masks come from when it acts on an env: its config's
+        ``action_masks`` (rlbase/docs/action_masking.md); False where an algorithm has none."""
+        return False
+
+    @property
     def initial_state(self) -> np.ndarray | None:
         """Baselines' attribute: None for a feed-forward model, else zeros
         ``[num_envs, state_size]``."""

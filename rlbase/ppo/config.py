@@ -14,6 +14,7 @@ from rlbase.common.config import (
     param,
 )
 from rlbase.common.errors import RLBaseError
+from rlbase.common.loops.action_masks import action_masks_field
 
 
 def _nminibatches(batch_size: Any, given: Mapping[str, Any], num_envs: int) -> int:
@@ -81,6 +82,7 @@ class PPOConfig(AlgorithmConfig):
                                       "mean and unit std")
     jit_compile: bool | None = param(None, "compile the update with XLA (None: for runs of at "
                                      "least 200 updates, except convnets on a CPU)")
+    action_masks: bool | str = action_masks_field()
     log_interval: int = param(10, "log every this many updates", unit="updates", low=1)
 
 

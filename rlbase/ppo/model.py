@@ -112,12 +112,17 @@ class Model(OnPolicyModel):
     def _units(self, x: tf.Tensor) -> tf.Tensor:
         return tf.reshape(x, tf.concat([[self.nunits, self.unit_len], tf.shape(x)[1:]], 0))
 
+    @property
+    def action_masking(self) -> bool | str:
+        return self.config.action_masks
+
     def train_graph(self, obs, actions, rewards, dones, starts, state, last_obs, last_state,
-                    last_starts, lr, cliprange, cliprange_vf):
+                    last_starts, lr, cliprange, cliprange_vf, action_masks=None,
+                    last_action_masks=None):
         policy = self.policy
         num_envs, nsteps = self.num_envs, self.nsteps
         # The behaviour policy: the weights have not changed since the rollout was collected.
-        old_neglogp, values = self.behaviour(obs, state, starts, actions)
+        old_neglogp, values = self.behaviour(obs, state, starts, actions, action_masks)
         last_values = policy.value(last_obs, last_state, last_starts)
         advantages = gae_advantages(rewards, tf.reshape(values, [num_envs, nsteps]), dones,
                                     last_values, self.gamma, self.lam)
@@ -131,6 +136,8 @@ class Model(OnPolicyModel):
         plan = tf.reshape(tf.argsort(noise, axis=1), [nupdates, per_mb])
         data = [tf.nest.map_structure(self._units, x)
                 for x in (obs, actions, starts, old_neglogp, values, returns, advantages)]
+        # each minibatch's action masks (the ones its actions were taken under), else none
+        mask_units = None if action_masks is None else self._units(action_masks)
         mb_size = per_mb * self.unit_len
         self.optimizer.learning_rate.assign(lr)
         variables = policy.trainable_variables
@@ -149,11 +156,12 @@ class Model(OnPolicyModel):
                 tf.nest.map_structure(lambda t: flat(tf.gather(t, units)), x) for x in data)
             mb_state = tf.gather(state, units) if policy.recurrent else \
                 tf.zeros([mb_size, 0], tf.float32)
+            mb_masks = None if mask_units is None else flat(tf.gather(mask_units, units))
             if self.normalize_advantage:
                 mb_adv = (mb_adv - tf.reduce_mean(mb_adv)) / (tf.math.reduce_std(mb_adv) + 1e-8)
             with tf.GradientTape() as tape:
                 params, vpred, _, _ = policy.forward(mb_obs, mb_state, mb_starts)
-                pd = policy.distribution(params)
+                pd = policy.distribution(params, mb_masks)
                 neglogp = pd.neglogp(mb_act)
                 entropy = tf.reduce_mean(pd.entropy())
                 policy_loss, _, clipfrac = clipped_surrogate(neglogp, mb_oldnlp, mb_adv,
@@ -190,7 +198,7 @@ class Model(OnPolicyModel):
                              tf.constant(False)))
         stats = tf.concat([totals / tf.maximum(applied, 1.0),
                            [explained_variance(values, returns)]], axis=0)
-        return (stats, *self.after_update(last_obs, last_state, last_starts))
+        return (stats, *self.after_update(last_obs, last_state, last_starts, last_action_masks))
 
 
 def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs: int,

@@ -56,6 +56,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     # Under MPI every rank resumes from the checkpoint rank 0 wrote (same weights and count),
     # and the ranks stop together (a callback or a signal on one rank stops all).
     return run_on_policy(model, env, total_timesteps, options, loss_names=LOSSES,
-                         rollouts=policy_rollouts(config.gamma), schedule=schedule,
+                         rollouts=policy_rollouts(config.gamma, config.action_masks),
+                         schedule=schedule,
                          update=update, comm=model.comm,
                          workers_mean=model.workers_mean)

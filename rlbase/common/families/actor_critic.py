@@ -21,6 +21,7 @@ from rlbase.common import nested
 from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
 from rlbase.common.io.checkpoint import generator_state, set_generator_state
+from rlbase.common.loops.action_masks import check_masks
 from rlbase.common.loops.rollout import Rollout
 from rlbase.common.mpi_util import allreduce_mean, check_synced, sync_variables
 from rlbase.common.networks.compiled_policy import CompiledPolicy
@@ -85,6 +86,20 @@ class OnPolicyModel(TFModel):
         """The update, traced at its first use (a model built only to act never traces it)."""
         return compile_fn(self.train_graph, self._signature(), self.jit_compile)
 
+    @cached_property
+    def _train_masked(self) -> CompiledFunction:
+        """The update of a rollout with action masks (the rollout's and ``last_obs``'s, after
+        the scalars): traced only when a rollout has them, so unmasked runs are unchanged."""
+        size = self.policy.pd_head.size
+
+        def masked(*args: tf.Tensor) -> tuple[tf.Tensor, ...]:
+            *inputs, masks, last_masks = args
+            return self.train_graph(*inputs, action_masks=masks, last_action_masks=last_masks)
+
+        return compile_fn(masked, self._signature() + [
+            spec_like([self.num_envs * self.nsteps, size], np.bool_),
+            spec_like([self.num_envs, size], np.bool_)], self.jit_compile)
+
     def _signature(self) -> list[Any]:
         ob, ac, p = self.policy.ob_space, self.policy.ac_space, self.policy
         num_envs, nbatch = self.num_envs, self.num_envs * self.nsteps
@@ -107,10 +122,15 @@ class OnPolicyModel(TFModel):
         self.calls.sync()
 
     def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
-             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                   np.ndarray]:
-        """(actions, values, next state, neglogp of the actions) for a batch."""
-        return self.calls.step(obs, state, mask, deterministic)
+             deterministic: bool = False, action_masks: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(actions, values, next state, neglogp of the actions) for a batch; action_masks
+        ``[B, logits]``: the valid actions (None: all; see
+        :func:`~rlbase.common.loops.action_masks.check_masks`)."""
+        if action_masks is not None:
+            action_masks = check_masks(action_masks, self.action_space,
+                                       nested.batch_size(self.observation_space, obs))
+        return self.calls.step(obs, state, mask, deterministic, action_masks)
 
     def value(self, obs: Any, state: np.ndarray | None = None,
               mask: np.ndarray | None = None) -> np.ndarray:
@@ -120,6 +140,11 @@ class OnPolicyModel(TFModel):
         """``policy.step(..., deterministic=True)`` itself (the mode of the policy's
         distribution: argmax, per-dimension argmax, p > 0.5, the Gaussian mean), and a draw
         from that distribution with an explicit seed."""
+        if self.action_masking is not False:
+            raise RLBaseError(f"this {self.algorithm} model acts with action masks "
+                              f"(action_masks={self.action_masking!r}), which an exported "
+                              "policy cannot take yet: it would ignore them; act through "
+                              "predict(obs, action_masks=...) instead")
         policy = self.policy
 
         def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -217,29 +242,30 @@ class OnPolicyModel(TFModel):
         return variables, loss, self.calls.sync
 
     # -- training ---------------------------------------------------------------------------------
-    def behaviour(self, obs: Any, state: tf.Tensor, starts: tf.Tensor, actions: tf.Tensor
-                  ) -> tuple[tf.Tensor, tf.Tensor]:
+    def behaviour(self, obs: Any, state: tf.Tensor, starts: tf.Tensor, actions: tf.Tensor,
+                  action_masks: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
         """In-graph: (neglogp of ``actions``, values) of the policy that collected the rollout
-        (the weights have not changed since). A feed-forward policy on images takes the
-        rollout in blocks of ``BEHAVIOUR_ROWS`` frames, one after the other: PPO's 16,384-frame
-        Atari rollouts in one pass held ~5 GB of activations."""
+        (the weights have not changed since; its ``action_masks`` applied). A feed-forward
+        policy on images takes the rollout in blocks of ``BEHAVIOUR_ROWS`` frames, one after
+        the other: PPO's 16,384-frame Atari rollouts in one pass held ~5 GB of activations."""
         policy = self.policy
 
-        def outputs(o: Any, s: tf.Tensor, m: tf.Tensor, a: tf.Tensor
-                    ) -> tuple[tf.Tensor, tf.Tensor]:
+        def outputs(o: Any, s: tf.Tensor, m: tf.Tensor, a: tf.Tensor,
+                    am: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
             params, values, _, _ = policy.forward(o, s, m)
-            return policy.distribution(params).neglogp(a), values
+            return policy.distribution(params, am).neglogp(a), values
 
         rows = self.num_envs * self.nsteps
         if policy.recurrent or not has_images(policy.ob_space) or rows <= BEHAVIOUR_ROWS:
-            return outputs(obs, state, starts, actions)
+            return outputs(obs, state, starts, actions, action_masks)
         blocks = -(-rows // BEHAVIOUR_ROWS)
 
         def block(i: tf.Tensor, neglogps: tf.TensorArray, values: tf.TensorArray
                   ) -> tuple[tf.Tensor, tf.TensorArray, tf.TensorArray]:
             rows_i = slice(i * BEHAVIOUR_ROWS, (i + 1) * BEHAVIOUR_ROWS)
             neglogp, value = outputs(tf.nest.map_structure(lambda t: t[rows_i], obs),
-                                     state[rows_i], starts[rows_i], actions[rows_i])
+                                     state[rows_i], starts[rows_i], actions[rows_i],
+                                     None if action_masks is None else action_masks[rows_i])
             return i + 1, neglogps.write(i, neglogp), values.write(i, value)
 
         pieces = [tf.TensorArray(tf.float32, size=blocks, infer_shape=False,
@@ -249,26 +275,38 @@ class OnPolicyModel(TFModel):
                                             (tf.constant(0), *pieces), parallel_iterations=1)
         return tf.ensure_shape(neglogps.concat(), [rows]), tf.ensure_shape(values.concat(), [rows])
 
-    def train_graph(self, *args: tf.Tensor) -> tuple[tf.Tensor, ...]:
+    def train_graph(self, *args: tf.Tensor, action_masks: tf.Tensor | None = None,
+                    last_action_masks: tf.Tensor | None = None) -> tuple[tf.Tensor, ...]:
+        """The update (see the module's docstring). A model whose rollouts can carry action
+        masks (A2C, PPO) takes them as ``action_masks`` (``[nbatch, logits]``) and
+        ``last_action_masks`` (``[num_envs, logits]``, for :meth:`after_update`)."""
         raise NotImplementedError
 
     def after_update(self, last_obs: tf.Tensor, last_state: tf.Tensor,
-                     last_starts: tf.Tensor) -> tuple[tf.Tensor, ...]:
+                     last_starts: tf.Tensor, last_action_masks: tf.Tensor | None = None
+                     ) -> tuple[tf.Tensor, ...]:
         """In-graph, after the weights changed: the weights the numpy act path copies, or (on the
-        TF act path) the policy's step on the next observation, saving the next rollout's first
-        call."""
+        TF act path) the policy's step on the next observation (with its action masks),
+        saving the next rollout's first call."""
         if self.calls.actor is not None:
             return tuple(self.calls.actor_weights())
-        return tuple(self.policy.step(last_obs, last_state, last_starts))
+        if last_action_masks is None:
+            return tuple(self.policy.step(last_obs, last_state, last_starts))
+        return tuple(self.policy.step(last_obs, last_state, last_starts,
+                                      action_masks=last_action_masks))
 
     def train(self, rollout: Rollout, *scalars: float) -> tuple[dict[str, float], tuple | None]:
         """One update on a rollout. Returns the statistics and, on the TF act path, the policy's
         outputs (actions, values, state, neglogp) for ``rollout.last_obs`` under the new weights
         (None when acting in numpy: the mirror is refreshed instead)."""
-        stats, *outputs = self._train(
-            rollout.obs, rollout.actions, rollout.rewards, rollout.dones, rollout.starts,
-            rollout.state, rollout.last_obs, rollout.last_state, rollout.last_starts,
-            *[np.float32(s) for s in scalars])
+        inputs = (rollout.obs, rollout.actions, rollout.rewards, rollout.dones, rollout.starts,
+                  rollout.state, rollout.last_obs, rollout.last_state, rollout.last_starts,
+                  *[np.float32(s) for s in scalars])
+        if rollout.action_masks is None:
+            stats, *outputs = self._train(*inputs)
+        else:
+            stats, *outputs = self._train_masked(*inputs, rollout.action_masks,
+                                                 rollout.last_action_masks)
         values = dict(zip(self.stat_names, stats.numpy().tolist()))
         if self.calls.actor is not None:
             self.calls.sync(outputs)
@@ -280,10 +318,11 @@ class OnPolicyModel(TFModel):
         self._next_step = (leaves, step)
         return values, step
 
-    def act(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-        """Sample actions for the rollout: (actions, next recurrent state)."""
-        return self.calls.act(obs, state, mask)
+    def act(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray,
+            action_masks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Sample actions for the rollout: (actions, next recurrent state); ``action_masks``
+        (checked bool ``[B, logits]``): the valid actions."""
+        return self.calls.act(obs, state, mask, action_masks)
 
 
 def new_shuffle_seed() -> tf.Variable:

@@ -10,6 +10,7 @@ import numpy as np
 
 from rlbase.common.envs.make import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
+from rlbase.common.loops.action_masks import ActionMaskReader, masking_of
 from rlbase.common.vec_env import VecEnv
 
 StepCallback = Callable[[dict[str, Any], dict[str, Any]], Any]
@@ -17,7 +18,8 @@ StepCallback = Callable[[dict[str, Any], dict[str, Any]], Any]
 
 def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool = True,
                  render: bool = False, callback: StepCallback | None = None,
-                 successes: list[float] | None = None) -> tuple[list[float], list[int]]:
+                 successes: list[float] | None = None, action_masks: bool | str = False
+                 ) -> tuple[list[float], list[int]]:
     """Play ``n_episodes`` full episodes and return their returns and lengths.
 
     Episodes are shared out evenly over the envs (so short episodes are not over-counted).
@@ -31,6 +33,8 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
         ``episode_rewards`` and ``episode_lengths`` (the finished episodes' so far).
     successes: when given, each counted episode whose last info has ``is_success`` (goal
         envs) appends it (1.0 or 0.0) here.
+    action_masks: act among the valid actions the env reports (the setting of
+        :mod:`rlbase.common.loops.action_masks`; the model must take ``action_masks``).
     """
     env = ensure_monitor(env)
     n = env.num_envs
@@ -41,12 +45,20 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
     obs = env.reset()
     state = model.initial_states(n)
     starts = np.ones(n, dtype=np.float32)
+    reader = ActionMaskReader.for_env(env, action_masks)
+    masks = None if reader is None else reader.after_reset()
     while (counts < targets).any():
-        actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic)
+        if masks is None:
+            actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic)
+        else:
+            actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic,
+                                              action_masks=masks)
         if isinstance(env.action_space, gym.spaces.Box):
             actions = np.clip(actions, env.action_space.low, env.action_space.high)
         obs, rewards, terminated, truncated, infos = env.step(actions)
         done = terminated | truncated
+        if reader is not None:
+            masks = reader.after_step(infos, done)
         if render:
             env.render()
         if callback is not None:
@@ -76,23 +88,24 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
 def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = ...,
                     deterministic: bool = ..., render: bool = ...,
                     callback: StepCallback | None = ..., reward_threshold: float | None = ...,
-                    return_episode_rewards: Literal[False] = ..., warn: bool = ...
-                    ) -> tuple[float, float]: ...
+                    return_episode_rewards: Literal[False] = ..., warn: bool = ...,
+                    action_masks: bool | str | None = ...) -> tuple[float, float]: ...
 
 
 @overload
 def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = ...,
                     deterministic: bool = ..., render: bool = ...,
                     callback: StepCallback | None = ..., reward_threshold: float | None = ...,
-                    *, return_episode_rewards: Literal[True], warn: bool = ...
-                    ) -> tuple[list[float], list[int]]: ...
+                    *, return_episode_rewards: Literal[True], warn: bool = ...,
+                    action_masks: bool | str | None = ...) -> tuple[list[float], list[int]]: ...
 
 
 def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10,
                     deterministic: bool = True, render: bool = False,
                     callback: StepCallback | None = None,
                     reward_threshold: float | None = None,
-                    return_episode_rewards: bool = False, warn: bool = True
+                    return_episode_rewards: bool = False, warn: bool = True,
+                    action_masks: bool | str | None = None
                     ) -> tuple[float, float] | tuple[list[float], list[int]]:
     """Mean and standard deviation of the return over ``n_eval_episodes`` episodes (SB3's
     signature); the model sees observations normalized as in training (unless ``env``
@@ -106,14 +119,17 @@ def evaluate_policy(model: Any, env: Any, n_eval_episodes: int = 10,
     return_episode_rewards: return ``(episode returns, episode lengths)`` (lists) instead.
     warn: accepted for SB3's signature; rlbase puts a monitor below every normalization
         itself, so there is no unmonitored env to warn about.
+    action_masks: where the env's action masks come from (rlbase/docs/action_masking.md);
+        None: the model's own ``action_masks`` setting (False for models without one).
     """
     if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int | np.integer) \
             or n_eval_episodes < 1:
         raise RLBaseError(f"n_eval_episodes must be a positive integer, got "
                           f"{n_eval_episodes!r}")
     venv = model.normalized_like_training(as_vec_env(env))
+    masking = masking_of(model) if action_masks is None else action_masks
     returns, lengths = run_episodes(model, venv, n_eval_episodes, deterministic, render,
-                                    callback)
+                                    callback, action_masks=masking)
     mean, std = float(np.mean(returns)), float(np.std(returns))
     if reward_threshold is not None:
         assert mean >= reward_threshold, \
@@ -162,7 +178,8 @@ class Evaluator:
             self._wrapped = model.normalized_like_training(self.env)
         successes: list[float] = []
         returns, lengths = run_episodes(model, self._wrapped, self.n_episodes,
-                                        self.deterministic, successes=successes)
+                                        self.deterministic, successes=successes,
+                                        action_masks=masking_of(model))
         score = float(np.mean(returns))
         self.last_success_rate = float(np.mean(successes)) if successes else None
         self.last = (score, float(np.mean(lengths)))

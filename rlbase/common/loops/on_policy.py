@@ -63,14 +63,17 @@ class PolicyRollouts:
         self.runner.pending = pending
 
 
-def policy_rollouts(gamma: float) -> Callable[[TrainingLoop], Rollouts]:
+def policy_rollouts(gamma: float, action_masks: bool | str = False
+                    ) -> Callable[[TrainingLoop], Rollouts]:
     """The rollouts of A2C, ACKTR, PPO, TRPO and GAIL (truncations bootstrapped with
-    ``gamma``), made once the loop has restored a checkpoint on resume."""
+    ``gamma``; actions masked as ``action_masks`` says, see
+    :mod:`rlbase.common.loops.action_masks`), made once the loop has restored a checkpoint
+    on resume."""
     def make(loop: TrainingLoop) -> Rollouts:
         model = loop.model
         assert isinstance(model, OnPolicyModel)
         return PolicyRollouts(RolloutRunner(loop.env, model, nsteps=model.nsteps, gamma=gamma,
-                                            episodes=loop.episodes))
+                                            episodes=loop.episodes, action_masks=action_masks))
     return make
 
 

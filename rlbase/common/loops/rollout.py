@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlbase.common import nested
+from rlbase.common.loops.action_masks import ActionMaskReader
 from rlbase.common.loops.episodes import EpisodeStats
 from rlbase.common.loops.runners import AbstractEnvRunner
 from rlbase.common.vec_env import VecEnv
@@ -36,6 +37,9 @@ class Rollout:
     last_obs: Any            # [num_envs, *obs_shape], the observation after the rollout
     last_state: np.ndarray
     last_starts: np.ndarray
+    action_masks: np.ndarray | None = None       # [num_envs * nsteps, logits] bool: the valid
+    #                                              actions each step was taken among (None: all)
+    last_action_masks: np.ndarray | None = None  # [num_envs, logits], those of last_obs
 
 
 class RolloutRunner(AbstractEnvRunner):
@@ -46,8 +50,12 @@ class RolloutRunner(AbstractEnvRunner):
     """
 
     def __init__(self, env: VecEnv, model: Any, nsteps: int = 5, gamma: float = 0.99,
-                 episodes: EpisodeStats | None = None):
+                 episodes: EpisodeStats | None = None, action_masks: bool | str = False):
         super().__init__(env, model, nsteps, gamma, episodes)
+        # The envs' action masks (see rlbase.common.loops.action_masks), read after every
+        # reset and step; acting, and the update's log-probabilities, use the same ones.
+        self.mask_reader = ActionMaskReader.for_env(env, action_masks)
+        self.action_masks = None if self.mask_reader is None else self.mask_reader.after_reset()
         # After a resume at an episode boundary: the checkpointed run's step on these very
         # observations, so the resumed run takes the actions the uninterrupted one took.
         self.pending: tuple[np.ndarray, ...] | None = model.resumed_step(self.obs)
@@ -62,6 +70,9 @@ class RolloutRunner(AbstractEnvRunner):
         mb_rewards, mb_dones, mb_starts = (np.empty((num_envs, nsteps), np.float32)
                                            for _ in range(3))
         mb_bootstraps = np.zeros((num_envs, nsteps), dtype=np.float32)
+        reader = self.mask_reader
+        mb_masks = None if self.action_masks is None else \
+            np.empty((num_envs, nsteps, self.action_masks.shape[1]), bool)
         start_state = self.states
         if hooks is not None:
             hooks.start()
@@ -69,8 +80,13 @@ class RolloutRunner(AbstractEnvRunner):
             if self.pending is not None:
                 actions, _, states, _ = self.pending
                 self.pending = None
-            else:
+            elif mb_masks is None:
                 actions, states = self.model.act(self.obs, self.states, self.episode_starts)
+            else:
+                actions, states = self.model.act(self.obs, self.states, self.episode_starts,
+                                                 action_masks=self.action_masks)
+            if mb_masks is not None:
+                mb_masks[:, t] = self.action_masks
             nested.assign(obs_space, mb_obs, (slice(None), t), self.obs)
             mb_actions[:, t] = actions
             mb_starts[:, t] = self.episode_starts
@@ -83,6 +99,8 @@ class RolloutRunner(AbstractEnvRunner):
             self.collect_episodes(infos)
             done = (terminated | truncated).astype(np.float32)
             mb_dones[:, t] = done
+            if reader is not None:
+                self.action_masks = reader.after_step(infos, terminated | truncated)
             self.obs, self.states, self.episode_starts = obs, states, done
             if hooks is not None and not hooks.step((t + 1) * num_envs, {
                     "new_obs": obs, "rewards": env_rewards, "dones": done, "infos": infos,
@@ -94,7 +112,9 @@ class RolloutRunner(AbstractEnvRunner):
             obs=nested.pack(obs_space, [_rows(x) for x in nested.flatten(obs_space, mb_obs)]),
             actions=_rows(mb_actions), rewards=mb_rewards, bootstraps=mb_bootstraps,
             dones=mb_dones, starts=mb_starts.ravel(), state=start_state, last_obs=self.obs,
-            last_state=self.states, last_starts=self.episode_starts)
+            last_state=self.states, last_starts=self.episode_starts,
+            action_masks=None if mb_masks is None else _rows(mb_masks),
+            last_action_masks=self.action_masks)
 
 
 def _rows(x: np.ndarray) -> np.ndarray:

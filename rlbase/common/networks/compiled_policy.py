@@ -51,6 +51,24 @@ class CompiledPolicy:
         return compile_fn(lambda o, s, m: policy.step(o, s, m, True), self.signature,
                           self.jit_compile)
 
+    @property
+    def masked_signature(self) -> list:
+        return [*self.signature, spec_like([None, self.policy.pd_head.size], np.bool_)]
+
+    @cached_property
+    def masked_step_fn(self) -> CompiledFunction:
+        """``step_fn`` with action masks (traced on first use only: unmasked runs never
+        trace it)."""
+        policy = self.policy
+        return compile_fn(lambda o, s, m, am: policy.step(o, s, m, action_masks=am),
+                          self.masked_signature, self.jit_compile)
+
+    @cached_property
+    def masked_deterministic_step_fn(self) -> CompiledFunction:
+        policy = self.policy
+        return compile_fn(lambda o, s, m, am: policy.step(o, s, m, True, action_masks=am),
+                          self.masked_signature, self.jit_compile)
+
     @cached_property
     def value_fn(self) -> CompiledFunction:
         return compile_fn(self.policy.value, self.signature, self.jit_compile)
@@ -63,18 +81,27 @@ class CompiledPolicy:
         return obs, state, mask
 
     def step(self, obs: np.ndarray, state: np.ndarray | None = None,
-             mask: np.ndarray | None = None, deterministic: bool = False
+             mask: np.ndarray | None = None, deterministic: bool = False,
+             action_masks: np.ndarray | None = None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(actions, values, next state, neglogp of the actions) for a batch."""
-        fn = self.deterministic_step_fn if deterministic else self.step_fn
-        return tuple(t.numpy() for t in fn(*self._inputs(obs, state, mask)))
+        """(actions, values, next state, neglogp of the actions) for a batch; action_masks
+        ``[B, logits]`` (bool): the valid actions (None: all)."""
+        inputs = self._inputs(obs, state, mask)
+        if action_masks is None:
+            fn = self.deterministic_step_fn if deterministic else self.step_fn
+            return tuple(t.numpy() for t in fn(*inputs))
+        fn = self.masked_deterministic_step_fn if deterministic else self.masked_step_fn
+        return tuple(t.numpy() for t in fn(*inputs, action_masks))
 
-    def act(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
+    def act(self, obs: np.ndarray, state: np.ndarray, mask: np.ndarray,
+            action_masks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Sample actions for a rollout: (actions, next state). The fastest path available."""
         if self.actor is not None:
-            return self.actor.act(obs), state
-        actions, _, new_state, _ = self.step_fn(obs, state, mask)
+            return self.actor.act(obs, action_masks=action_masks), state
+        if action_masks is None:
+            actions, _, new_state, _ = self.step_fn(obs, state, mask)
+        else:
+            actions, _, new_state, _ = self.masked_step_fn(obs, state, mask, action_masks)
         return actions.numpy(), new_state.numpy()
 
     def value(self, obs: np.ndarray, state: np.ndarray | None = None,

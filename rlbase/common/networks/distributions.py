@@ -18,6 +18,18 @@ from rlbase.common.errors import RLBaseError
 from rlbase.common.networks.registry import Composite, Dense
 
 LOG_2PI = math.log(2.0 * math.pi)
+#: the logit a masked-out action gets: exp(MASKED_LOGIT - logsumexp) is exactly 0 in float32,
+#: so its probability and its share of the entropy (0 * MASKED_LOGIT) are 0, while -inf would
+#: give 0 * -inf = NaN there (sb3-contrib's MaskableCategorical uses -1e8 likewise)
+MASKED_LOGIT = -1e8
+
+
+def masked_logits(logits: tf.Tensor, action_masks: tf.Tensor) -> tf.Tensor:
+    """``logits`` where ``action_masks`` is true (a valid action), :data:`MASKED_LOGIT`
+    elsewhere; masks ``[B, n]`` (bool, or 0/1 numbers) of the logits' shape. The masked
+    entries are constants, so no gradient reaches their logits."""
+    valid = tf.cast(action_masks, tf.bool)
+    return tf.where(valid, logits, tf.constant(MASKED_LOGIT, logits.dtype))
 
 
 def gumbel_noise(shape: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
@@ -221,9 +233,24 @@ class DistributionHead(Composite, keras.layers.Layer):
             out = tf.concat([out, tf.zeros_like(out) + self.logstd], axis=-1)
         return out
 
-    def distribution(self, params: tf.Tensor) -> Distribution:
+    @property
+    def maskable(self) -> bool:
+        """Whether action masks apply: Discrete and MultiDiscrete actions (one mask entry per
+        logit)."""
+        return self.kind in ("categorical", "multicategorical")
+
+    def distribution(self, params: tf.Tensor, action_masks: tf.Tensor | None = None
+                     ) -> Distribution:
+        """The distribution of ``params``; with ``action_masks`` (``[B, size]``, Discrete and
+        MultiDiscrete only) the invalid actions' logits are set to :data:`MASKED_LOGIT`, so
+        sampling, the mode, log-probabilities and the entropy all see only valid actions."""
         dtype = tf.as_dtype(self.action_dtype)
         space = self.action_space
+        if action_masks is not None:
+            if not self.maskable:
+                raise RLBaseError(f"action masks need a Discrete or MultiDiscrete action space, "
+                                  f"got {space}")
+            params = masked_logits(params, action_masks)
         if isinstance(space, gym.spaces.Discrete):
             return Categorical(params, int(space.start), dtype)
         if isinstance(space, gym.spaces.MultiDiscrete):

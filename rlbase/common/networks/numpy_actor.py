@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlbase.common.nested import is_nested
+from rlbase.common.networks.distributions import MASKED_LOGIT
 from rlbase.common.networks.policies import ActorCriticPolicy
 from rlbase.common.networks.registry import MLP
 
@@ -118,10 +119,15 @@ class NumpyActor:
             h = self.activation(h)
         return h @ self.head_kernel + self.head_bias
 
-    def act(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:
-        """One action per observation, with the dtype of the action space."""
+    def act(self, obs: np.ndarray, deterministic: bool = False,
+            action_masks: np.ndarray | None = None) -> np.ndarray:
+        """One action per observation, with the dtype of the action space; ``action_masks``
+        ``[B, logits]`` (Discrete/MultiDiscrete): invalid actions' logits set to
+        MASKED_LOGIT, as the TF policy does."""
         params = self.params(obs)
         space, kind = self.head.action_space, self.head.kind
+        if action_masks is not None:
+            params = np.where(action_masks, params, np.float32(MASKED_LOGIT))
         if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) and not deterministic:
             params = params + self.rng.gumbel(size=params.shape)
         if isinstance(space, gym.spaces.Discrete):

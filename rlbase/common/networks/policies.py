@@ -202,15 +202,19 @@ class ActorCriticPolicy(Composite, keras.Model):
         q = self.q_head(vlatent) if self.q_head is not None else None
         return self.pd_head(latent), values, new_state, q
 
-    def distribution(self, params: tf.Tensor) -> Distribution:
-        return self.pd_head.distribution(params)
+    def distribution(self, params: tf.Tensor, action_masks: tf.Tensor | None = None
+                     ) -> Distribution:
+        """The action distribution (invalid actions masked out when ``action_masks``)."""
+        return self.pd_head.distribution(params, action_masks)
 
     def step(self, obs: tf.Tensor, state: tf.Tensor, starts: tf.Tensor,
-             deterministic: bool = False, one_step: bool = False
+             deterministic: bool = False, one_step: bool = False,
+             action_masks: tf.Tensor | None = None
              ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
-        """Act: (actions, values, new state, neglogp of the actions)."""
+        """Act: (actions, values, new state, neglogp of the actions); ``action_masks``
+        ``[B, logits]``: 1 where an action is valid (None: all are)."""
         params, values, new_state, _ = self.forward(obs, state, starts, one_step)
-        pd = self.distribution(params)
+        pd = self.distribution(params, action_masks)
         actions = pd.mode() if deterministic else pd.sample(self.next_seed())
         return actions, values, new_state, pd.neglogp(actions)
 

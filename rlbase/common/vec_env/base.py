@@ -25,6 +25,14 @@ class VecEnv(ABC):
         self.num_envs = num_envs
         self.observation_space = observation_space
         self.action_space = action_space
+        self._reset_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+
+    @property
+    def reset_infos(self) -> list[dict[str, Any]]:
+        """SB3's ``reset_infos``: each env's info from its latest reset (``reset()``, or the
+        autoreset inside the step that ended its episode; ``infos`` of that step hold the
+        ended episode's last info). Empty dicts where a VecEnv does not record them."""
+        return self._reset_infos
 
     @abstractmethod
     def reset(self) -> np.ndarray:
@@ -65,6 +73,11 @@ class VecEnv(ABC):
 
     def set_attr(self, name: str, value: Any, indices: Indices = None) -> None:
         """Set an attribute of the underlying envs (all, or those of ``indices``)."""
+        raise NotImplementedError
+
+    def has_attr(self, name: str) -> bool:
+        """SB3's ``has_attr``: whether every underlying env has ``name`` (looked up through
+        its gymnasium wrappers); asking never fails."""
         raise NotImplementedError
 
     def env_is_wrapped(self, wrapper_class: type, indices: Indices = None) -> list[bool]:
@@ -134,6 +147,13 @@ class VecEnvWrapper(VecEnv):
 
     def env_is_wrapped(self, wrapper_class: type, indices: Indices = None) -> list[bool]:
         return self.venv.env_is_wrapped(wrapper_class, indices)
+
+    def has_attr(self, name: str) -> bool:
+        return self.venv.has_attr(name)
+
+    @property
+    def reset_infos(self) -> list[dict[str, Any]]:
+        return self.venv.reset_infos
 
     @property
     def render_fps(self) -> float | None:

@@ -35,9 +35,14 @@ class GymVecEnv(VecEnv):
 
     def reset(self) -> np.ndarray:
         # gymnasium takes one seed per env as a list (its stub says int).
-        obs, _ = self.vector_env.reset(seed=self._seeds)  # type: ignore[arg-type]
+        obs, info = self.vector_env.reset(seed=self._seeds)  # type: ignore[arg-type]
         self._seeds = None  # seed once; later resets continue the envs' own RNG streams
+        self._note_reset_infos(info)
         return obs
+
+    def _note_reset_infos(self, info: dict[str, Any]) -> None:
+        """Keep a reset's infos, one dict per env (:attr:`reset_infos`)."""
+        self._reset_infos = [_split_info_one(info, i) for i in range(self.num_envs)]
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
@@ -54,6 +59,8 @@ class GymVecEnv(VecEnv):
         final_info = info.get("final_info")
         if final_obs_mask is not None:
             for i in np.flatnonzero(final_obs_mask).tolist():
+                # (same-step autoreset: the top-level info of an env that ended is its reset's)
+                self._reset_infos[i] = dict(infos[i])
                 if final_info:
                     infos[i].update(_split_info_one(final_info, i))
                 infos[i]["final_observation"] = info["final_obs"][i]
@@ -96,6 +103,11 @@ class GymVecEnv(VecEnv):
         for i in self._indices(indices):
             values[i] = value
         self.vector_env.set_attr(name, values)
+
+    def has_attr(self, name: str) -> bool:
+        # gymnasium's Env.has_wrapper_attr, called in each env (in its worker process too):
+        # calling a missing method instead would fail, and stop a SubprocVecEnv's workers.
+        return all(self._call_all("has_wrapper_attr", name))
 
     def env_is_wrapped(self, wrapper_class: type, indices: Indices = None) -> list[bool]:
         # Each env's ResetNotes answers (in its worker process for a SubprocVecEnv).

@@ -100,8 +100,9 @@ class SubprocVecEnv(GymVecEnv):
             self._async.reset_async(seed=self._seeds)  # type: ignore[arg-type]  # one per env
         self._await("reset", AsyncState.WAITING_RESET)
         with self._reported("reset"):
-            obs, _ = self._async.reset_wait()
+            obs, info = self._async.reset_wait()
         self._seeds = None
+        self._note_reset_infos(info)
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:

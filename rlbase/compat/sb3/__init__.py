@@ -10,6 +10,7 @@ from rlbase.compat.sb3.dqn import DQN
 from rlbase.compat.sb3.es import ES
 from rlbase.compat.sb3.gail import GAIL
 from rlbase.compat.sb3.ppo import PPO
+from rlbase.compat.sb3.ppo_mask import MaskablePPO
 from rlbase.compat.sb3.pretraining import ExpertDataset
 from rlbase.compat.sb3.qlearning import QLearning
 from rlbase.compat.sb3.qrdqn import QRDQN
@@ -18,4 +19,5 @@ from rlbase.compat.sb3.tqc import TQC
 from rlbase.compat.sb3.trpo import TRPO
 
 __all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "GAIL",
-           "PPO", "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO", "generate_expert_traj"]
+           "MaskablePPO", "PPO", "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO",
+           "generate_expert_traj"]

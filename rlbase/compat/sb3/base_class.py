@@ -30,6 +30,7 @@ from rlbase.common.base_model import (
 from rlbase.common.buffers.her_replay_buffer import HerReplayBuffer
 from rlbase.common.envs.make import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
+from rlbase.common.families.actor_critic import OnPolicyModel
 from rlbase.common.io.serialization import NORMALIZE_HINT, library_versions, load_file
 from rlbase.common.logs import logger
 from rlbase.common.logs.logger import Logger, configure_logger
@@ -268,9 +269,19 @@ class BaseRLModel:
         return state, mask
 
     def step(self, obs: Any, state: Any = None, mask: Any = None,
-             deterministic: bool = False) -> tuple:
+             deterministic: bool = False, action_masks: Any = None) -> tuple:
         """The algorithm model's ``step`` (so evaluate_policy takes a class instance)."""
-        return self._require_model().step(obs, state, mask, deterministic=deterministic)
+        model = self._require_model()
+        if action_masks is None:
+            return model.step(obs, state, mask, deterministic=deterministic)
+        return _maskable(model, type(self).__name__).step(
+            obs, state, mask, deterministic=deterministic, action_masks=action_masks)
+
+    @property
+    def action_masking(self) -> bool | str:
+        """The model's ``action_masks`` setting (where evaluate_policy reads the env's masks
+        from; False for algorithms without one)."""
+        return self._require_model().action_masking
 
     def initial_states(self, batch: int) -> np.ndarray:
         return self._require_model().initial_states(batch)
@@ -284,17 +295,22 @@ class BaseRLModel:
         return self._require_model().normalized_like_training(venv)
 
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic: bool = False, *, mask: Any = None
+                deterministic: bool = False, *, mask: Any = None, action_masks: Any = None
                 ) -> tuple[np.ndarray, np.ndarray | None]:
         """SB3's predict: ``(actions, next state)`` (see rlbase/docs/sb3_names.md);
-        ``mask`` is ``episode_start``'s Stable Baselines 2 name.
+        ``mask`` is ``episode_start``'s Stable Baselines 2 name; ``action_masks``
+        (sb3-contrib's): the valid actions, ``[n]`` or ``[B, n]`` (actor-critic models).
         """
         if mask is not None and episode_start is not None:
             raise RLBaseError("predict: give episode_start or its old name mask, not both")
         model = self._require_model()
         obs, batched, n = self._batch(observation)
         state, starts = self._state_mask(n, state, episode_start if mask is None else mask)
-        actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic)
+        if action_masks is None:
+            actions, _, state, _ = model.step(obs, state, starts, deterministic=deterministic)
+        else:
+            actions, _, state, _ = _maskable(model, type(self).__name__).step(
+                obs, state, starts, deterministic=deterministic, action_masks=action_masks)
         actions = np.asarray(actions)
         if isinstance(self.action_space, gym.spaces.Box):
             actions = np.clip(actions, self.action_space.low, self.action_space.high)
@@ -650,6 +666,15 @@ class BaseRLModel:
         if env is None:
             raise RLBaseError("test() needs an env: pass one or set_env() first")
         return evaluate_policy(self, env, num_episodes, deterministic)
+
+
+def _maskable(model: BaseModel, name: str) -> OnPolicyModel:
+    """``model`` when its ``step`` takes action masks (the actor-critic models), else a
+    one-line error."""
+    if not isinstance(model, OnPolicyModel):
+        raise RLBaseError(f"{name} does not act with action masks: action_masks is for the "
+                          "actor-critic algorithms (a2c, ppo, acktr, trpo, gail, acer)")
+    return model
 
 
 def _nested_batch(space: gym.Space, observation: Any) -> tuple[Any, bool, int]:
