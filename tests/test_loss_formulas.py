@@ -88,6 +88,7 @@ def test_q_retrace_by_hand() -> None:
 def test_trust_region_adjust_projects_only_rows_over_delta() -> None:
     g, k = f32([1, 0], [1, 1], [0.1, 0]), f32([1, 0], [0, 2], [1, 0])
     z, k_dot_g, adj = (t.numpy() for t in trust_region_adjust(g, k, 0.5))
+    assert EPS == 1e-6  # Baselines' ACER epsilon, also in log(f + eps) and rho = f / (mu + eps)
     np.testing.assert_allclose(k_dot_g, [1.0, 2.0, 0.1], rtol=1e-6)
     # (k.g - delta) / (|k|^2 + eps): 0.5 / (1 + eps), 1.5 / (4 + eps), and 0 below delta
     np.testing.assert_allclose(adj, [0.5 / (1 + EPS), 1.5 / (4 + EPS), 0.0], rtol=1e-6)

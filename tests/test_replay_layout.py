@@ -64,7 +64,8 @@ def check_all(buffer: FrameStackReplayBuffer, truth: dict) -> None:
     ages = range(1, buffer._limit(buffer.filled) + 1)
     if not len(ages):
         return
-    idx = np.concatenate([buffer._flat((buffer.pos - 1 - a) % buffer.rows) for a in ages])
+    n = buffer.num_envs
+    idx = np.concatenate([((buffer.pos - 1 - a) % buffer.rows) * n + np.arange(n) for a in ages])
     batch = buffer.get(idx)
     for k, i in enumerate(idx):
         obs, action, reward, next_obs, terminated, truncated = truth[int(i)]
@@ -89,6 +90,7 @@ def add(buffer: FrameStackReplayBuffer, truth: dict, step: tuple[np.ndarray, ...
     (10, 3, 4, 5),     # ceil(10 / 3) = 4 rows are fewer than nstack + 1
     (31, 3, 4, 11),    # ceil(31 / 3) = 11
     (12, 2, 2, 6),
+    (4, 2, 3, 4),      # odd nstack: nstack + 1 = 4 rows
 ])
 def test_rows_and_capacity(size, num_envs, nstack, rows) -> None:
     buffer = FrameStackReplayBuffer(size, num_envs, (2, 3, nstack), np.int32, nstack)
@@ -113,6 +115,31 @@ def test_channels_first_and_scalar_frames_split_on_their_axis() -> None:
     assert buffer.axis == 0 and buffer.frames.shape == (10, 1, 2)
 
 
+@pytest.mark.parametrize("ob_shape, axis", [((2, 4, 3), 1), ((6,), 0)])
+def test_stacks_along_a_middle_axis_and_of_vectors(ob_shape, axis) -> None:
+    """Frames stacked along axis 1 of (2, 4, 3) (two frames of (2, 2, 3)), or vectors of 6 as
+    three frames of 2: every stored observation comes back whole."""
+    nstack = 2 if axis == 1 else 3
+    buffer = FrameStackReplayBuffer(30, 3, ob_shape, np.int32, nstack, stack_axis=axis)
+    rng, truth = np.random.default_rng(0), {}
+    frame_shape = list(ob_shape)
+    frame_shape[axis] //= nstack
+    stacks = [[rng.integers(0, 1000, frame_shape) for _ in range(nstack)] for _ in range(3)]
+    for _ in range(25):
+        obs = np.stack([np.concatenate(s, axis=axis) for s in stacks])
+        new = [rng.integers(0, 1000, frame_shape) for _ in range(3)]
+        next_obs = np.stack([np.concatenate(s[1:] + [f], axis=axis)
+                             for s, f in zip(stacks, new)])
+        done = np.zeros(3, bool)
+        valid, _ = add(buffer, truth, (obs, np.arange(3), np.ones(3, np.float32), next_obs, done,
+                                       done))
+        if buffer.filled > 1:  # the row before the newest: flat indices row * 3 + env
+            row = (buffer.pos - 2) % buffer.rows
+            assert valid.tolist() == [3 * row, 3 * row + 1, 3 * row + 2]
+        stacks = [s[1:] + [f] for s, f in zip(stacks, new)]
+        check_all(buffer, truth)
+
+
 def test_each_step_makes_one_row_sampleable_and_ages_one_out() -> None:
     """rows 5, nstack 2: the oldest sampleable age is min(filled - 1, rows - nstack) = 3."""
     buffer = FrameStackReplayBuffer(10, 2, (2, 3, 2), np.int32, 2)
@@ -128,27 +155,41 @@ def test_each_step_makes_one_row_sampleable_and_ages_one_out() -> None:
     check_all(buffer, truth)
 
 
-@pytest.mark.parametrize("nstack", [1, 3])
+@pytest.mark.parametrize("size, nstack, steps", [(3, 2, 6), (300, 2, 305)])
+def test_a_full_ring_ages_a_row_out_every_step(size, nstack, steps) -> None:
+    """Once full, each step's row pushes the oldest sampleable one out, also for the smallest
+    ring (nstack + 1 rows: one sampleable row) and a long one (limits above 256)."""
+    buffer = FrameStackReplayBuffer(size, 1, (2, 3, nstack), np.int32, nstack)
+    stream, truth = Stream(1, nstack), {}
+    limit = buffer.rows - nstack
+    for t in range(1, steps + 1):
+        valid, invalid = add(buffer, truth, stream.step(p_end=0.0))
+        assert valid.tolist() == ([] if t == 1 else [(t - 2) % buffer.rows])
+        aged = t - 1 > limit
+        assert invalid.tolist() == ([(t - 2 - limit) % buffer.rows] if aged else [])
+    check_all(buffer, truth)
+
+
+@pytest.mark.parametrize("nstack", [1, 3, 4])
 def test_start_observations_keep_their_own_older_frames(nstack) -> None:
-    buffer = FrameStackReplayBuffer(60, 2, (2, 3, nstack), np.int32, nstack)
-    stream, truth = Stream(2, nstack, seed=nstack), {}
+    buffer = FrameStackReplayBuffer(60, 3, (2, 3, nstack), np.int32, nstack)
+    stream, truth = Stream(3, nstack, seed=nstack), {}
     for _ in range(80):
         add(buffer, truth, stream.step(p_end=0.3))
         check_all(buffer, truth)
-    first = buffer.start_frames[0]
-    assert first.shape == (nstack - 1, 2, 3, 1) and first.dtype == np.int32
-    if nstack == 1:  # nothing older than the one frame, kept as an empty array
-        assert all(f.shape == (0, 2, 3, 1) for f in buffer.start_frames.values())
+    assert buffer.start_frames  # nstack 1: nothing older than the one frame, an empty array
+    for older in buffer.start_frames.values():
+        assert older.shape == (nstack - 1, 2, 3, 1) and older.dtype == np.int32
 
 
 def test_a_reset_in_mid_episode_cuts_the_stored_episodes() -> None:
     """A second learn() (or a resume) resets the envs with episodes unfinished: the newest
     transitions end there, keeping their true next observations, and no stack reaches back
     into the cut episode."""
-    buffer = FrameStackReplayBuffer(40, 2, (2, 3, 3), np.int32, 3)
+    buffer = FrameStackReplayBuffer(40, 3, (2, 3, 3), np.int32, 3)
     buffer.start_episodes()          # nothing stored yet: nothing to cut
     assert buffer.filled == 0 and not buffer.final_frames
-    stream, truth = Stream(2, 3), {}
+    stream, truth = Stream(3, 3), {}
     for t in range(30):
         if t in (7, 8, 19):
             buffer.start_episodes()
@@ -158,10 +199,10 @@ def test_a_reset_in_mid_episode_cuts_the_stored_episodes() -> None:
     row = (buffer.pos - 1) % buffer.rows
     buffer.start_episodes()
     assert buffer.ended[row].all()
-    for e in range(2):
-        if not truth[row * 2 + e][4]:  # a terminated step's next observation is never used
-            np.testing.assert_array_equal(buffer.final_frames[row * 2 + e],
-                                          truth[row * 2 + e][3][..., -1:])
+    for e in range(3):
+        if not truth[row * 3 + e][4]:  # a terminated step's next observation is never used
+            np.testing.assert_array_equal(buffer.final_frames[row * 3 + e],
+                                          truth[row * 3 + e][3][..., -1:])
 
 
 def test_overwritten_slots_forget_their_episode_frames() -> None:
@@ -182,26 +223,28 @@ SPACE = gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (2, 2), np.uint8),
 
 
 def test_nested_buffer_round_trip_keeps_each_leaf_and_dtype() -> None:
-    buffer = make_replay_buffer(4, SPACE, ac_shape=(2,), ac_dtype=np.float32)
+    buffer = make_replay_buffer(6, SPACE, ac_shape=(2,), ac_dtype=np.float32)
     assert isinstance(buffer, NestedReplayBuffer)
     assert [leaf.dtype for leaf in buffer.obs_leaves] == [np.uint8, np.int64, np.float32]
-    assert [leaf.shape for leaf in buffer.obs_leaves] == [(4, 2, 2), (4,), (4, 3)]
+    assert [leaf.shape for leaf in buffer.obs_leaves] == [(6, 2, 2), (6,), (6, 3)]
 
-    def obs(t: int) -> dict:
-        return {"image": np.full((1, 2, 2), t, np.uint8), "x": np.full((1, 3), t / 10, np.float32),
-                "k": np.array([t % 5])}
+    def obs(t: int) -> dict:  # two envs: t and t + 100
+        return {"image": np.array([np.full((2, 2), t), np.full((2, 2), t + 100)], np.uint8),
+                "x": np.array([[t / 10] * 3, [t / 10 + 1] * 3], np.float32),
+                "k": np.array([t % 5, (t + 1) % 5])}
 
-    for t in range(6):
-        valid, invalid = buffer.add(obs(t), np.full((1, 2), t, np.float32), [t], obs(t + 50),
-                                    [t == 5], [False])
-        assert valid.tolist() == [t % 4] and invalid.tolist() == []
-    batch = buffer.get(np.array([1, 0]))   # slot 1 holds t = 5, slot 0 t = 4
-    np.testing.assert_array_equal(batch.obs["image"][:, 0, 0], [5, 4])
-    np.testing.assert_array_equal(batch.obs["k"], [0, 4])
-    np.testing.assert_allclose(batch.next_obs["x"][:, 0], [5.5, 5.4], rtol=1e-6)
-    np.testing.assert_array_equal(batch.next_obs["image"][:, 0, 0], [55, 54])
-    np.testing.assert_array_equal(batch.actions[:, 0], [5, 4])
-    np.testing.assert_array_equal(batch.dones, [1.0, 0.0])
+    for t in range(4):
+        valid, invalid = buffer.add(obs(t), np.full((2, 2), t, np.float32), [t, -t], obs(t + 50),
+                                    [t == 3, False], [False, False])
+        assert valid.tolist() == [(2 * t) % 6, (2 * t + 1) % 6] and invalid.tolist() == []
+    batch = buffer.get(np.array([1, 0, 4]))   # slots 0/1 hold t = 3, slots 4/5 t = 2
+    np.testing.assert_array_equal(batch.obs["image"][:, 0, 0], [103, 3, 2])
+    np.testing.assert_array_equal(batch.obs["k"], [4, 3, 2])
+    np.testing.assert_allclose(batch.next_obs["x"][:, 0], [6.3, 5.3, 5.2], rtol=1e-6)
+    np.testing.assert_array_equal(batch.next_obs["image"][:, 0, 0], [153, 53, 52])
+    np.testing.assert_array_equal(batch.actions[:, 0], [3, 3, 2])
+    np.testing.assert_array_equal(batch.rewards, [-3, 3, 2])
+    np.testing.assert_array_equal(batch.dones, [0.0, 1.0, 0.0])
 
 
 def test_the_right_buffer_for_each_space() -> None:
@@ -246,6 +289,7 @@ def test_memory_check_counts_every_array(monkeypatch) -> None:
 def test_prioritized_buffer_over_frames_zeroes_the_slots_that_age_out() -> None:
     storage = FrameStackReplayBuffer(10, 2, (2, 3, 2), np.int32, 2)
     buffer = PrioritizedReplayBuffer(storage, alpha=1.0)
+    assert buffer.capacity == storage.capacity == 10
     with pytest.raises(RLBaseError, match="empty"):
         buffer.sample_indices(1, np.random.default_rng(0))
     stream = Stream(2, 2)
