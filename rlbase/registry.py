@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
 import os
 import pkgutil
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Any, Callable
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.families.her_baselines import BASELINES_HER
-from rlbase.common.io.memory import check_rollout
+from rlbase.common.io.memory import check_rollout, rollout_step_bytes
 from rlbase.common.io.serialization import load_file, space_from_json
 from rlbase.common.precision import precision_scope
 
@@ -189,15 +188,12 @@ def whole_number(value: Any, low: int) -> bool:
 
 
 def _step_bytes(metadata: dict[str, Any]) -> int:
-    """The bytes one rollout step holds at least: the observation and action as the file's
-    spaces describe them, and a reward, value, done flag and log-probability (4 bytes each)."""
-    total = 16
+    """The bytes one rollout step holds at least, from the file's spaces (one it cannot read
+    counts as nothing)."""
+    spaces: list[Any] = []  # gymnasium spaces, None where unreadable
     for key in ("observation_space", "action_space"):
         try:
-            space = space_from_json(metadata[key])
+            spaces.append(space_from_json(metadata[key]))
         except (KeyError, RLBaseError, TypeError, ValueError):
-            continue
-        dtype = getattr(space, "dtype", None)
-        itemsize = dtype.itemsize if dtype is not None else 4
-        total += math.prod(int(n) for n in getattr(space, "shape", None) or ()) * itemsize
-    return total
+            spaces.append(None)
+    return rollout_step_bytes(*spaces)

@@ -87,3 +87,13 @@ def test_an_observation_of_another_shape_names_the_env_the_step_and_both_shapes(
     message = str(err.value)
     assert "(ShapeShifter-v0) returned an observation of shape (4,) at step 4 " in message
     assert "observation space has shape (3,)" in message
+
+
+@pytest.mark.parametrize("alg", ["a2c", "acktr", "ppo", "trpo"])  # ACER: its buffer check
+def test_a_rollout_that_cannot_fit_is_refused_before_the_envs_reset(alg):
+    """--nsteps=1e12 was numpy's 116 TiB allocation traceback at the first rollout."""
+    learn = registry.get_algorithm(alg).learn
+    with pytest.raises(RLBaseError, match=r"rollout of nsteps=1,000,000,000,000 x 1 env\(s\) "
+                                          r"\(the nsteps given\) needs .* lower nsteps"):
+        learn("mlp", make_vec_env("CartPole-v1", num_env=1, seed=0), total_timesteps=10,
+              seed=0, nsteps=10**12)

@@ -7,8 +7,12 @@ what a structure will need with the memory available now, before training starts
 
 from __future__ import annotations
 
+import math
 import os
 
+import gymnasium as gym
+
+from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 
 
@@ -50,6 +54,21 @@ def check_fits(what: str, count: int, unit_bytes: int, unit: str, fix: str) -> N
         raise RLBaseError(f"the {what} needs {count:,} {unit} x {unit_bytes:,} bytes = "
                           f"{human_bytes(need)}, more than the {human_bytes(available)} of memory "
                           f"available: {fix}")
+
+
+def rollout_step_bytes(*spaces: gym.Space | None) -> int:
+    """The bytes one rollout step holds at least: each space's leaves (observation, action;
+    None: unknown, counted as nothing), and a reward, value, done flag and log-probability
+    (4 bytes each)."""
+    total = 16
+    for space in spaces:
+        if space is None:
+            continue
+        for leaf in nested.leaf_spaces(space):
+            dtype = getattr(leaf, "dtype", None)
+            itemsize = dtype.itemsize if dtype is not None else 4
+            total += math.prod(int(n) for n in getattr(leaf, "shape", None) or ()) * itemsize
+    return total
 
 
 def check_rollout(nsteps: int, num_envs: int, step_bytes: int, where: str) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from rlbase.common import nested
 from rlbase.common.buffers.transitions import bootstraps_truncation
+from rlbase.common.io.memory import check_rollout, rollout_step_bytes
 from rlbase.common.loops.episodes import EpisodeStats
 from rlbase.common.vec_env import VecEnv
 
@@ -20,6 +21,11 @@ class AbstractEnvRunner(ABC):
 
     def __init__(self, env: VecEnv, model: Any, nsteps: int, gamma: float = 0.99,
                  episodes: EpisodeStats | None = None):
+        # Before the envs reset: a rollout that cannot fit is one line, not numpy's traceback
+        # at the first allocation.
+        check_rollout(nsteps, env.num_envs, rollout_step_bytes(env.observation_space,
+                                                               env.action_space),
+                      "the nsteps given")
         self.env = env
         self.gamma = gamma
         self.model = model
