@@ -29,8 +29,9 @@ def f32(*rows: object) -> tf.Tensor:
 
 def test_discriminator_accuracy_counts_a_zero_logit_as_wrong() -> None:
     """D = 0.5 is right for neither label (tests/test_gail.py checks the loss's terms)."""
-    *_, p_acc, e_acc = discriminator_loss(f32(1.0, -2.0, 0.0), f32(3.0, 0.0, -1.0), 0.5)
-    assert p_acc.numpy() == pytest.approx(1 / 3) and e_acc.numpy() == pytest.approx(1 / 3)
+    *_, p_acc, e_acc = discriminator_loss(f32(1.0, -2.0, 0.0, -3.0), f32(3.0, 0.0, -1.0, 2.0),
+                                          0.5)
+    assert p_acc.numpy() == pytest.approx(2 / 4) and e_acc.numpy() == pytest.approx(2 / 4)
 
 
 def test_discriminator_loss_rewards_separating_the_labels() -> None:
