@@ -1,7 +1,7 @@
 """TQC: the truncated target atoms, the quantile Huber loss and the actor's loss on numbers
 worked out by hand, the same through the networks (terminations end the return, truncations
 bootstrap), every variable trained, no retracing, save/load/resume, the class, the CLI, bad
-input, and learning Pendulum (slow)."""
+input (about 30 s in all), and learning Pendulum (slow)."""
 
 import math
 
@@ -233,7 +233,6 @@ def test_save_load_round_trip(tmp_path):
     assert more.num_timesteps == 80
 
 
-@pytest.mark.slow  # the resume code is SAC's (tests/test_sac.py's fast check); 40 s here
 def test_resume_continues_exactly(tmp_path):
     kw = dict(SMALL, learning_starts=15, buffer_size=50)
 
