@@ -48,6 +48,7 @@ from rlbase.common.loops.signals import (
     StopExit,
     graceful_interrupt,
     ignore_stop_signals,
+    stop_at_once,
     stop_requested,
 )
 from rlbase.common.misc_util import DETERMINISTIC_OPS_ENV, import_tensorflow_quietly
@@ -419,7 +420,8 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
             env_kwargs = dict(saved.get("env_kwargs") or
                               (saved.get("hyperparameters") or {}).get("env_kwargs") or {})
 
-    check_env_kwargs(args.env, env_kwargs)
+    with stop_at_once():  # it makes one env, whose constructor may hang
+        check_env_kwargs(args.env, env_kwargs)
     abort_on_error()  # under mpiexec a rank's crash ends every rank (no job hangs)
     rank = mpi_rank()
     formats = log_formats(args) if rank == 0 else []
@@ -435,7 +437,8 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     if args.env_timeout is not None:  # read where rlbase makes subprocess workers
 
         os.environ[ENV_TIMEOUT_VARIABLE] = str(args.env_timeout)
-    env = build_env(args, env_type, num_env, args.seed, env_kwargs)
+    with stop_at_once():  # an env constructor that hangs must not outlast a SIGTERM
+        env = build_env(args, env_type, num_env, args.seed, env_kwargs)
     if args.alg == "her":  # Baselines' settings derived from the episode length
 
         spec = env.get_attr("spec", indices=[0])[0]

@@ -74,3 +74,26 @@ class HangingEnv(FaultyEnv):
 
 
 gym.register("FaultyHang-v0", entry_point=lambda **kw: HangingEnv(**kw))
+
+
+class HangingConstructor(FaultyEnv):
+    """An env whose constructor never returns (a simulator waiting on a license server):
+    everywhere, or with ``workers_only`` only in env worker processes (the main process's copy,
+    made to read the spaces, is fine). Writes ``$RLBASE_TEST_HANG_MARK`` before it hangs."""
+
+    def __init__(self, workers_only: bool = False):
+        import multiprocessing
+
+        super().__init__()
+        if workers_only and multiprocessing.parent_process() is None:
+            return
+        mark = os.environ.get("RLBASE_TEST_HANG_MARK")
+        if mark:
+            with open(mark, "a") as f:
+                f.write(f"{os.getpid()}\n")
+        while True:
+            time.sleep(3600)
+
+
+gym.register("FaultyHangingConstructor-v0",
+             entry_point=lambda **kw: HangingConstructor(**kw))

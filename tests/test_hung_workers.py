@@ -5,6 +5,7 @@ worker, and a worker count no machine can run is refused up front."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -178,6 +179,49 @@ def test_sigterm_while_subprocess_workers_hang_exits_130_within_seconds(alg, ext
     assert "still busy with step when asked to stop" in text, text[-3000:]
     assert "Traceback" not in text, text[-3000:]
     assert model.exists() and "saved model to" in text, text[-3000:]
+
+
+@pytest.mark.parametrize("vec_env, env_kwargs", [
+    ("subproc", "{'workers_only': True}"),   # the workers' constructors hang
+    ("subproc", "{}"),                       # the main process's copy (read for the spaces)
+    ("dummy", "{}"),
+])
+def test_sigterm_while_an_env_constructor_hangs_exits_130_within_seconds(vec_env, env_kwargs,
+                                                                         tmp_path, monkeypatch):
+    """Nothing is trained yet while the envs are made, so a stop ends the run at once instead
+    of waiting for a safe point a constructor that never returns would never reach (it did:
+    SIGTERM printed 'stopping at the next safe point' and the run lived on)."""
+    mark = tmp_path / "hung"
+    monkeypatch.setitem(ENV, "RLBASE_TEST_HANG_MARK", str(mark))
+    out = tmp_path / "out.txt"
+    proc = start_cli(["--alg=ppo", "--env=FaultyHangingConstructor-v0", "--gym_packages",
+                      "fault_envs", f"--vec_env={vec_env}", "--num_env=2",
+                      f"--env_kwargs={env_kwargs}", "--num_timesteps=1000", "--no_progress"],
+                     out)
+    try:
+        end = time.monotonic() + 120
+        while not mark.exists():
+            assert proc.poll() is None and time.monotonic() < end, out.read_text()[-3000:]
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        proc.wait(15)
+        elapsed = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = out.read_text()
+    assert proc.returncode == INTERRUPTED_EXIT_CODE and elapsed < 15, text[-3000:]
+    assert "received while making the envs: stopping now" in text, text[-3000:]
+    assert "Stopped before training: nothing to save" in text, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    pids = [int(p) for p in mark.read_text().split()]
+    time.sleep(0.5)
+    for pid in pids:  # no worker left behind, hung in its constructor
+        assert not os.path.exists(f"/proc/{pid}") or \
+            open(f"/proc/{pid}/stat").read().split()[2] == "Z", pid
 
 
 def test_the_env_timeout_flag_reaches_the_workers(monkeypatch):

@@ -41,7 +41,7 @@ from typing import Any
 
 INTERRUPTED_EXIT_CODE = 130  # the shell's convention for Ctrl-C (128 + SIGINT); also SIGTERM's
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_state = {"requested": False, "noted": False}
+_state = {"requested": False, "noted": False, "at_once": False}
 #: how often a wait for env workers checks for a stop request (seconds)
 POLL_INTERVAL_S = 0.1
 #: how long workers may still take to answer after a stop request: a healthy step or reset
@@ -104,11 +104,31 @@ def wait_or_stop(ready: Callable[[float], bool], timeout: float | None) -> str |
 
 
 def clear_stop() -> None:
-    _state.update(requested=False, noted=False)
+    _state.update(requested=False, noted=False, at_once=False)
+
+
+@contextlib.contextmanager
+def stop_at_once() -> Iterator[None]:
+    """A block with nothing to save yet (the CLI making its envs): a stop request inside it
+    ends the process at once (:class:`StopExit`) instead of waiting for a safe point, which an
+    env constructor that never returns would never reach."""
+    if stop_requested():
+        raise StopExit()
+    _state["at_once"] = True
+    try:
+        yield
+    finally:
+        _state["at_once"] = False
 
 
 def _handler(signum: int, frame: Any) -> None:
     name = signal.Signals(signum).name
+    if _state["at_once"] and not _state["requested"]:
+        _state.update(requested=True, at_once=False)
+        print(f"rlbase: {name} received while making the envs: stopping now", file=sys.stderr,
+              flush=True)
+        print("Stopped before training: nothing to save", flush=True)
+        raise StopExit()
     if not _state["requested"]:
         _state["requested"] = True
         print(f"rlbase: {name} received: stopping at the next safe point and saving the model",

@@ -73,12 +73,19 @@ class SubprocVecEnv(GymVecEnv):
         check_worker_count(len(env_fns))
         self.timeout = env_timeout(timeout)
         fns = [_WorkerEnvFn(fn, i) for i, fn in enumerate(env_fns)]
+        before = set(multiprocessing.active_children())
         try:
             vector_env = AsyncVectorEnv(fns, context=context,
                                         autoreset_mode=AutoresetMode.SAME_STEP)
-        except (EOFError, OSError) as exc:  # a worker died while building its env
-            raise EnvWorkerError("an env worker died while creating its env (its traceback is "
-                                 f"printed above): {type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:
+            # Workers ignore SIGTERM: those started here are killed, or the interpreter's exit
+            # would wait for them (one still building its env never ends by itself).
+            for process in set(multiprocessing.active_children()) - before:
+                process.kill()
+            if isinstance(exc, (EOFError, OSError)):  # a worker died while building its env
+                raise EnvWorkerError("an env worker died while creating its env (its traceback "
+                                     f"is printed above): {type(exc).__name__}: {exc}") from exc
+            raise
         for process in vector_env.processes:
             # Workers ignore SIGTERM: gymnasium's forced close (a timeout, garbage collection)
             # must SIGKILL them, or it would wait for them forever.
