@@ -41,11 +41,12 @@ def test_quantile_huber_loss_by_hand():
     #   theta_1 = 2 (tau 0.75): u = -1.5, -3, 1 -> Huber 1.0, 2.5, 0.5;
     #     weights 0.25, 0.25, 0.75 -> 0.25 + 0.625 + 0.375 = 1.25, / 3
     #   sum over i of the means over j: 1.03125 / 3 + 1.25 / 3 = 0.7604167 (73/96).
-    # Second transition: every atom equals every quantile, no loss.
-    quantiles = tf.constant([[0.0, 2.0], [1.0, 1.0]])
-    targets = tf.constant([[0.5, -1.0, 3.0], [1.0, 1.0, 1.0]])
+    # Second transition: every atom equals every quantile, no loss; the third repeats the
+    # first (three transitions of two quantiles: the levels follow N, not the batch size).
+    quantiles = tf.constant([[0.0, 2.0], [1.0, 1.0], [0.0, 2.0]])
+    targets = tf.constant([[0.5, -1.0, 3.0], [1.0, 1.0, 1.0], [0.5, -1.0, 3.0]])
     np.testing.assert_allclose(quantile_huber_loss(quantiles, targets).numpy(),
-                               [73 / 96, 0.0], rtol=1e-6)
+                               [73 / 96, 0.0, 73 / 96], rtol=1e-6)
     # The asymmetry: the same values at the swapped levels give another loss. theta = (2, 0):
     #   theta_0 = 2 (tau 0.25): u = -1.5, -3, 1 -> Huber 1, 2.5, 0.5; weights 0.75, 0.75, 0.25
     #     -> 2.75; theta_1 = 0 (tau 0.75): u = 0.5, -1, 3 -> Huber 0.125, 0.5, 2.5; weights
