@@ -183,7 +183,8 @@ def test_sigterm_while_subprocess_workers_hang_exits_130_within_seconds(alg, ext
 
 @pytest.mark.parametrize("vec_env, env_kwargs", [
     ("subproc", "{'workers_only': True}"),   # the workers' constructors hang
-    ("subproc", "{}"),                       # the main process's copy (read for the spaces)
+    # the main process's copy (read for the spaces): the same path as dummy's (~20 s each)
+    pytest.param("subproc", "{}", marks=pytest.mark.slow),
     ("dummy", "{}"),
 ])
 def test_sigterm_while_an_env_constructor_hangs_exits_130_within_seconds(vec_env, env_kwargs,
