@@ -101,10 +101,11 @@ def test_critic_target_is_exact():
 
 
 def test_actor_loss_is_exact():
-    got = losses.actor_loss(tf.constant([-1.0, 0.5]), tf.constant([2.0, 3.0]),
+    got = losses.actor_loss(tf.constant([-1.0, 1.5]), tf.constant([2.0, 3.0]),
                             tf.constant([1.5, 4.0]), tf.constant(0.2))
-    # mean(0.2 * -1 - 1.5, 0.2 * 0.5 - 3) = mean(-1.7, -2.9)
-    assert got.numpy() == pytest.approx(-2.3, rel=1e-6)
+    # mean(0.2 * -1 - 1.5, 0.2 * 1.5 - 3) = mean(-1.7, -2.7) (log-probabilities for which
+    # alpha * mean(log pi) and alpha + mean(log pi) differ: 0.05 against 0.45)
+    assert got.numpy() == pytest.approx(-2.2, rel=1e-6)
 
 
 def test_temperature_loss_and_its_gradient_are_exact():
