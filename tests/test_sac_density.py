@@ -86,3 +86,20 @@ def test_density_integrates_to_one_over_the_box():
     density = model.action_probability(obs, actions=grid)
     cell = (HIGH[0] - LOW[0]) * (HIGH[1] - LOW[1]) / n ** 2
     assert abs(density.sum() * cell - 1.0) < 0.02
+
+
+def test_output_layers_start_uniform_in_one_over_root_fan_in():
+    """PyTorch's nn.Linear initialization (the peer's): weights and biases uniform in
+    +-1/sqrt(fan_in), so they fill that range and stay inside it."""
+    from keras import layers
+
+    from rlbase.common.families.squashed_gaussian import reinit_torch_linear
+
+    layer = layers.Dense(64)
+    layer.build((None, 256))
+    reinit_torch_linear(layer)
+    bound = 1.0 / math.sqrt(256)
+    for values in (layer.kernel.numpy(), layer.bias.numpy()):
+        assert np.abs(values).max() <= bound
+    assert np.abs(layer.kernel.numpy()).max() > 0.95 * bound
+    assert layer.kernel.numpy().min() < -0.95 * bound
