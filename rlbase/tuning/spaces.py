@@ -243,6 +243,15 @@ SPACES: dict[str, Space] = {
         "tau": _TAU,
         "top_quantiles_to_drop_per_net": Integer(0, 5),
     },
+    # CrossQ: SAC's space without tau (no target networks) and with the actor's delay
+    "crossq": {
+        "gamma": _GAMMA,
+        "batch_size": PowerOfTwo(5, 11),
+        "lr": _LR,
+        "train_freq": Integer(1, 10),
+        "gradient_steps": SameAs("train_freq"),
+        "policy_delay": Integer(1, 5),
+    },
 }
 
 

@@ -5,6 +5,7 @@ from rlbase.compat.sb3.acer import ACER
 from rlbase.compat.sb3.acktr import ACKTR
 from rlbase.compat.sb3.base_class import BaseRLModel
 from rlbase.compat.sb3.behaviour_cloning import generate_expert_traj
+from rlbase.compat.sb3.crossq import CrossQ
 from rlbase.compat.sb3.ddpg import DDPG, TD3
 from rlbase.compat.sb3.dqn import DQN
 from rlbase.compat.sb3.es import ES
@@ -18,6 +19,6 @@ from rlbase.compat.sb3.sac import SAC
 from rlbase.compat.sb3.tqc import TQC
 from rlbase.compat.sb3.trpo import TRPO
 
-__all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "DDPG", "DQN", "ES", "ExpertDataset", "GAIL",
-           "MaskablePPO", "PPO", "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO",
+__all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "CrossQ", "DDPG", "DQN", "ES", "ExpertDataset",
+           "GAIL", "MaskablePPO", "PPO", "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO",
            "generate_expert_traj"]

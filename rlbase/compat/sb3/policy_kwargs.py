@@ -18,7 +18,9 @@ from rlbase.common.errors import RLBaseError
 _ACTOR_CRITIC = ("a2c", "ppo", "acer", "trpo")
 _SEPARATE_VALUE_NET = ("a2c", "ppo", "trpo")
 # Algorithms whose actor and critics each have their own torso (SB3's TD3/DDPG/SAC policies).
-_CONTINUOUS = ("ddpg", "sac", "tqc")
+_CONTINUOUS = ("ddpg", "sac", "tqc", "crossq")
+# sb3-contrib's CrossQ policy keys that are CrossQ's config fields of the same names.
+_CROSSQ_FIELDS = ("batch_norm", "batch_norm_momentum", "batch_norm_eps", "renorm_warmup_steps")
 
 # SB3 keys accepted with one value only: key -> (the value, what happens instead).
 _FIXED: dict[str, tuple[Any, str]] = {
@@ -62,6 +64,14 @@ def net_arch(algorithm: str, arch: Any) -> tuple[dict[str, Any], dict[str, Any]]
     fields: dict[str, Any] = {}
     if arch is None:
         return fields, network
+    if algorithm == "crossq":  # separate actor (pi) and critic (qf) widths, as sb3-contrib's
+        parts = arch if isinstance(arch, dict) else {"pi": arch, "qf": arch}
+        if set(parts) != {"pi", "qf"}:
+            raise RLBaseError(f"net_arch={arch}: crossq takes a list or dict(pi=[...], "
+                              "qf=[...])")
+        network["layer_sizes"] = _widths(parts["pi"], "net_arch['pi']")
+        fields["critic_layer_sizes"] = tuple(_widths(parts["qf"], "net_arch['qf']"))
+        return fields, network
     if isinstance(arch, dict):
         parts = {k: _widths(v, f"net_arch[{k!r}]") for k, v in arch.items()}
         widths = list(parts.values())
@@ -80,7 +90,7 @@ def net_arch(algorithm: str, arch: Any) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def _n_critics(algorithm: str, value: Any) -> dict[str, Any]:
-    if algorithm == "tqc":  # a config field there (sb3-contrib's TQC: any number >= 1)
+    if algorithm in ("tqc", "crossq"):  # a config field there (sb3-contrib: any number >= 1)
         return {"n_critics": value}
     if algorithm == "ddpg" and value in (1, 2) and not isinstance(value, bool):
         return {"twin_q": value == 2}
@@ -116,6 +126,8 @@ def translate_policy_kwargs(algorithm: str, policy_kwargs: dict[str, Any],
         kwargs.update(arch)
     if "n_critics" in kwargs:
         fields.update(_n_critics(algorithm, kwargs.pop("n_critics")))
+    if algorithm == "crossq":
+        fields.update({k: kwargs.pop(k) for k in _CROSSQ_FIELDS if k in kwargs})
     if "n_quantiles" in kwargs:
         if algorithm not in ("tqc", "qrdqn"):
             raise RLBaseError(f"n_quantiles is not an option of {algorithm}'s policy (TQC's "
