@@ -97,3 +97,16 @@ class HangingConstructor(FaultyEnv):
 
 gym.register("FaultyHangingConstructor-v0",
              entry_point=lambda **kw: HangingConstructor(**kw))
+
+
+class StuckSetter(FaultyEnv):
+    """Setting its ``stuck`` attribute never returns (a simulator locked while reconfigured)."""
+
+    @property
+    def stuck(self) -> int:
+        return 0
+
+    @stuck.setter
+    def stuck(self, value: int) -> None:
+        while True:
+            time.sleep(3600)

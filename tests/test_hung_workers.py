@@ -129,6 +129,21 @@ def test_stop_request_does_not_cut_a_healthy_step_short():
         venv.close()
 
 
+def test_set_attr_on_a_hung_worker_times_out_naming_the_call():
+    from fault_envs import StuckSetter
+
+    venv = SubprocVecEnv([lambda: StuckSetter() for _ in range(2)], timeout=2)
+    try:
+        venv.set_attr("render_fps", 7)  # a healthy set still works
+        assert venv.get_attr("render_fps") == [7, 7]
+        start = time.monotonic()
+        with pytest.raises(EnvWorkerError, match=r"did not answer set_attr\('stuck'\) within 2"):
+            venv.set_attr("stuck", 1, indices=[1])
+        assert time.monotonic() - start < 10
+    finally:
+        venv.close()
+
+
 def test_close_kills_workers_hung_in_a_pending_step():
     venv = hanging()
     venv.reset()

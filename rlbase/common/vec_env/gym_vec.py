@@ -85,7 +85,7 @@ class GymVecEnv(VecEnv):
     def replay_resets(self, notes: list[dict[str, Any] | None]) -> None:
         """The next reset repeats each env's noted reset instead of seeding it again (a note
         of None: that env's reset draws on from its own state)."""
-        self.vector_env.set_attr("replay_reset", list(notes))
+        self._set_all("replay_reset", list(notes))
         self._seeds = None
 
     def env_method(self, name: str, *args: Any, indices: Indices = None,
@@ -97,12 +97,12 @@ class GymVecEnv(VecEnv):
 
     def set_attr(self, name: str, value: Any, indices: Indices = None) -> None:
         if indices is None:
-            self.vector_env.set_attr(name, [value] * self.num_envs)
+            self._set_all(name, [value] * self.num_envs)
             return
         values = list(self._call_all(name))  # the others keep theirs
         for i in self._indices(indices):
             values[i] = value
-        self.vector_env.set_attr(name, values)
+        self._set_all(name, values)
 
     def has_attr(self, name: str) -> bool:
         # gymnasium's Env.has_wrapper_attr, called in each env (in its worker process too):
@@ -116,6 +116,10 @@ class GymVecEnv(VecEnv):
     def _call_all(self, name: str, *args: Any, **kwargs: Any) -> Sequence[Any]:
         """Every env's ``name`` (called with the arguments when it is callable)."""
         return self.vector_env.call(name, *args, **kwargs)
+
+    def _set_all(self, name: str, values: list[Any]) -> None:
+        """Env i's attribute ``name`` set to ``values[i]``."""
+        self.vector_env.set_attr(name, values)
 
     def _indices(self, indices: Indices) -> list[int]:
         if indices is None:

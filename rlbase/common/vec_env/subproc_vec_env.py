@@ -129,6 +129,25 @@ class SubprocVecEnv(GymVecEnv):
         with self._reported(name):
             return self._async.call_wait()
 
+    def _set_all(self, name: str, values: list[Any]) -> None:
+        """gymnasium's set_attr, with the answers awaited like a step's (its own wait has no
+        timeout: a hung worker would hang the caller)."""
+        venv = self._async
+        with self._reported(f"set_attr({name!r})"):
+            venv._assert_is_running()
+            if venv._state != AsyncState.DEFAULT:
+                raise RuntimeError(f"set_attr while a call to {venv._state.value} is pending")
+            if len(values) != self.num_envs:
+                raise ValueError(f"set_attr needs one value per env ({self.num_envs}), got "
+                                 f"{len(values)}")
+            for pipe, value in zip(venv.parent_pipes, values):
+                pipe.send(("_setattr", (name, value)))
+        self._await(f"set_attr({name!r})", venv._state,
+                    {pipe: i for i, pipe in enumerate(venv.parent_pipes)})
+        with self._reported(f"set_attr({name!r})"):
+            _, successes = zip(*[pipe.recv() for pipe in venv.parent_pipes])
+            venv._raise_if_errors(successes)
+
     def _await(self, call: str, state: AsyncState,
                pipes: dict[Any, int] | None = None) -> None:
         """Wait until every worker's answer to ``call`` is in its pipe (gymnasium's own wait
