@@ -302,7 +302,7 @@ def test_crossq_class_and_cli(tmp_path):
 def test_pendulum_at_the_classic_control_settings():
     """rlbase/hyperparams/crossq.yml classic_control (sb3-contrib's defaults with the zoo's
     Pendulum row: policy_delay 2, 256x256 nets), 5000 steps: a deterministic evaluation of
-    -300 or better (2026-11-29: -132.2 in 178 s). Broken variant it was seen to fail on: trained
+    -300 or better (2026-11-29: -132.2 in 134 s). Broken variant it was seen to fail on: trained
     on zeroed rewards (seed 0), the same evaluation gives -1536.4."""
     from rlbase.common.envs.make import make_vec_env
 
