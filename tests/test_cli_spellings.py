@@ -116,6 +116,11 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     # sac, qlearning, es
     ("sac", "learning_rate=1e-4", {"lr": 1e-4}),
     ("sac", "target_update_interval=4", {"target_update_gradient_steps": 4}),
+    ("tqc", "learning_rate=1e-4", {"lr": 1e-4}),
+    ("tqc", "target_update_interval=4", {"target_update_gradient_steps": 4}),
+    ("crossq", "learning_rate=1e-4", {"lr": 1e-4}),
+    ("crossq", "target_update_interval=1", {"target_update_gradient_steps": 1}),
+    ("qrdqn", "learning_rate=1e-4", {"lr": 1e-4}),
     ("qlearning", "learning_rate=0.3", {"lr": 0.3}),
     ("qlearning", "epsilon=0.5", {"exploration_initial_eps": 0.5}),
     ("qlearning", "epsilon_min=0.05", {"exploration_final_eps": 0.05}),
