@@ -21,14 +21,14 @@ import numpy as np
 import tensorflow as tf
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.families.continuous import (
-    check_continuous_action_space,
-    check_observation_space,
+from rlbase.common.families.soft_actor_critic import (
+    ADAM_EPSILON,
+    SoftActorCriticAgent,
+    checked_build_inputs,
 )
-from rlbase.common.families.soft_actor_critic import ADAM_EPSILON, SoftActorCriticAgent
 from rlbase.common.families.squashed_gaussian import squashed_sample, temperature_loss
 from rlbase.common.schedules import get_schedule_fn
-from rlbase.common.tf_util import Adam, configure_threads
+from rlbase.common.tf_util import Adam
 from rlbase.crossq import losses
 from rlbase.crossq.config import CrossQConfig
 from rlbase.crossq.networks import CrossQCritic, NormalizedMLP
@@ -198,13 +198,6 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
         by default, and activation (relu by default) for every network (sb3-contrib's).
     config: CrossQ's parameters (critic_layer_sizes: the critics' widths).
     """
-    box = check_continuous_action_space(action_space, ALGORITHM)
-    check_observation_space(observation_space, ALGORITHM)
-    # TF's own thread pools: 512-row batches through N 1024x1024 critics.
-    configure_threads("large")
-    kwargs = dict(network_kwargs)
-    if network == "mlp":
-        kwargs.setdefault("activation", "relu")
-        kwargs.setdefault("num_hidden", 256)
-        kwargs.setdefault("num_layers", 2)
+    box, kwargs = checked_build_inputs(observation_space, action_space, network, network_kwargs,
+                                       ALGORITHM, num_hidden=256, num_layers=2)
     return Model(observation_space, box, num_envs, network, kwargs, config)

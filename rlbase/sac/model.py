@@ -16,10 +16,8 @@ import gymnasium as gym
 
 from rlbase.common.families.continuous import (
     Critic,
-    check_continuous_action_space,
-    check_observation_space,
 )
-from rlbase.common.tf_util import configure_threads
+from rlbase.common.families.soft_actor_critic import checked_build_inputs
 from rlbase.sac.config import SACConfig, parse_ent_coef
 from rlbase.sac.graph import SACGraph
 from rlbase.sac.networks import q_network
@@ -60,13 +58,7 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
         two ReLU layers of 256 units.
     config: SAC's parameters.
     """
-    box = check_continuous_action_space(action_space, ALGORITHM)
-    check_observation_space(observation_space, ALGORITHM)
-    # TF's own thread pools, not one thread: each training call works on whole 256-row
-    # minibatches through 256x256 layers (see rlbase/docs/algorithms/sac.md for the figures).
-    configure_threads("large")
-    kwargs = dict(network_kwargs)
-    if network == "mlp":
-        kwargs.setdefault("activation", "relu")
-        kwargs.setdefault("num_hidden", 256)
+    # (TF's thread pools: figures in rlbase/docs/algorithms/sac.md)
+    box, kwargs = checked_build_inputs(observation_space, action_space, network, network_kwargs,
+                                       ALGORITHM, num_hidden=256)
     return Model(observation_space, box, num_envs, network, kwargs, config)

@@ -14,12 +14,7 @@ from typing import Any
 import gymnasium as gym
 import tensorflow as tf
 
-from rlbase.common.families.continuous import (
-    check_continuous_action_space,
-    check_observation_space,
-)
-from rlbase.common.families.soft_actor_critic import SoftActorCriticAgent
-from rlbase.common.tf_util import configure_threads
+from rlbase.common.families.soft_actor_critic import SoftActorCriticAgent, checked_build_inputs
 from rlbase.tqc import losses
 from rlbase.tqc.config import TQCConfig
 from rlbase.tqc.networks import QuantileCritic
@@ -90,12 +85,6 @@ def build_model(observation_space: gym.Space, action_space: gym.Space, num_envs:
         TQC nets, two ReLU layers of 256 units.
     config: TQC's parameters.
     """
-    box = check_continuous_action_space(action_space, ALGORITHM)
-    check_observation_space(observation_space, ALGORITHM)
-    # TF's own thread pools: whole 256-row minibatches through N + 1 256x256 networks.
-    configure_threads("large")
-    kwargs = dict(network_kwargs)
-    if network == "mlp":
-        kwargs.setdefault("activation", "relu")
-        kwargs.setdefault("num_hidden", 256)
+    box, kwargs = checked_build_inputs(observation_space, action_space, network, network_kwargs,
+                                       ALGORITHM, num_hidden=256)
     return Model(observation_space, box, num_envs, network, kwargs, config)

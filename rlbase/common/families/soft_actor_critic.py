@@ -34,7 +34,12 @@ import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.buffers.raw_replay import random_streams, sample_minibatches
-from rlbase.common.families.continuous import ContinuousAgent, build_torso
+from rlbase.common.families.continuous import (
+    ContinuousAgent,
+    build_torso,
+    check_continuous_action_space,
+    check_observation_space,
+)
 from rlbase.common.families.soft_actor_critic_config import (
     SoftActorCriticConfig,
     parse_ent_coef,
@@ -44,7 +49,13 @@ from rlbase.common.families.squashed_gaussian import Actor, squashed_sample, tem
 from rlbase.common.loops.off_policy import OffPolicyHooks
 from rlbase.common.networks.policy_graph import PolicyGraph, scale_to_bounds
 from rlbase.common.schedules import get_schedule_fn
-from rlbase.common.tf_util import Adam, CompiledFunction, compile_fn, spec_like
+from rlbase.common.tf_util import (
+    Adam,
+    CompiledFunction,
+    compile_fn,
+    configure_threads,
+    spec_like,
+)
 
 # PyTorch's Adam epsilon (the peer's); Keras' default is 1e-7.
 ADAM_EPSILON = 1e-8
@@ -344,3 +355,22 @@ class SoftActorCriticHooks(OffPolicyHooks[SoftActorCriticAgent]):
 
     def n_updates(self) -> int:
         return self.model.grad_steps
+
+
+def checked_build_inputs(observation_space: gym.Space, action_space: gym.Space, network: Any,
+                         network_kwargs: dict[str, Any], algorithm: str,
+                         **mlp_defaults: Any) -> tuple[gym.spaces.Box, dict[str, Any]]:
+    """What every soft actor-critic builder starts with: the spaces checked (one line naming
+    ``algorithm`` for a space it cannot take), TensorFlow's own thread pools (each training
+    call works on whole minibatches through wide layers), and the network kwargs with the
+    'mlp' defaults (ReLU, and ``mlp_defaults`` such as num_hidden) under the user's.
+    Returns (the Box action space, the kwargs)."""
+    box = check_continuous_action_space(action_space, algorithm)
+    check_observation_space(observation_space, algorithm)
+    configure_threads("large")
+    kwargs = dict(network_kwargs)
+    if network == "mlp":
+        kwargs.setdefault("activation", "relu")
+        for key, value in mlp_defaults.items():
+            kwargs.setdefault(key, value)
+    return box, kwargs
