@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rlbase.common.families.soft_actor_critic import SoftActorCriticHooks
+from rlbase.common.families.soft_actor_critic import LEARN_NOTES, SoftActorCriticHooks
 from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.off_policy import run_off_policy
 from rlbase.common.loops.training_loop import LoopOptions
@@ -23,16 +23,10 @@ class CrossQHooks(SoftActorCriticHooks):
 
 
 @config_signature(CONFIG, notes={
+    **LEARN_NOTES,
     "network": "'mlp' (CrossQ builds its own batch-normalized MLPs)",
-    "env": "a VecEnv with a Box action space (a gymnasium env or an env id is wrapped)",
-    "seed": "seed of python, numpy, TensorFlow, the envs, the policy's noise and the replay "
-            "sampling",
     "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the deterministic "
                 "policy (tanh of the Gaussian's mean, the networks in inference mode) on",
-    "callback": "called after every vectorized env step as callback(model, info); returning "
-                "False stops",
-    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
-                       "holds the model, replay buffer and generators",
     "**network_kwargs": "'mlp's layer_sizes (or num_layers (2), num_hidden (256)) of the "
                         "actor and activation (relu) of every network; SB3's names "
                         "(learning_rate, ...) are taken out first"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rlbase.common.families.soft_actor_critic import SoftActorCriticHooks
+from rlbase.common.families.soft_actor_critic import LEARN_NOTES, SoftActorCriticHooks
 from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.off_policy import run_off_policy
 from rlbase.common.loops.training_loop import LoopOptions
@@ -14,18 +14,9 @@ from rlbase.sac.config import CONFIG
 from rlbase.sac.model import Model, build_model
 
 
-@config_signature(CONFIG, notes={
+@config_signature(CONFIG, notes={**LEARN_NOTES,
     "network": "a feed-forward registry network name ('mlp', ...) or builder, the torso of "
                "the actor and of each critic",
-    "env": "a VecEnv with a Box action space (a gymnasium env or an env id is wrapped)",
-    "seed": "seed of python, numpy, TensorFlow, the envs, the policy's noise and the replay "
-            "sampling",
-    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the deterministic "
-                "policy (tanh of the Gaussian's mean) on",
-    "callback": "called after every vectorized env step as callback(model, info); returning "
-                "False stops",
-    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
-                       "holds the model, replay buffer and generators",
     "**network_kwargs": "passed to the network builder ('mlp': num_layers (2), num_hidden "
                         "(256 here), activation (relu here), layer_sizes, layer_norm); SB3's "
                         "names (learning_rate, target_update_interval, ...) are taken out "

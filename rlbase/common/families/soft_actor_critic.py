@@ -374,3 +374,18 @@ def checked_build_inputs(observation_space: gym.Space, action_space: gym.Space, 
         for key, value in mlp_defaults.items():
             kwargs.setdefault(key, value)
     return box, kwargs
+
+
+#: learn()'s notes every soft actor-critic algorithm shares (rlbase.common.loops.learning's
+#: config_signature); each adds its own "network" and "**network_kwargs"
+LEARN_NOTES = {
+    "env": "a VecEnv with a Box action space (a gymnasium env or an env id is wrapped)",
+    "seed": "seed of python, numpy, TensorFlow, the envs, the policy's noise and the replay "
+            "sampling",
+    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the deterministic "
+                "policy (tanh of the Gaussian's mean) on",
+    "callback": "called after every vectorized env step as callback(model, info); returning "
+                "False stops",
+    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
+                       "holds the model, replay buffer and generators",
+}
