@@ -9,7 +9,7 @@ import numpy as np
 from rlbase import registry
 from rlbase.common.errors import RLBaseError
 from rlbase.common.families.q_learning.best_model import BestModelRule
-from rlbase.common.families.q_learning.hooks import QLearningHooks, train_q_learning
+from rlbase.common.families.q_learning.hooks import LEARN_NOTES, QLearningHooks, train_q_learning
 from rlbase.common.loops.baselines_callback import baselines_callback as baselines_callback
 from rlbase.common.loops.learning import config_signature, network_first, start_learning
 from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop, crossings
@@ -23,19 +23,7 @@ ALGORITHM = "dqn"
 
 @network_first
 @config_signature(CONFIG, notes={
-    "network": "a registered feed-forward network name (mlp, cnn, conv_only...) or a builder",
-    "env": "a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped)",
-    "seed": "seed of python, numpy, TensorFlow, the envs and the exploration (None: unseeded)",
-    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the greedy policy on; "
-                "it also scores best_model_interval's models",
-    "callback": "called after every vector env step as callback(model, info); returning False "
-                "stops. Baselines' callback(lcl, glb) (parameters named so, or wrapped in "
-                "baselines_callback) is called before every env step with Baselines' locals "
-                "(t, episode_rewards, ..., see rlbase.common.loops.baselines_callback) and stops "
-                "training by returning True",
-    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
-                       "holds the model, replay buffer, counters, generators and the best "
-                       "model so far",
+    **LEARN_NOTES,
     "**network_kwargs": "passed to the network builder (num_layers, num_hidden, "
                         "layer_norm...); SB3's names and Baselines' deepq spellings "
                         "(target_network_update_freq, grad_norm_clipping, print_freq, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rlbase.common.families.q_learning.hooks import QLearningHooks, train_q_learning
+from rlbase.common.families.q_learning.hooks import LEARN_NOTES, QLearningHooks, train_q_learning
 from rlbase.common.loops.learning import config_signature, network_first, start_learning
 from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecEnv
@@ -17,18 +17,7 @@ ALGORITHM = "qrdqn"
 
 @network_first
 @config_signature(CONFIG, notes={
-    "network": "a registered feed-forward network name (mlp, cnn, conv_only...) or a builder",
-    "env": "a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped)",
-    "seed": "seed of python, numpy, TensorFlow, the envs and the exploration (None: unseeded)",
-    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the greedy policy on; "
-                "it also scores best_model_interval's models",
-    "callback": "called after every vector env step as callback(model, info); returning False "
-                "stops. Baselines' deepq callback(lcl, glb) (parameters named so, or wrapped "
-                "in baselines_callback) is called before every env step with Baselines' "
-                "locals and stops training by returning True",
-    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
-                       "holds the model, replay buffer, counters, generators and the best "
-                       "model so far",
+    **LEARN_NOTES,
     "**network_kwargs": "passed to the network builder (num_layers, num_hidden, layer_sizes, "
                         "activation...); SB3's names are taken out first"})
 def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = 100000,

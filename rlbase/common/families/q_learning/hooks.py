@@ -111,3 +111,22 @@ def train_q_learning(model: QLearningModel, env: VecEnv, total_timesteps: int,
     finally:
         model.best_model = None
     return model
+
+
+#: learn()'s notes DQN and QR-DQN share (rlbase.common.loops.learning's config_signature);
+#: each adds its "**network_kwargs"
+LEARN_NOTES = {
+    "network": "a registered feed-forward network name (mlp, cnn, conv_only...) or a builder",
+    "env": "a VecEnv with a Discrete action space (a gymnasium env or an env id is wrapped)",
+    "seed": "seed of python, numpy, TensorFlow, the envs and the exploration (None: unseeded)",
+    "eval_env": "an env (or env id, seeded with seed + 1000) to evaluate the greedy policy on; "
+                "it also scores best_model_interval's models",
+    "callback": "called after every vector env step as callback(model, info); returning False "
+                "stops. Baselines' callback(lcl, glb) (parameters named so, or wrapped in "
+                "baselines_callback) is called before every env step with Baselines' locals "
+                "(t, episode_rewards, ..., see rlbase.common.loops.baselines_callback) and stops "
+                "training by returning True",
+    "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
+                       "holds the model, replay buffer, counters, generators and the best "
+                       "model so far",
+}
