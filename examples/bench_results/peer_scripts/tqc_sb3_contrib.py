@@ -1,0 +1,42 @@
+"""sb3-contrib's TQC on Pendulum-v1 at rlbase's tqc.yml classic_control settings, timed like
+the peer benchmark script. usage: python tqc_sb3_bench.py STEPS SEED"""
+
+import os
+import sys
+import time
+
+import torch
+from sb3_contrib import TQC
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+
+torch.set_num_threads(int(os.environ.get("SB3_THREADS", "1")))
+steps, seed = int(float(sys.argv[1])), int(sys.argv[2])
+env = make_vec_env("Pendulum-v1", n_envs=1, seed=seed)
+model = TQC(
+    "MlpPolicy",
+    env,
+    learning_rate=1e-3,
+    buffer_size=1_000_000,
+    learning_starts=100,
+    batch_size=256,
+    tau=0.005,
+    gamma=0.99,
+    train_freq=1,
+    gradient_steps=1,
+    ent_coef="auto",
+    top_quantiles_to_drop_per_net=2,
+    policy_kwargs=dict(net_arch=[256, 256], n_critics=2, n_quantiles=25),
+    seed=seed,
+    verbose=0,
+    device="cpu",
+)
+t0 = time.perf_counter()
+model.learn(total_timesteps=steps)
+dt = time.perf_counter() - t0
+ev = make_vec_env("Pendulum-v1", n_envs=1, seed=123)
+mean, std = evaluate_policy(model, ev, n_eval_episodes=10, deterministic=True)
+print(
+    f"sb3-contrib tqc Pendulum-v1 steps={steps} seed={seed} time={dt:.1f}s "
+    f"sps={steps / dt:.0f} eval={mean:.1f}+-{std:.1f}"
+)
