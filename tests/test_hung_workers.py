@@ -164,6 +164,25 @@ def test_a_worker_count_no_machine_runs_is_refused_before_any_process_starts():
     assert multiprocessing.active_children() == []
 
 
+def sigterm_once_marked(proc, mark, out) -> tuple[float, str]:
+    """SIGTERM the CLI process once ``mark`` exists (the env is stuck); returns (seconds it
+    took to exit, its output). Killed if it has not exited 15 s after the signal."""
+    try:
+        end = time.monotonic() + 120
+        while not mark.exists():
+            assert proc.poll() is None and time.monotonic() < end, out.read_text()[-3000:]
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        proc.wait(15)
+        return time.monotonic() - start, out.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.parametrize("alg, extra", [("ppo", ["--nsteps=64"]),  # the on-policy loop
                                         ("dqn", ["--learning_starts=10"])])  # the off-policy
 def test_sigterm_while_subprocess_workers_hang_exits_130_within_seconds(alg, extra, tmp_path,
@@ -174,21 +193,7 @@ def test_sigterm_while_subprocess_workers_hang_exits_130_within_seconds(alg, ext
     proc = start_cli([f"--alg={alg}", "--env=FaultyHang-v0", "--gym_packages", "fault_envs",
                       "--vec_env=subproc", "--num_env=2", "--num_timesteps=1e5", *extra,
                       "--no_progress", f"--save_path={model}"], out)
-    try:
-        end = time.monotonic() + 120
-        while not mark.exists():  # both workers stuck inside step()
-            assert proc.poll() is None and time.monotonic() < end, out.read_text()[-3000:]
-            time.sleep(0.1)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGTERM)
-        start = time.monotonic()
-        proc.wait(15)
-        elapsed = time.monotonic() - start
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    text = out.read_text()
+    elapsed, text = sigterm_once_marked(proc, mark, out)  # both workers stuck in step()
     assert proc.returncode == INTERRUPTED_EXIT_CODE, text[-3000:]
     assert elapsed < 15
     assert "still busy with step when asked to stop" in text, text[-3000:]
@@ -214,21 +219,7 @@ def test_sigterm_while_an_env_constructor_hangs_exits_130_within_seconds(vec_env
                       "fault_envs", f"--vec_env={vec_env}", "--num_env=2",
                       f"--env_kwargs={env_kwargs}", "--num_timesteps=1000", "--no_progress"],
                      out)
-    try:
-        end = time.monotonic() + 120
-        while not mark.exists():
-            assert proc.poll() is None and time.monotonic() < end, out.read_text()[-3000:]
-            time.sleep(0.1)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGTERM)
-        start = time.monotonic()
-        proc.wait(15)
-        elapsed = time.monotonic() - start
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    text = out.read_text()
+    elapsed, text = sigterm_once_marked(proc, mark, out)
     assert proc.returncode == INTERRUPTED_EXIT_CODE and elapsed < 15, text[-3000:]
     assert "received while making the envs: stopping now" in text, text[-3000:]
     assert "Stopped before training: nothing to save" in text, text[-3000:]
