@@ -86,7 +86,7 @@ CONTINUOUS = ("ddpg", "td3", "sac")
 def clock_expert() -> str:
     """An expert file for the Clock env (GAIL imitates it): two episodes of its right
     actions."""
-    from rlbase.compat.sb3.behaviour_cloning import generate_expert_traj
+    from rlbase.compat.sb3.pretraining.expert_traj import generate_expert_traj
 
     path = os.path.join(tempfile.mkdtemp(), "clock_expert.npz")
     generate_expert_traj(lambda obs: int(round(float(obs[0]) * EPISODE)) % 2, Clock(),

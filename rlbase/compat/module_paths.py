@@ -55,9 +55,12 @@ OLD_PATHS: dict[str, str] = {
     # The SB3-style classes and the rlib classes, now in this compatibility layer.
     "rlbase.api": "rlbase.compat.sb3",
     **{f"rlbase.api.{name}": f"rlbase.compat.sb3.{name}" for name in
-       ("a2c", "acer", "acktr", "base_class", "behaviour_cloning", "callbacks", "ddpg", "dqn",
-        "es", "gail", "policy", "policy_kwargs", "ppo", "pretraining", "qlearning", "replay",
-        "sac", "saving", "trpo")},
+       ("a2c", "acer", "acktr", "base_class", "callbacks", "ddpg", "dqn", "es", "gail",
+        "policy", "policy_kwargs", "ppo", "pretraining", "qlearning", "replay", "sac", "saving",
+        "trpo")},
+    # Behaviour cloning's trajectory recorder, now beside the dataset it writes for.
+    **{f"rlbase.{old}.behaviour_cloning": "rlbase.compat.sb3.pretraining.expert_traj"
+       for old in ("api", "compat.sb3")},
     "rlbase.rlib": "rlbase.compat.rlib",
     **{f"rlbase.rlib.{name}": f"rlbase.compat.rlib.{name}" for name in
        ("base", "ddpg", "deep_q_learning", "envs", "evolution_strategy", "learning", "ppo",

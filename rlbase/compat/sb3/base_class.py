@@ -44,7 +44,7 @@ from rlbase.common.vec_env.vec_normalize import VecNormalize
 from rlbase.compat.sb3.callbacks import split_callbacks
 from rlbase.compat.sb3.policy import Policy
 from rlbase.compat.sb3.policy_kwargs import translate_policy_kwargs
-from rlbase.compat.sb3.pretraining import fit_policy
+from rlbase.compat.sb3.pretraining.expert_dataset import fit_policy
 from rlbase.compat.sb3.replay import ReplayModel, load_buffer, save_buffer
 from rlbase.compat.sb3.saving import custom_object_kwargs, excluded_names, reading, writing
 

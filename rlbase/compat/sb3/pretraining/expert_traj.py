@@ -1,5 +1,5 @@
 """Behaviour cloning: record expert trajectories (read back and fitted by
-:mod:`rlbase.compat.sb3.pretraining`)."""
+:mod:`rlbase.compat.sb3.pretraining.expert_dataset`)."""
 
 from __future__ import annotations
 
