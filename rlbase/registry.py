@@ -33,7 +33,7 @@ ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
     # CLI adds what they derive from the env's episode length)
     "her": ("ddpg", BASELINES_HER),
 }
-ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
+ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "minatar", "custom")
 
 
 def available_algorithms() -> list[str]:

@@ -189,7 +189,7 @@ def test_cli_bad_preset_is_one_line_exit_2(tmp_path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "rlbase.bench: error: unknown preset 'nope'; available: classic, atari-cpu, mujoco, "
-        "mujoco-v5, box2d, throughput, tiny"]
+        "mujoco-v5, minatar, box2d, throughput, tiny"]
 
 
 def test_result_json_written_atomically(tiny_suite: tuple[str, dict]) -> None:

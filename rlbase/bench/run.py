@@ -98,12 +98,17 @@ def resolve_settings(alg: str, env_id: str, num_env: int | None,
 def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int | None,
                        seed: int, eval_episodes: int, extra: dict[str, Any],
                        normalize: bool = False,
-                       monitor_dir: str | None = None) -> dict[str, Any]:
+                       monitor_dir: str | None = None,
+                       progress: bool = False) -> dict[str, Any]:
     """Train with ``learn()`` exactly as the CLI would (see :func:`resolve_settings`), time
     it, then evaluate as ``--play`` does: ``eval_episodes`` deterministic episodes on a fresh
     env.
 
     ``monitor_dir``: where the training envs write monitor.csv (learning curves), or None.
+    ``progress``: log at the settings' ``log_interval`` (learn()'s own default where they have
+    none) to the current logger (the suite's progress.csv); False logs nothing.
+    ``steps_done`` is the model's own count, which passes the budget by the rest of a last
+    batch; ``sps`` is it over the wall time of ``learn()``.
     """
     run = resolve_settings(alg, env_id, num_env, extra, normalize)
     env = make_vec_env(env_id, run.env_type, run.num_env, seed, monitor_dir=monitor_dir)
@@ -113,19 +118,22 @@ def train_and_evaluate(alg: str, env_id: str, num_timesteps: int, num_env: int |
     if run.eval_freq:
         kwargs.update(eval_env=evaluation_env(env_id, seed, None), eval_freq=run.eval_freq,
                       eval_episodes=run.eval_episodes)
-    kwargs.setdefault("log_interval", 10**9)
+    if not progress:
+        kwargs.setdefault("log_interval", 10**9)
     t0 = time.perf_counter()
     model = registry.get_algorithm(run.algorithm).learn(
         network=run.network, env=env, seed=seed, total_timesteps=num_timesteps, **kwargs)
     wall = time.perf_counter() - t0
+    steps_done = int(model.num_timesteps)
     env.close()
     mean = std = float("nan")
     if eval_episodes > 0:  # 0: a throughput run
         returns, _ = play_returns(model, env_id, eval_episodes, seed)
         mean, std = float(np.mean(returns)), float(np.std(returns))
     return {"library": "rlbase", "alg": alg, "env": env_id, "seed": seed,
-            "timesteps": num_timesteps, "num_env": run.num_env, "wall_s": round(wall, 2),
-            "sps": round(num_timesteps / wall), "eval_mean": round(mean, 2),
+            "timesteps": num_timesteps, "steps_done": steps_done, "num_env": run.num_env,
+            "wall_s": round(wall, 2), "sps": round(steps_done / wall),
+            "eval_mean": round(mean, 2),
             "eval_std": round(std, 2), "settings": {k: repr(v) for k, v in kwargs.items()
                                                     if k != "eval_env"},
             "cli": run.cli_command(num_timesteps, seed, eval_episodes),

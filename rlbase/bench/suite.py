@@ -30,11 +30,13 @@ from typing import Any
 
 from tqdm import tqdm
 
+from rlbase.bench import provenance
 from rlbase.bench import report as bench_report
 from rlbase.bench.report import hardware
 from rlbase.bench.run import _versions, train_and_evaluate
 from rlbase.common.envs.make import check_env_id, make_env
 from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import logger
 from rlbase.common.misc_util import import_tensorflow_quietly
 from rlbase.common.precision import FLOAT32, PRECISIONS
 from rlbase.registry import available_algorithms, config_class
@@ -74,6 +76,11 @@ ES_PENDULUM = dict(network="mlp", num_layers=1, num_hidden=16, activation="relu"
 _ATARI = ("PongNoFrameskip-v4", "BreakoutNoFrameskip-v4")
 _MUJOCO = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5")
 _MUJOCO_V5 = (*_MUJOCO, "Humanoid-v5")
+_MINATAR = tuple(f"MinAtar/{game}-v1" for game in
+                 ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"))
+# The budgets of the settings' sources: gymnax-blines' PPO 1e7 steps; the MinAtar paper's DQN
+# and actor-critic 5e6 frames (one MinAtar frame is one env step: no frame skip).
+MINATAR_BUDGETS = {"ppo": 10_000_000, "a2c": 5_000_000, "dqn": 5_000_000}
 # rl-baselines3-zoo sac.yml LunarLanderContinuous: its row differs from BipedalWalker's, which
 # SAC's box2d() defaults carry.
 SAC_LUNAR = dict(lr=7.3e-4, buffer_size=1_000_000, gamma=0.99, tau=0.01, train_freq=1,
@@ -108,6 +115,11 @@ PRESETS: dict[str, list[RunSpec]] = {
     # rerunning the same command resumes.
     "mujoco-v5": [RunSpec(name, name, env, 1_000_000, seeds=(0, 1, 2, 3, 4))
                   for name in ("ppo", "a2c", "trpo") for env in _MUJOCO_V5],
+    # MinAtar (issue 48): PPO, A2C and DQN at their env-type rows' settings (the minatar rows
+    # of rlbase/hyperparams/<alg>.yml, each citing its source) and those sources' budgets,
+    # 5 seeds, 10 evaluation episodes. 75 runs; run a row at a time, as mujoco-v5.
+    "minatar": [RunSpec(name, name, env, MINATAR_BUDGETS[name], seeds=(0, 1, 2, 3, 4))
+                for name in ("ppo", "a2c", "dqn") for env in _MINATAR],
     # Box2D continuous control at the rl-zoo budgets (seed 0).
     "box2d": [
         RunSpec("sac", "sac", "BipedalWalker-v3", 500_000, seeds=(0,)),
@@ -197,6 +209,7 @@ def raw_env_steps(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     env.close()
     return {"wall_s": round(wall, 2), "sps": round(steps / wall), "num_env": 1,
+            "steps_done": steps,
             "eval_mean": float("nan"), "eval_std": float("nan")}
 
 
@@ -206,16 +219,24 @@ def run_one(run_dir: str) -> dict[str, Any]:
         job = json.load(f)
     spec = RunSpec(**{**job["spec"], "seeds": tuple(job["spec"]["seeds"])})
     seed = job["seed"]
+    started = provenance.start()
     if spec.alg == RAW:
         out = raw_env_steps(spec.env, spec.timesteps, seed)
         out["versions"] = _versions()
     else:
-        out = train_and_evaluate(spec.alg, spec.env, spec.timesteps, None, seed,
-                                 spec.eval_episodes, dict(spec.extra), monitor_dir=run_dir)
+        with logger.scoped_configure(run_dir, ["csv"]):  # progress.csv beside the monitor
+            out = train_and_evaluate(spec.alg, spec.env, spec.timesteps, None, seed,
+                                     spec.eval_episodes, dict(spec.extra), monitor_dir=run_dir,
+                                     progress=True)
         out.pop("settings", None)
     out.update(hardware=hardware(), name=spec.name, alg=spec.alg, env=spec.env, seed=seed,
                timesteps=spec.timesteps, train_return_last100=_last_episodes_mean(run_dir),
                precision=spec.extra.get("precision", FLOAT32))
+    # The command that launched the suite (spec.json has it), else this process's.
+    out["provenance"] = provenance.finish(started, out.get("steps_done"), spec.env,
+                                          provenance.monitor_steps(run_dir),
+                                          argv=job.get("command"))
+    provenance.compress_logs(run_dir)
     tmp = os.path.join(run_dir, "result.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(out, f)
@@ -242,7 +263,7 @@ def _prepare(out_dir: str, spec: RunSpec, seed: int) -> str | None:
     shutil.rmtree(run_dir, ignore_errors=True)  # a run killed midway starts over
     os.makedirs(run_dir)
     with open(os.path.join(run_dir, "spec.json"), "w", encoding="utf-8") as f:
-        json.dump({"spec": asdict(spec), "seed": seed}, f)
+        json.dump({"spec": asdict(spec), "seed": seed, "command": list(sys.orig_argv)}, f)
     return run_dir
 
 

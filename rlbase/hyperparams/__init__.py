@@ -33,7 +33,7 @@ from rlbase.common.errors import RLBaseError
 
 HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                "hyperparams")
-ENV_TYPE_ROWS = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
+ENV_TYPE_ROWS = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "minatar", "custom")
 # The row of SB3's defaults where rlbase's learn() differs: under every env id's row.
 SB3_DEFAULTS = "_sb3_defaults"
 # Keys a row may hold that are not algorithm parameters.

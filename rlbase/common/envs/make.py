@@ -73,6 +73,9 @@ def check_env_id(env_id: str) -> None:
         if not _register_robotics():
             raise RLBaseError(f"'{env_id}' is a gymnasium-robotics env and gymnasium-robotics "
                               "is not installed: pip install 'rlbase[robotics]'")
+    if name not in gym.registry and name.startswith("MinAtar/") and not _register_minatar():
+        raise RLBaseError(f"'{env_id}' is a MinAtar game and minatar is not installed: "
+                          "pip install 'rlbase[minatar]'")
     if name.startswith(ROBOTICS_PREFIXES[:3]) and _mujoco_breaks_robotics():
         raise RLBaseError(f"'{env_id}' cannot be built by gymnasium-robotics on the installed "
                           "mujoco (>= 3.12: its joint-type check fails): pip install "
@@ -132,8 +135,9 @@ def _version_problem(env_id: str, name: str) -> str | None:
 
 # Env types whose physics engine is an optional package: (module, what, rlbase extra).
 ENGINES = {"mujoco": ("mujoco", "MuJoCo", "mujoco"), "box2d": ("Box2D", "Box2D", "box2d"),
-           "atari": ("ale_py", "ale-py (Atari ROMs)", "atari")}
-ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "custom")
+           "atari": ("ale_py", "ale-py (Atari ROMs)", "atari"),
+           "minatar": ("minatar", "MinAtar", "minatar")}
+ENV_TYPES = ("atari", "classic_control", "box2d", "mujoco", "toy_text", "minatar", "custom")
 
 
 # Ids gymnasium-robotics registers (Fetch, Shadow hand, Adroit, mazes, Franka kitchen).
@@ -152,6 +156,19 @@ def _register(package: str) -> bool:
 
 
 _register_robotics = partial(_register, "gymnasium_robotics")
+
+
+def _register_minatar() -> bool:
+    """Register MinAtar's ``MinAtar/<Game>-v0/v1`` ids; False when minatar is not installed.
+    Its wheel registers them through a ``gymnasium.envs`` entry point, which gymnasium 1.x no
+    longer reads, so its ``register_envs()`` is called here."""
+    try:
+        from minatar import gym as minatar_gym  # optional: the minatar extra
+    except ImportError:
+        return False
+    if not any(name.startswith("MinAtar/") for name in gym.registry):  # once: no overriding
+        minatar_gym.register_envs()
+    return True
 
 
 def _mujoco_breaks_robotics() -> bool:
@@ -177,6 +194,8 @@ def get_env_type(env_id: str) -> str:
         f"{getattr(creator, '__module__', '')}:{getattr(creator, '__name__', '')}"
     if entry.startswith("ale_py"):
         return "atari"
+    if entry.startswith("minatar"):
+        return "minatar"
     for kind in ("classic_control", "box2d", "mujoco", "toy_text"):
         if f"envs.{kind}" in entry:
             return kind
@@ -329,7 +348,7 @@ def make_vec_env(env_id: str, env_type: str | None = None, num_env: int = 1,
     else:
         # Cheap envs step faster in-process than across pipes.
         subproc = num_env > 1 and (vec_env == "subproc" or vec_env == "auto" and env_type
-                                   not in ("classic_control", "toy_text"))
+                                   not in ("classic_control", "toy_text", "minatar"))
         venv = vectorize(lambda i: make_env(env_id, env_seed(seed, i, rank), env_kwargs=env_kwargs,
                                             wrapper=wrapper),
                          num_env, SubprocVecEnv if subproc else DummyVecEnv,

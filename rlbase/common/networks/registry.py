@@ -241,6 +241,15 @@ def cnn_small(num_hidden: int = 128, activation: str | Callable = "relu", pad: s
     return ConvStack(((8, 8, 4), (16, 4, 2)), [num_hidden], activation, pad)
 
 
+@register("minatar_cnn")
+def minatar_cnn(num_hidden: int = 128, activation: str | Callable = "relu", pad: str = "VALID"
+                ) -> keras.layers.Layer:
+    """MinAtar's network (Young & Tian 2019, its examples/dqn.py): one 3x3 convolution of 16
+    filters, stride 1, on the 10x10xC frame, then one ``num_hidden`` dense layer. The Nature
+    ``cnn``'s 8x8/4 first layer would leave nothing of a 10x10 frame."""
+    return ConvStack(((16, 3, 1),), [num_hidden], activation, pad)
+
+
 @register("conv_only")
 def conv_only(convs: Sequence[tuple[int, int, int]] = NATURE_CONVS,
               activation: str | Callable = "relu", pad: str = "VALID") -> keras.layers.Layer:
