@@ -20,7 +20,7 @@ import sys
 import rlbase
 from rlbase.common.arg_types import OneLineParser
 from rlbase.common.errors import RLBaseError
-from rlbase.common.logs.media import save_plots
+from rlbase.common.logs.media import plot_runs, save_plots
 from rlbase.run import main as train_main
 from rlbase.run import run_cli
 
@@ -44,27 +44,17 @@ def _plot(argv: list[str]) -> None:
                              "(e.g. rollout/success_rate) instead of the episode returns")
     args = parser.parse_args(argv)
     # Optional: needs pandas (the plot extra).
-    from rlbase.common.logs.plot_util import (
-        algorithm_group_fn,
-        env_split_fn,
-        load_results,
-        progress_xy_fn,
-        save_plot,
-    )
+    from rlbase.common.logs.plot_util import load_results, progress_xy_fn
 
-    curve: dict = {} if args.y is None else {"xy_fn": progress_xy_fn(y_key=args.y),
-                                              "ylabel": args.y}
+    curve: dict = {} if args.y is None else {"xy_fn": progress_xy_fn(y_key=args.y)}
     if len(args.log_dirs) == 1:
         print(save_plots(args.log_dirs[0], args.out, title=args.title, **curve))
         return
-
     results = [r for d in args.log_dirs for r in load_results(d)]
     if not results:
         raise RLBaseError(f"no monitor.csv or progress.csv under {', '.join(args.log_dirs)}")
-    out = args.out or "learning_curves.png"
-    # Runs compared: a panel per env, a colour per algorithm, seeds averaged.
-    print(save_plot(results, out, title=args.title, split_fn=env_split_fn,
-                    group_fn=algorithm_group_fn, average_group=True, **curve))
+    # Runs compared: a panel per env, a curve per algorithm, its seeds averaged.
+    print(plot_runs(results, args.out or "learning_curves.png", args.title, **curve))
 
 
 def _play(argv: list[str]) -> None:

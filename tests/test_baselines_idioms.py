@@ -165,7 +165,8 @@ def test_plot_results_splits_by_folder_name_as_baselines_does(tmp_path):
     results = pu.load_results(tmp_path / "runs")
     fig, axarr = pu.plot_results(results, tiling="vertical", use_pyplot=False)
     assert axarr.shape == (4, 1)
-    assert sorted(ax.get_title() for ax in axarr[:, 0]) == ["a2c", "acer", "dqn", "ppo"]
+    assert sorted(ax.get_title() for ax in axarr[:, 0]) == [
+        f"{alg} on CartPole-v1" for alg in ("a2c", "acer", "dqn", "ppo")]
     assert tuple(fig.get_size_inches()) == (6, 24)  # Baselines' 6 x 6 per panel
     assert pu.plot_results(results, tiling="symmetric", use_pyplot=False)[1].shape == (2, 2)
     assert pu.plot_results(results, split_fn=None, use_pyplot=False)[1].shape == (1, 1)
@@ -183,12 +184,14 @@ def test_plot_results_seed_suffixes_share_a_panel_and_group(tmp_path):
     _, axarr = pu.plot_results(results, use_pyplot=False)
     assert axarr.shape == (2, 1)
     cartpole = axarr[0, 0]
-    assert len(cartpole.lines) == 2  # no averaging by default: each run drawn
-    assert [t.get_text() for t in cartpole.get_legend().get_texts()] == ["cartpole"]
+    assert len(cartpole.lines) == 4  # no averaging by default: each run drawn, over its episodes
+    assert [t.get_text() for t in cartpole.get_legend().get_texts()] == [
+        "cartpole (episodes)", "cartpole (smoothed)"]
     _, averaged = pu.plot_results(results, average_group=True, use_pyplot=False)
-    line = averaged[0, 0].lines[0]
+    line = averaged[0, 0].lines[-1]
     assert len(line.get_xdata()) == 512  # averaging resamples, Baselines' 512 points
-    assert [t.get_text() for t in averaged[0, 0].get_legend().get_texts()] == ["cartpole (2)"]
+    assert [t.get_text() for t in averaged[0, 0].get_legend().get_texts()][:2] == [
+        "cartpole (episodes)", "cartpole (mean of 2 seeds)"]
 
 
 # ---- 5. --save_plots for TD3 -------------------------------------------------------------------

@@ -99,7 +99,8 @@ def test_plot_and_save(runs, tmp_path):
                                xlabel="timesteps", ylabel="return")
     assert axarr.shape == (1, 1)
     ax = axarr[0, 0]
-    assert len(ax.lines) == 1 and len(ax.collections) == 2  # mean + std and stderr bands
+    # each seed's episodes (faint) and their mean; std and stderr bands
+    assert len(ax.lines) == 3 and len(ax.collections) == 2
     assert ax.get_xlabel() == "timesteps"
 
     png = tmp_path / "curves.png"

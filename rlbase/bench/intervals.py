@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rlbase.bench import stats
+from rlbase.common.logs import curves
 
 SEED = 0
 REPS = 50_000  # rliable's default for interval estimates
@@ -218,12 +219,10 @@ def write_profile_plot(entries: list[dict[str, Any]], path: str) -> str | None:
     normalized score is above tau, with its 95% band."""
     if not entries:
         return None
-    from matplotlib.figure import Figure  # optional: the plot extra
-
     top = max(1.0, max(float(e["matrix"].max()) for e in entries))
     taus = np.linspace(min(0.0, min(float(e["matrix"].min()) for e in entries)), top, 101)
-    fig = Figure(figsize=(6, 4))
-    ax = fig.add_subplot()
+    fig, axarr = curves.new_figure(figsize=(6, 4))
+    ax = axarr[0, 0]
     for e in entries:
         profile = stats.performance_profile(e["matrix"], taus)
         low, high = stats.stratified_bootstrap_ci(
@@ -232,14 +231,15 @@ def write_profile_plot(entries: list[dict[str, Any]], path: str) -> str | None:
         label = f"{e['name']} ({e['timesteps']:,} steps, {len(e['envs'])} envs, " \
                 f"{len(e['seeds'])} seeds)"
         (line,) = ax.plot(taus, profile, label=label)
-        ax.fill_between(taus, low, high, color=line.get_color(), alpha=0.2)
-    ax.set_xlabel("normalized score tau (0: random, 1: the reference SAC agent)")
-    ax.set_ylabel("fraction of runs with score > tau")
+        ax.fill_between(taus, low, high, color=line.get_color(), alpha=0.2,
+                        label=f"{e['name']} (95% stratified bootstrap interval)")
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    return path
+    envs = sorted({env for e in entries for env in e["envs"]})
+    curves.label_axes(ax, "normalized score tau (0: random, 1: the reference SAC agent)",
+                      "fraction of runs (env x seed) with score > tau",
+                      "performance profile: " + curves.run_title([e["name"] for e in entries],
+                                                                 envs))
+    return curves.save_figure(fig, path)
 
 
 def write_intervals_csv(entries: list[dict[str, Any]], path: str) -> None:

@@ -17,7 +17,6 @@ import os
 import platform
 import re
 import sys
-import warnings
 from typing import Any
 
 import numpy as np
@@ -184,9 +183,11 @@ def header(rows: list[dict[str, Any]], preset: str, command: str) -> str:
 
 
 def write_plots(out_dir: str, rows: list[dict[str, Any]]) -> list[str]:
-    """One PNG per env: each row's mean learning curve over seeds, shaded by their spread."""
+    """One PNG per env: each row's training episodes (faint) and the mean of its seeds'
+    smoothed learning curves, shaded by their spread (plot_util.plot_results)."""
     # Optional: needs pandas (the plot extra).
-    from rlbase.common.logs.plot_util import load_results, save_plot
+    from rlbase.common.logs import curves
+    from rlbase.common.logs.plot_util import algorithm_group_fn, load_results, save_plot
 
     written = []
     for env in sorted({r["env"] for r in rows}):
@@ -197,12 +198,9 @@ def write_plots(out_dir: str, rows: list[dict[str, Any]]) -> list[str]:
         if not results:
             continue
         path = os.path.join(out_dir, f"curves_{env.replace('/', '-')}.png")
-        with warnings.catch_warnings():  # grid points no run reaches are NaN: left blank
-            warnings.simplefilter("ignore", RuntimeWarning)
-            save_plot(results, path, split_fn=None,
-                      group_fn=lambda res: os.path.basename(res.dirname).split("__")[0],
-                      average_group=True, resample=256, xlabel="timesteps",
-                      ylabel="episode return (training)")
+        save_plot(results, path, split_fn=None, group_fn=algorithm_group_fn,
+                  average_group=True, resample=256, xlabel=curves.X_STEPS,
+                  ylabel=f"training {curves.Y_RETURN}")
         written.append(path)
     return written
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,35 +17,44 @@ from rlbase.common.vec_env import VecVideoRecorder
 def save_plots(log_dir: str, path: str | None = None, title: str | None = None,
                **kwargs: Any) -> str:
     """Plot the learning curves of every run under ``log_dir`` (monitor or progress files) to
-    a PNG (default ``<log_dir>/learning_curves.png``). One run: its episode returns (faint),
-    their smoothed curve and its evaluations, named by the algorithm its metadata.json
-    records. Several: plot_util.plot_results with a panel per env and a colour per algorithm
-    (kwargs go to it)."""
+    a PNG (default ``<log_dir>/learning_curves.png``), as :func:`plot_runs` draws them."""
     # Optional: needs pandas (the plot extra).
-    from rlbase.common.logs.plot_util import (
-        algorithm_group_fn,
-        default_split_fn,
-        env_split_fn,
-        learning_curve_figure,
-        load_results,
-        save_plot,
-    )
+    from rlbase.common.logs.plot_util import load_results
 
     if not os.path.isdir(log_dir):
         raise RLBaseError(f"save_plots: log folder {log_dir} does not exist")
     results = load_results(log_dir)
     if not results:
         raise RLBaseError(f"save_plots: no monitor.csv or progress.csv under {log_dir}")
-    out = os.fspath(path or os.path.join(log_dir, "learning_curves.png"))
+    return plot_runs(results, path or os.path.join(log_dir, "learning_curves.png"), title,
+                     **kwargs)
+
+
+def plot_runs(results: Sequence[Any], path: str, title: str | None = None,
+              **kwargs: Any) -> str:
+    """Learning curves of runs (plot_util ``Result`` objects) to a PNG; returns its path. One run:
+    its episode returns (faint), their smoothed curve and its evaluations, titled with its
+    algorithm, env and seed. Several: ``plot_util.plot_results`` with a panel per env and one
+    curve per algorithm, its seeds averaged with their spread shaded (kwargs go to it)."""
+    # Optional: needs pandas (the plot extra).
+    from rlbase.common.logs import curves
+    from rlbase.common.logs.plot_util import (
+        algorithm_group_fn,
+        env_split_fn,
+        learning_curve_figure,
+        save_plot,
+    )
+
+    out = os.fspath(path)
     if len(results) == 1 and not kwargs:
         (result,) = results
-        label = str(result.metadata.get("algorithm") or default_split_fn(result))
-        learning_curve_figure(result, label, title).savefig(out, dpi=100)
-        return out
+        fig = learning_curve_figure(result, algorithm_group_fn(result), title)
+        return curves.save_figure(fig, out)
     if title is not None:
         kwargs["title"] = title
     kwargs.setdefault("split_fn", env_split_fn)
     kwargs.setdefault("group_fn", algorithm_group_fn)
+    kwargs.setdefault("average_group", True)
     return save_plot(results, out, **kwargs)
 
 

@@ -2,9 +2,10 @@
 
 A result folder holds any of: ``*monitor.csv`` files (one line per episode: return ``r``,
 length ``l``, seconds ``t`` since the header's ``t_start``), ``progress.csv`` or
-``progress.json`` (the logger's dumps), ``metadata.json``. ``load_results`` finds every such
-folder under the given roots; ``plot_results`` draws them, one panel per split and one colour
-per group, optionally averaging each group into a mean line with shaded bands.
+``progress.json`` (the logger's dumps), ``metadata.json`` (or a bench run's ``result.json``).
+``load_results`` finds every such folder under the given roots; ``plot_results`` draws them,
+one panel per split and one colour per group, optionally averaging each group (its seeds) into
+a mean line with shaded bands; the drawing itself is :mod:`rlbase.common.logs.curves`'.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import curves
+from rlbase.common.logs.curves import smooth as smooth  # Baselines' plot_util.smooth
 
 PathLike = str | os.PathLike[str]
 
@@ -141,37 +144,30 @@ def _load_dir(dirname: str, enable_progress: bool, enable_monitor: bool) -> Resu
     if os.path.exists(meta_path):
         with open(meta_path) as f:
             metadata.update(json.load(f))
+    else:
+        metadata.update(_bench_metadata(dirname))
     progress = load_progress(dirname) if enable_progress else None
     return Result(dirname=dirname, metadata=metadata, progress=progress, monitor=monitor)
 
 
+def _bench_metadata(dirname: str) -> dict[str, Any]:
+    """A bench suite run's ``result.json`` (which has no metadata.json) in metadata.json's
+    names: its row name as ``algorithm``, ``env_id``, ``seed``."""
+    path = os.path.join(dirname, "result.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RLBaseError(f"bench result {path!r} is unreadable: {exc}") from None
+    if not isinstance(record, dict):
+        return {}
+    return {mine: record[theirs] for mine, theirs in
+            (("algorithm", "name"), ("env_id", "env"), ("seed", "seed")) if theirs in record}
+
+
 # --- smoothing --------------------------------------------------------------------------------
-
-
-def smooth(y: npt.ArrayLike, radius: int, mode: str = "two_sided", valid_only: bool = False):
-    """Moving average of ``y``; near the ends it averages over the points that exist.
-
-    :param radius: points on each side (``two_sided``) or before (``causal``) each point.
-    :param mode: ``two_sided`` (centred window) or ``causal`` (past values only).
-    :param valid_only: put NaN where the window does not fit entirely.
-    """
-    if mode not in ("two_sided", "causal"):
-        raise RLBaseError(f"smooth mode {mode!r} is not allowed; valid modes: two_sided, causal")
-    values = np.asarray(y, dtype=np.float64)
-    n = len(values)
-    if radius <= 0 or n == 0:
-        return values.copy()
-    # Prefix sums give every window's sum in O(n).
-    csum = np.concatenate([[0.0], np.cumsum(values)])
-    idx = np.arange(n)
-    lo = np.maximum(idx - radius, 0)
-    hi = np.minimum(idx + radius + 1, n) if mode == "two_sided" else idx + 1
-    out = (csum[hi] - csum[lo]) / (hi - lo)
-    if valid_only:
-        out[:radius] = np.nan
-        if mode == "two_sided":
-            out[n - radius:] = np.nan
-    return out
 
 
 def window_func(x: npt.ArrayLike, y: npt.ArrayLike, window: int, func: Callable) -> tuple:
@@ -244,39 +240,31 @@ def symmetric_ema(xolds: npt.ArrayLike, yolds: npt.ArrayLike, low: float | None 
     return xs, ys, weights
 
 
-# --- plotting ---------------------------------------------------------------------------------
+# --- what a run is: its algorithm, env and seed -----------------------------------------------
 
-COLORS = [
-    "tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
-    "tab:brown", "tab:pink", "tab:gray", "tab:olive", "tab:cyan",
-]
-
-
-def default_xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
-    """x = timesteps so far (cumulative episode lengths), y = episode return smoothed."""
-    if result.monitor is None:
-        raise RLBaseError(f"{result.dirname!r} has no monitor.csv; pass "
-                          "xy_fn=progress_xy_fn(x_key, y_key)")
-    x = np.cumsum(result.monitor["l"].to_numpy())
-    return x, smooth(result.monitor["r"].to_numpy(), radius=10)
+# The seed suffixes run folders carry: the bench's ``__s0``, ``_s0`` / ``_seed0``, Baselines'
+# ``-0``.
+SEED_SUFFIX = re.compile(r"(?:__s|_s|_seed|-)(\d+)\Z")
 
 
-def progress_xy_fn(x_key: str = "time/total_timesteps", y_key: str = "rollout/ep_rew_mean"
-                   ) -> Callable[[Result], tuple[np.ndarray, np.ndarray]]:
-    """An ``xy_fn`` plotting the progress table's ``x_key`` column against ``y_key``'s."""
+def _folder(result: Result) -> str:
+    return os.path.basename(os.path.normpath(result.dirname))
 
-    def xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
-        table = result.progress
-        if table is None:
-            raise RLBaseError(f"{result.dirname!r} has no progress.csv or progress.json")
-        for key in (x_key, y_key):
-            if key not in table.columns:
-                raise RLBaseError(f"progress key {key!r} not in {result.dirname!r}; valid keys: "
-                                  f"{', '.join(map(str, table.columns))}")
-        rows = table[[x_key, y_key]].dropna()
-        return rows[x_key].to_numpy(dtype=float), rows[y_key].to_numpy(dtype=float)
 
-    return xy_fn
+def seed_of(result: Result) -> Any:
+    """The run's seed: its metadata's (the CLI's metadata.json, the bench's result.json),
+    else its folder name's seed suffix (``__s0``, ``_s0``, ``-0``), else None."""
+    seed = result.metadata.get("seed")
+    if seed is not None:
+        return seed
+    match = SEED_SUFFIX.search(_folder(result))
+    return int(match.group(1)) if match else None
+
+
+def run_name_fn(result: Result) -> str:
+    """The folder name without its seed suffix (``ppo__CartPole-v1__s0`` is
+    ``ppo__CartPole-v1``, ``cartpole_s1`` is ``cartpole``)."""
+    return SEED_SUFFIX.sub("", _folder(result)) or _folder(result)
 
 
 def default_split_fn(result: Result) -> str:
@@ -293,19 +281,107 @@ def default_group_fn(result: Result) -> str:
 
 
 def env_split_fn(result: Result) -> str:
-    """A panel per env when the run says which (the CLI's metadata.json or the monitor
-    header), else :func:`default_split_fn`."""
+    """A panel per env when the run says which (metadata.json, the bench's result.json or the
+    monitor header), else one per folder name without its seed (:func:`run_name_fn`)."""
     env = result.metadata.get("env_id")
-    return str(env) if env else default_split_fn(result)
+    return str(env) if env else run_name_fn(result)
 
 
 def algorithm_group_fn(result: Result) -> str:
-    """A colour per algorithm when the run says which (the CLI's metadata.json), else
-    :func:`default_split_fn`."""
+    """A curve per algorithm when the run says which (metadata.json, the bench's
+    result.json), else one per folder name without its seed (:func:`run_name_fn`): runs that
+    differ only in their seed are one curve."""
     alg = result.metadata.get("algorithm")
-    return str(alg) if alg else default_split_fn(result)
+    return str(alg) if alg else run_name_fn(result)
 
 
+# --- x and y of a run -------------------------------------------------------------------------
+
+
+def default_xy_fn(result: Result) -> tuple[np.ndarray, np.ndarray]:
+    """x = timesteps so far (cumulative episode lengths), y = episode return smoothed.
+    (:func:`plot_results` draws each episode's return faint under it.)"""
+    series = episodes_series(result)
+    return series.x, series.curve
+
+
+def episodes_series(result: Result) -> curves.Series:
+    """The run's episodes: x the env steps when each ended (cumulative episode lengths, the
+    monitor files' only clock in steps), y its return, with their moving average."""
+    if result.monitor is None:
+        raise RLBaseError(f"{result.dirname!r} has no monitor.csv; pass "
+                          "xy_fn=progress_xy_fn(x_key, y_key)")
+    return curves.episode_series(np.cumsum(result.monitor["l"].to_numpy()),
+                                 result.monitor["r"].to_numpy(), seed_of(result))
+
+
+# What the logger's keys hold, for axis labels.
+KEY_LABELS = {
+    "time/total_timesteps": curves.X_STEPS,
+    "rollout/ep_rew_mean": "mean return of the last 100 episodes (sum of env rewards)",
+    "rollout/ep_len_mean": "mean length of the last 100 episodes (env steps)",
+    "rollout/success_rate": "success rate of the last 100 episodes (0-1)",
+    "eval/mean_reward": "evaluation return (mean over its episodes, sum of env rewards)",
+}
+
+
+@dataclass(frozen=True)
+class ProgressXY:
+    """An ``xy_fn`` plotting the progress table's ``x_key`` column against ``y_key``'s."""
+
+    x_key: str
+    y_key: str
+
+    def __call__(self, result: Result) -> tuple[np.ndarray, np.ndarray]:
+        table = result.progress
+        if table is None:
+            raise RLBaseError(f"{result.dirname!r} has no progress.csv or progress.json")
+        for key in (self.x_key, self.y_key):
+            if key not in table.columns:
+                raise RLBaseError(f"progress key {key!r} not in {result.dirname!r}; valid keys: "
+                                  f"{', '.join(map(str, table.columns))}")
+        rows = table[[self.x_key, self.y_key]].dropna()
+        return rows[self.x_key].to_numpy(dtype=float), rows[self.y_key].to_numpy(dtype=float)
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        """The axis labels: what each key holds and its unit, the y key named too."""
+        y = f"{KEY_LABELS[self.y_key]} [{self.y_key}]" if self.y_key in KEY_LABELS \
+            else self.y_key
+        return KEY_LABELS.get(self.x_key, self.x_key), y
+
+
+def progress_xy_fn(x_key: str = "time/total_timesteps", y_key: str = "rollout/ep_rew_mean"
+                   ) -> ProgressXY:
+    """An ``xy_fn`` plotting the progress table's ``x_key`` column against ``y_key``'s."""
+    return ProgressXY(x_key, y_key)
+
+
+def axis_labels(xy_fn: Callable[[Result], Any]) -> tuple[str, str]:
+    """The x and y labels (with units) of what ``xy_fn`` returns; a user's own function is
+    named in them (pass xlabel/ylabel to say better)."""
+    if xy_fn is default_xy_fn:
+        return curves.X_STEPS, curves.Y_RETURN
+    if isinstance(xy_fn, ProgressXY):
+        return xy_fn.labels
+    name = getattr(xy_fn, "__name__", type(xy_fn).__name__)
+    return f"x of {name}", f"y of {name}"
+
+
+def _series(xy_fn: Callable[[Result], Any], result: Result) -> curves.Series:
+    """One run's points: the raw episodes and their smoothed curve for the default xy_fn,
+    else what ``xy_fn`` gives, drawn as it is."""
+    if xy_fn is default_xy_fn:
+        return episodes_series(result)
+    x, y = xy_fn(result)
+    y = np.asarray(y, dtype=float)
+    x = np.arange(len(y), dtype=float) if x is None else np.asarray(x, dtype=float)
+    return curves.Series(x, y, None, seed_of(result))
+
+
+# --- plotting ---------------------------------------------------------------------------------
+
+COLORS = list(curves.COLORS)
 TILINGS = ("vertical", "horizontal", "symmetric")
 
 
@@ -320,25 +396,15 @@ def _grid_shape(n: int, tiling: str | None) -> tuple[int, int]:
     raise RLBaseError(f"tiling {tiling!r} is not allowed; valid: {', '.join(TILINGS)}")
 
 
-def _average_curves(curves: list[tuple[np.ndarray, np.ndarray]], resample: int,
-                    smooth_step: float) -> tuple[np.ndarray, np.ndarray]:
-    """A group's runs on one x grid: the grid and the runs' y stacked by run. Resampled (EMA)
-    over the x range every run covers; without resampling the runs must share their x."""
-    if not resample:
-        shortest = min(len(x) for x, _ in curves)
-        if not all(np.array_equal(x[:shortest], curves[0][0][:shortest]) for x, _ in curves):
-            raise RLBaseError("averaging runs sampled at different x needs resample=<number "
-                              "of points>")
-        return curves[0][0][:shortest], np.stack([y[:shortest] for _, y in curves])
-    low = max(x[0] for x, _ in curves)
-    high = min(x[-1] for x, _ in curves)
-    grid = np.linspace(low, high, resample)
-    ys = [symmetric_ema(x, y, low, high, resample, decay_steps=smooth_step)[1]
-          for x, y in curves]
-    return grid, np.stack(ys)
+DEFAULT_SAMPLES = curves.GRID_POINTS  # the grid seeds are averaged on without a resample given
 
 
-DEFAULT_SAMPLES = 512  # the resampling grid when averaging without a resample given
+def _panel_title(key: Any, results: Sequence[Result]) -> str:
+    """The algorithms and envs of a panel's runs (``ppo, a2c on CartPole-v1``), after the
+    panel key when that says something else (a user's split_fn)."""
+    title = curves.run_title(sorted({algorithm_group_fn(r) for r in results}),
+                             sorted({str(r.metadata.get("env_id") or "") for r in results}))
+    return title if str(key) in ("", *title.replace(",", " ").split()) else f"{key}: {title}"
 
 
 def plot_results(allresults: Sequence[Result], *,
@@ -351,31 +417,36 @@ def plot_results(allresults: Sequence[Result], *,
                  xlabel: str | None = None, ylabel: str | None = None, use_pyplot: bool = True,
                  title: str | None = None):
     """Plot learning curves: one panel per split key, one colour per group key. The
-    arguments and their defaults are Baselines' ``plot_results``.
+    arguments and their defaults are Baselines' ``plot_results``; rlbase adds axis labels
+    with units, panel titles naming the algorithms and envs, and each run's raw episodes
+    drawn faint under its curve.
 
     :param allresults: results from :func:`load_results`.
-    :param xy_fn: ``result -> (x, y)``; default timesteps vs smoothed episode return (x None:
-        the point indices).
+    :param xy_fn: ``result -> (x, y)``; default env steps vs episode return, smoothed over
+        21 episodes with each episode drawn faint (x None: the point indices).
     :param split_fn: ``result -> panel key``; default the folder name without its ``-<seed>``
         suffix (:func:`default_split_fn`); ``None`` puts everything in one panel;
         :func:`env_split_fn` makes a panel per env.
     :param group_fn: ``result -> group key`` (one colour and legend entry per group); default
-        the same as ``split_fn``'s; ``None``: one group; :func:`algorithm_group_fn`: a colour
-        per algorithm.
-    :param average_group: draw each group's mean over its runs (seeds) with shaded bands
-        instead of each run (resampled: ``resample`` or 512 points).
-    :param shaded_std: with averaging, shade mean +- standard deviation.
-    :param shaded_err: with averaging, shade mean +- standard error (darker).
+        the same as ``split_fn``'s; ``None``: one group; :func:`algorithm_group_fn`: a curve
+        per algorithm, its seeds together.
+    :param average_group: draw each group's runs (seeds) as one curve: the mean of their
+        smoothed curves on a common grid (``resample`` or 512 points over the env steps every
+        run covers) with shaded bands across runs, the legend saying which.
+    :param shaded_std: with averaging, shade mean +- standard deviation across runs.
+    :param shaded_err: with averaging, shade mean +- standard error across runs (darker).
     :param figsize: the figure size in inches; default 6 x 6 per panel.
     :param legend_outside: put the legend right of the panels.
-    :param resample: if > 0, resample each curve to this many points with an EMA.
-    :param smooth_step: the EMA's averaging length in grid intervals when resampling.
+    :param resample: without averaging, resample each curve to this many points with an EMA
+        (``smooth_step``); with averaging, the grid's points.
+    :param smooth_step: the EMA's averaging length in grid intervals when resampling without
+        averaging (averaged runs are each run's moving average, interpolated).
     :param tiling: ``vertical`` (or None), ``horizontal`` or ``symmetric`` panel layout.
-    :param xlabel: the bottom row's x axis label.
-    :param ylabel: the left column's y axis label.
+    :param xlabel: the x axis label; default what ``xy_fn`` gives, with its unit.
+    :param ylabel: the y axis label; default what ``xy_fn`` gives, with its unit.
     :param use_pyplot: make the figure through pyplot (shows in notebooks and ``plt.show``);
-        ``False`` builds a bare figure that never touches a display.
-    :param title: the figure's title.
+        ``False`` builds a bare Agg figure that never touches a display.
+    :param title: the figure's title (each panel's names its algorithms and envs).
     :return: ``(figure, 2-D array of axes)``.
     """
     if not allresults:
@@ -383,6 +454,10 @@ def plot_results(allresults: Sequence[Result], *,
     if isinstance(resample, bool) or not isinstance(resample, int) or resample < 0:
         raise RLBaseError(f"resample must be 0 (no resampling) or a number of points, got "
                           f"{resample!r}")
+    if average_group and smooth_step != 1.0:
+        raise RLBaseError("smooth_step sets the EMA of resample without average_group; averaged "
+                          "runs are each run's moving average interpolated on the grid: leave "
+                          "smooth_step at 1.0")
     split = split_fn or (lambda _: "")
     group_of = group_fn or (lambda _: "")
     panels: dict[Any, list[Result]] = defaultdict(list)
@@ -390,86 +465,59 @@ def plot_results(allresults: Sequence[Result], *,
         panels[split(result)].append(result)
     groups = sorted({group_of(r) for r in allresults}, key=str)
     color_of = {g: COLORS[i % len(COLORS)] for i, g in enumerate(groups)}
-    if average_group:
-        resample = resample or DEFAULT_SAMPLES
+    labels = axis_labels(xy_fn)
 
     nrows, ncols = _grid_shape(len(panels), tiling)
-    figsize = figsize or (6 * ncols, 6 * nrows)
-    if use_pyplot:
-        import matplotlib.pyplot as plt  # optional: the plot extra
-
-        fig, axarr = plt.subplots(nrows, ncols, squeeze=False, figsize=figsize)
-    else:
-        from matplotlib.figure import Figure  # optional: the plot extra
-
-        fig = Figure(figsize=figsize)
-        axarr = fig.subplots(nrows, ncols, squeeze=False)
-
+    fig, axarr = curves.new_figure(nrows, ncols, figsize or (6 * ncols, 6 * nrows), use_pyplot)
     for k, key in enumerate(sorted(panels, key=str)):
         ax = axarr[k // ncols][k % ncols]
-        by_group: dict[Any, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        by_group: dict[Any, list[curves.Series]] = defaultdict(list)
         for result in panels[key]:
-            x, y = xy_fn(result)
-            y = np.asarray(y, dtype=float)
-            x = np.arange(len(y), dtype=float) if x is None else np.asarray(x, dtype=float)
-            if len(x):
-                by_group[group_of(result)].append((x, y))
+            series = _series(xy_fn, result)
+            if len(series.x):
+                by_group[group_of(result)].append(series)
         for group in sorted(by_group, key=str):
-            runs = len(by_group[group])
-            label = (f"{group} ({runs})" if average_group else str(group)) \
-                if group != "" else ""
-            _draw_group(ax, by_group[group], color_of[group], label, average_group,
-                        shaded_std, shaded_err, resample, smooth_step)
-        ax.set_title(str(key))
-        if any(g != "" for g in by_group):
-            ax.legend(**({"loc": "upper left", "bbox_to_anchor": (1, 1)} if legend_outside
-                         else {}))
-    for ax in axarr[-1]:
-        if xlabel is not None:
-            ax.set_xlabel(xlabel)
-    for row in axarr:
-        if ylabel is not None:
-            row[0].set_ylabel(ylabel)
+            name = str(group) if group != "" else "runs"
+            if average_group:
+                curves.draw_runs(ax, by_group[group], name, color_of[group],
+                                 grid_points=resample or DEFAULT_SAMPLES, shaded_std=shaded_std,
+                                 shaded_err=shaded_err)
+            else:
+                _draw_each(ax, by_group[group], name, color_of[group], resample, smooth_step)
+        curves.label_axes(ax, xlabel or labels[0], ylabel or labels[1],
+                          _panel_title(key, panels[key]), legend_outside=legend_outside)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
     return fig, axarr
 
 
-def _draw_group(ax, curves, color, label, average, shaded_std, shaded_err, resample, step):
-    """One group's lines (each run, or their mean with shaded bands)."""
-    label = label or None
-    if not average:
-        for i, (x, y) in enumerate(curves):
-            if resample:
-                x, y = symmetric_ema(x, y, x[0], x[-1], resample, decay_steps=step)[:2]
-            ax.plot(x, y, color=color, label=label if i == 0 else None)
-        return
-    xs, ys = _average_curves(curves, resample, step)
-    mean = np.nanmean(ys, axis=0)
-    std = np.nanstd(ys, axis=0)
-    ax.plot(xs, mean, color=color, label=label)
-    if shaded_err:
-        err = std / np.sqrt(len(curves))
-        ax.fill_between(xs, mean - err, mean + err, color=color, alpha=0.4, linewidth=0)
-    if shaded_std:
-        ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.2, linewidth=0)
+def _draw_each(ax, runs: list[curves.Series], name: str, color: str, resample: int,
+               step: float) -> None:
+    """Each run of a group on its own (Baselines' default), one legend entry per group;
+    ``resample``: each curve EMA-resampled to that many points."""
+    for i, run in enumerate(runs):
+        label = name if i == 0 else f"_{name}"  # matplotlib leaves "_..." out of the legend
+        if resample:
+            xs, ys = symmetric_ema(run.x, run.curve, run.x[0], run.x[-1], resample,
+                                   decay_steps=step)[:2]
+            if run.smoothed is not None:
+                ax.plot(run.x, run.y, color=color, alpha=curves.RAW_ALPHA, linewidth=0.8,
+                        label=f"{label} (episodes)")
+            ax.plot(xs, ys, color=color, label=f"{label} (resampled)")
+        else:
+            curves.draw_runs(ax, [run], label, color)
 
 
 def learning_curve_figure(result: Result, label: str, title: str | None = None):
     """One run's learning curve (the CLI's --save_plots): each episode's return drawn faintly,
     their smoothed curve over it, and the periodic evaluation's mean return
-    (``eval/mean_reward`` in the progress table) when evaluation ran. Returns the figure."""
-    from matplotlib.figure import Figure  # optional: the plot extra
-
-    fig = Figure(figsize=(8, 5))
-    ax = fig.subplots()
-    color = COLORS[0]
+    (``eval/mean_reward`` in the progress table) when evaluation ran. Returns the figure;
+    its title names the algorithm and env unless ``title`` is given."""
+    fig, axarr = curves.new_figure()
+    ax = axarr[0, 0]
     if result.monitor is not None and len(result.monitor):
-        x = np.cumsum(result.monitor["l"].to_numpy())
-        raw = result.monitor["r"].to_numpy(dtype=float)
-        ax.plot(x, raw, color=color, alpha=0.25, linewidth=0.8, label=f"{label} (episodes)")
-        ax.plot(x, smooth(raw, radius=10), color=color, label=f"{label} (smoothed)")
+        curves.draw_runs(ax, [episodes_series(result)], label, COLORS[0])
     table, x_key, y_key = result.progress, "time/total_timesteps", "eval/mean_reward"
     if table is not None and {x_key, y_key} <= set(table.columns):
         rows = table[[x_key, y_key]].dropna()
@@ -479,11 +527,10 @@ def learning_curve_figure(result: Result, label: str, title: str | None = None):
     if not ax.lines:
         raise RLBaseError(f"{result.dirname}: no episodes in its monitor files and no "
                           "eval/mean_reward in its progress table to plot")
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("episode return")
-    ax.legend()
-    if title:
-        ax.set_title(title)
+    seed = seed_of(result)
+    curves.label_axes(ax, curves.X_STEPS, curves.Y_RETURN, title or curves.run_title(
+        [label], [str(result.metadata.get("env_id") or "")],
+        "" if seed is None else f"seed {seed}"))
     fig.tight_layout()
     return fig
 
@@ -496,10 +543,4 @@ def save_plot(results_or_dir: PathLike | Sequence[Result], path: PathLike, **kwa
                else list(results_or_dir))
     kwargs.setdefault("use_pyplot", False)
     fig, _ = plot_results(results, **kwargs)
-    path = os.fspath(path)
-    fig.savefig(path, dpi=100)
-    if kwargs["use_pyplot"]:
-        import matplotlib.pyplot as plt  # optional: the plot extra
-
-        plt.close(fig)
-    return path
+    return curves.save_figure(fig, path)

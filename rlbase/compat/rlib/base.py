@@ -17,9 +17,11 @@ import numpy as np
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.io.serialization import load_file
+from rlbase.common.logs.curves import run_title
 from rlbase.common.loops.training_loop import crossings
-from rlbase.common.vec_env import VecEnv, VecMonitor, VecVideoRecorder
+from rlbase.common.vec_env import VecEnv, VecMonitor, VecVideoRecorder, find_wrapper
 from rlbase.compat.rlib.envs import EnvSpec
+from rlbase.compat.rlib.episode_log import EpisodeRecorder
 from rlbase.compat.rlib.records import git_state, jsonable, plot_curves, write_json
 from rlbase.compat.sb3.base_class import BaseRLModel
 
@@ -85,6 +87,8 @@ class BaseAlgorithm:
     api_class: ClassVar[type[BaseRLModel]]
     #: what one iteration is (rlib's unit of test_every and of the models' names)
     unit: ClassVar[str] = "episodes"
+    #: an iteration holds many episodes (ES): plots draw each iteration's mean and spread
+    many_episodes_per_iteration: ClassVar[bool] = False
     #: also keep models/best.zip, the model with the best test score so far
     keeps_best: ClassVar[bool] = False
     #: test (and record) before training too
@@ -123,10 +127,10 @@ class BaseAlgorithm:
         self.plots_folder: str = os.path.join(self.save_folder, "plots")
         self.videos_folder: str = os.path.join(self.save_folder, "videos")
         self.current_iteration: int = 0
-        self.train_episodes: list[list[float]] = []  # [env steps, return, length]
+        self.train_episodes: list[list[float]] = []  # [env steps at its end, return, length]
+        self.train_iterations: list[int] = []  # the iteration each training episode ended in
         self.test_scores: list[list[float]] = []  # [iteration, mean, std]
         self.best_test_reward: float = -math.inf
-        self._seen: int = 0  # episodes of the current learn() call already recorded
         self._call_start: int = 0  # current_iteration when that call began
         self._target: int = 0
         self.current_agent: BaseRLModel | None = None
@@ -164,6 +168,16 @@ class BaseAlgorithm:
         return [row[1] for row in self.train_episodes]
 
     @property
+    def _recorder(self) -> EpisodeRecorder:
+        """The training env's monitor, which records every training episode."""
+        env = self.model.env
+        found = None if env is None else find_wrapper(env, EpisodeRecorder)
+        if not isinstance(found, EpisodeRecorder):
+            raise RLBaseError(f"{type(self).__name__}'s training env has no EpisodeRecorder: "
+                              "build it with spec.vec_env(num_envs, seed)")
+        return found
+
+    @property
     def model(self) -> BaseRLModel:
         """The rlbase model class instance being trained (rlib's current agent)."""
         if self.current_agent is None:
@@ -197,7 +211,8 @@ class BaseAlgorithm:
 
     def _learn(self, iterations: int) -> None:
         """One learn() call of up to ``iterations`` iterations (stopped by the callback)."""
-        self._seen, self._call_start = 0, self.current_iteration
+        self._call_start = self.current_iteration
+        self._recorder.steps = int(self.model.num_timesteps)
         steps = iterations if self.unit == "env steps" else UNBOUNDED
         self.model.learn(steps, callback=self._callback, reset_num_timesteps=False)
 
@@ -212,14 +227,11 @@ class BaseAlgorithm:
     def _callback(self, agent: Any, info: dict[str, Any]) -> bool:
         """After each loop iteration: record finished episodes, test and save at the testing
         iterations; False stops training."""
-        new = int(info["episodes"]) - self._seen
-        if new > 0:
-            recent = list(info["ep_infos"])[-new:]
-            steps = float(info["num_timesteps"])
-            self.train_episodes.extend([steps, float(ep["r"]), float(ep["l"])] for ep in recent)
-            self._seen = int(info["episodes"])
         previous = self.current_iteration
         self.current_iteration = self._iteration(info)
+        finished = self._recorder.drain()
+        self.train_episodes.extend(finished)
+        self.train_iterations.extend([self.current_iteration] * len(finished))
         if self.current_iteration != previous:
             self._after_iterations(self.current_iteration - previous)
         done = self.current_iteration >= self._target
@@ -312,6 +324,7 @@ class BaseAlgorithm:
         return {"class": type(self).__name__, "kwargs": self.kwargs,
                 "current_iteration": self.current_iteration,
                 "train_episodes": self.train_episodes, "test_scores": self.test_scores,
+                "train_iterations": self.train_iterations,
                 "best_test_reward": self.best_test_reward if math.isfinite(
                     self.best_test_reward) else None,
                 "folders": {"save_folder": self.save_folder,
@@ -342,6 +355,7 @@ class BaseAlgorithm:
         self.current_iteration = int(state["current_iteration"])
         self.train_episodes = [list(map(float, r)) for r in state["train_episodes"]]
         self.test_scores = [list(map(float, r)) for r in state["test_scores"]]
+        self.train_iterations = [int(i) for i in state.get("train_iterations", ())]
         best = state.get("best_test_reward")
         self.best_test_reward = -math.inf if best is None else float(best)
         for key, value in state["folders"].items():
@@ -351,8 +365,16 @@ class BaseAlgorithm:
                   f"{self.current_iteration})")
 
     def save_plots(self) -> list[str]:
-        """The training returns and lengths and the test scores as PNGs in plots/."""
-        return plot_curves(self.plots_folder, self.unit, self.train_episodes, self.test_scores)
+        """The training returns and lengths (every episode at the env step it ended at) and the
+        test scores as PNGs in plots/, titled with the algorithm, env and seed."""
+        name = type(self).__name__
+        seed = "" if self.seed is None else f"seed {self.seed}"
+        title = run_title([name], [str(self.spec.env_kwargs["id"])], seed)
+        return plot_curves(self.plots_folder, self.unit, self.train_episodes, self.test_scores,
+                           name=name, title=title, iterations=self.train_iterations,
+                           per_iteration=self.many_episodes_per_iteration,
+                           test_episodes=self.num_test_episodes)
+
 
     def save_videos(self) -> list[str]:
         """A video of one greedy episode of every model in models/ (saved at the testing

@@ -13,6 +13,7 @@ import numpy as np
 
 from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
+from rlbase.compat.rlib.episode_log import EpisodeRecorder
 
 EnvWrapper = Callable[[gym.Env], gym.Env]
 
@@ -103,9 +104,11 @@ class EnvSpec:
     def vec_env(self, num_envs: int, seed: int | None, render_mode: str | None = None,
                 training: bool = True) -> VecEnv:
         """``num_envs`` envs (env i seeded with seed + i at the first reset); training envs
-        carry the normalization."""
+        carry the episode recorder (their monitor) below the normalization."""
         venv: VecEnv = DummyVecEnv([lambda: self.make(render_mode)] * int(num_envs))
         venv.seed(seed)
+        if training:
+            venv = EpisodeRecorder(venv)
         if training and (self.normalize_observation or self.normalize_reward):
             venv = VecNormalize(venv, ob=self.normalize_observation, ret=self.normalize_reward)
         return venv

@@ -19,6 +19,7 @@ class EvolutionStrategy(BaseAlgorithm):
 
     api_class = ES
     unit = "generations"
+    many_episodes_per_iteration = True
 
     def __init__(self, env_kwargs: dict[str, Any], agent_kwargs: dict[str, Any],
                  num_agents: int = 30, num_iterations: int = 300, lr: float = 0.03,

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from rlbase.common.errors import RLBaseError
+from rlbase.common.logs import curves
 
 
 def jsonable(data: Any) -> Any:
@@ -46,38 +46,46 @@ def write_json(path: str, data: dict[str, Any]) -> None:
 
 
 def plot_curves(folder: str, unit: str, train: Sequence[Sequence[float]],
-                tests: Sequence[Sequence[float]]) -> list[str]:
-    """PNGs in ``folder``: the training episodes' returns and lengths against env steps, and
-    the test scores (mean +- std) against iterations of ``unit``; returns their paths."""
-    try:  # matplotlib: the plot extra
-        import matplotlib
-    except ImportError:
-        raise RLBaseError("save_plots needs matplotlib: pip install 'rlbase[plot]'") from None
+                tests: Sequence[Sequence[float]], *, name: str, title: str,
+                iterations: Sequence[int] = (), per_iteration: bool = False,
+                test_episodes: int = 1) -> list[str]:
+    """PNGs in ``folder``, drawn by :mod:`rlbase.common.logs.curves`; returns their paths.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # after use("Agg"), which must precede it
-
+    ``train_rewards.png`` and ``episode_lengths.png``: every training episode (``train``
+    rows: env steps at its end, return, length) faint at its own env step, under their moving
+    average, or with ``per_iteration`` (ES: a generation's many episodes) under each
+    iteration's mean and ±1 std (``iterations``: each episode's iteration; rows recorded
+    before rlbase kept them are grouped by their env step). ``rewards.png``: each test's mean
+    return over its ``test_episodes`` episodes, ±1 std shaded, against iterations of ``unit``.
+    ``name`` (the algorithm) labels the curves; ``title`` names the algorithm and env.
+    """
     os.makedirs(folder, exist_ok=True)
     paths = []
     rows = np.asarray(train, np.float64).reshape(-1, 3)  # (env steps, return, length)
-    for column, name, label in ((1, "train_rewards.png", "training episode return"),
-                                (2, "episode_lengths.png", "training episode length")):
-        fig, ax = plt.subplots()
-        ax.plot(rows[:, 0], rows[:, column], c="blue")
-        ax.set_xlabel("env steps")
-        ax.set_ylabel(label)
-        paths.append(os.path.join(folder, name))
-        fig.savefig(paths[-1], bbox_inches="tight")
-        plt.close(fig)
+    bins = iterations if len(iterations) == len(rows) else rows[:, 0]
+    per = unit[:-1] if unit.endswith("s") else unit
+    for column, filename, ylabel in ((1, "train_rewards.png", curves.Y_RETURN),
+                                     (2, "episode_lengths.png", curves.Y_LENGTH)):
+        fig, axarr = curves.new_figure()
+        ax = axarr[0, 0]
+        if per_iteration:
+            curves.draw_binned(ax, rows[:, 0], rows[:, column], bins, name, curves.COLORS[0],
+                               per=per)
+        else:
+            curves.draw_runs(ax, [curves.episode_series(rows[:, 0], rows[:, column])], name,
+                             curves.COLORS[0])
+        curves.label_axes(ax, curves.X_STEPS, f"training {ylabel}", title)
+        paths.append(curves.save_figure(fig, os.path.join(folder, filename)))
     rows = np.asarray(tests, np.float64).reshape(-1, 3)  # (iteration, mean, std)
-    fig, ax = plt.subplots()
-    ax.plot(rows[:, 0], rows[:, 1], c="red", label="test return")
-    ax.fill_between(rows[:, 0], rows[:, 1] - rows[:, 2], rows[:, 1] + rows[:, 2], color="red",
-                    alpha=0.2)
-    ax.set_xlabel(unit)
-    ax.set_ylabel("return")
-    ax.legend()
-    paths.append(os.path.join(folder, "rewards.png"))
-    fig.savefig(paths[-1], bbox_inches="tight")
-    plt.close(fig)
+    fig, axarr = curves.new_figure()
+    ax = axarr[0, 0]
+    color = curves.COLORS[1]
+    count = f"{test_episodes} episode{'s' if test_episodes != 1 else ''}"
+    ax.plot(rows[:, 0], rows[:, 1], color=color, marker="o", markersize=3,
+            label=f"{name} (test: mean of {count}, greedy)")
+    ax.fill_between(rows[:, 0], rows[:, 1] - rows[:, 2], rows[:, 1] + rows[:, 2], color=color,
+                    alpha=0.2, linewidth=0, label=f"{name} (±1 std over the test's {count})")
+    curves.label_axes(ax, f"training {unit}" if unit != "env steps" else curves.X_STEPS,
+                      f"test {curves.Y_RETURN}", title)
+    paths.append(curves.save_figure(fig, os.path.join(folder, "rewards.png")))
     return paths
