@@ -49,8 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         train_runs(root, int(args.num_timesteps), args.seeds)
     results = load_results(root)
     # split_fn=None: every run in one panel (the default is a panel per folder name).
-    save_plot(results, args.out, split_fn=None, average_group=True, resample=256,
-              xlabel="timesteps", ylabel="episode return")
+    # Axes labelled with units, each panel titled with its algorithms and env.
+    save_plot(results, args.out, split_fn=None, average_group=True, resample=256)
     print(f"plotted {len(results)} runs from {root} to {args.out}")
 
 
