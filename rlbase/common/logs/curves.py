@@ -173,7 +173,7 @@ def draw_binned(ax: Any, x: npt.ArrayLike, y: npt.ArrayLike, bins: npt.ArrayLike
     xs, ys, keys = (np.asarray(a, dtype=np.float64) for a in (x, y, bins))
     if not len(xs):
         return
-    ax.scatter(xs, ys, s=4, color=color, alpha=RAW_ALPHA, linewidths=0,
+    ax.scatter(xs, ys, s=6, color=color, alpha=RAW_ALPHA, linewidths=0,
                label=f"{name} ({points})")
     order = np.unique(keys)
     at = np.array([xs[keys == k].max() for k in order])
