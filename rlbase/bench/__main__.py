@@ -12,7 +12,7 @@ from rlbase.common.errors import RLBaseError
 # which takes the command itself as its first argument.
 MODULES = {"run": "run", "compare": "run", "suite": "suite", "report": "report",
            "export-speed": "export_speed", "env-limit": "env_limit", "overlap": "overlap",
-           "paired": "paired", "matmul-floor": "matmul_floor"}
+           "paired": "paired", "matmul-floor": "matmul_floor", "tables": "tables"}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -38,9 +38,10 @@ NORMALIZATION: dict[str, tuple[float, float, str]] = {
     "Walker2d-v5": (1.629008, 4592.3, "D4RL"),
     "Ant-v5": (-325.6, 3879.7, "D4RL"),
     # D4RL has no Humanoid: the same kind of pair, a random policy's mean return (uniform
-    # actions, 1,000 episodes, seed 0, measured here on v5) and a SAC agent's (rl-zoo3's
-    # benchmark, Humanoid-v3, 2e6 steps).
-    "Humanoid-v5": (114.6, 6232.3, "random measured here; rl-zoo3 SAC"),
+    # actions, 1,000 episodes, seed 0, measured on v5: examples/bench_results/mujoco-v5/
+    # random_Humanoid-v5.json) and a SAC agent's (rl-zoo3's benchmark, Humanoid-v3, 2e6 steps);
+    # `python -m rlbase.bench tables` checks both against the committed files.
+    "Humanoid-v5": (115.5, 6232.3, "random policy, 1,000 episodes; rl-zoo3 SAC"),
 }
 
 
