@@ -5,6 +5,7 @@
         --peer_python=/tmp/sb3env/bin/python --anchors=../shared/anchors
     python -m rlbase.bench suite --preset=classic --jobs=2
     python -m rlbase.bench report bench_results/classic
+    python -m rlbase.bench tables --check
     python -m rlbase.bench export-speed --network=mlp --sb3_python=/tmp/sb3env/bin/python
 
 ``run`` prints one line (and appends a JSON record to ``--out`` when given). ``compare`` runs
@@ -19,5 +20,8 @@ script), ``suite`` (presets, worker processes), ``report`` (tables, plots, READM
 ``export_speed`` (exported policies' latency),
 ``stats`` (IQM, bootstrap confidence intervals, performance profiles, probability of
 improvement: rliable's definitions in numpy), ``intervals`` (the report's sections built from
-``stats``), ``__main__`` (the command line). Nothing imports ``__main__``: no cycle.
+``stats``), ``provenance`` (what every suite result records about its code, machine and run),
+``tables`` (the docs' results tables written from the committed result files: ``python -m
+rlbase.bench tables [--check]``), ``__main__`` (the command line). Nothing imports
+``__main__``: no cycle.
 """

@@ -184,8 +184,8 @@ def _mujoco_breaks_robotics() -> bool:
 
 
 def get_env_type(env_id: str) -> str:
-    """'atari', 'classic_control', 'box2d', 'mujoco', 'toy_text' or 'custom', from the id's
-    entry point in gymnasium's registry."""
+    """'atari', 'classic_control', 'box2d', 'mujoco', 'toy_text', 'minatar' or 'custom', from
+    the id's entry point in gymnasium's registry."""
     name = registered_id(env_id)
     if name not in gym.registry:
         check_env_id(env_id)
