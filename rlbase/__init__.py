@@ -16,7 +16,8 @@ _module_paths.install()
 __version__ = "0.2.0"
 
 _API = ("A2C", "ACER", "ACKTR", "CrossQ", "DDPG", "DQN", "ES", "GAIL", "MaskablePPO", "PPO",
-        "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO", "ExpertDataset", "generate_expert_traj")
+        "PQN", "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO", "ExpertDataset",
+        "generate_expert_traj")
 __all__ = ["__version__", *_API, "HerReplayBuffer"]
 
 

@@ -59,6 +59,8 @@ CASES: dict[str, tuple[str, str, int, dict[str, Any]]] = {
                                         "log_interval": 1}),
     "ppo_continuous": ("ppo", "Pendulum-v1", 256, {"nsteps": 64, "nminibatches": 2,
                                                    "noptepochs": 2, "log_interval": 1}),
+    "pqn": ("pqn", "CartPole-v1", 512, {"nsteps": 64, "nminibatches": 2, "noptepochs": 2,
+                                        "log_interval": 1}),
     "qlearning": ("qlearning", "CliffWalking-v1", 2000, {}),
     "qrdqn": ("qrdqn", "CartPole-v1", 400, {**OFF, "target_update_interval": 50, "train_freq": 4,
                                             "n_quantiles": 5}),

@@ -74,6 +74,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "gail": dict(TINY, nsteps=4, vf_batch_size=4, g_step=2, d_step=2),
     "dqn": dict(OFF_POLICY, train_freq=2, target_update_interval=4),
     "qrdqn": dict(OFF_POLICY, train_freq=2, target_update_interval=4, n_quantiles=3),
+    "pqn": dict(TINY, nsteps=4, nminibatches=2, noptepochs=2),
     "qlearning": dict(network=None, log_interval=10**9, grid_size=3),
     "es": dict(TINY, popsize=4, max_episode_steps=EPISODE),
     "ddpg": dict(OFF_POLICY),

@@ -77,6 +77,7 @@ class _Sequences:
 
     def __init__(self, runner: Runner):
         self.runner = runner
+        self.steps = runner.num_envs * runner.nsteps
 
     @classmethod
     def maker(cls, model: Model) -> Callable[[TrainingLoop], Rollouts]:

@@ -243,6 +243,17 @@ SPACES: dict[str, Space] = {
         "tau": _TAU,
         "top_quantiles_to_drop_per_net": Integer(0, 5),
     },
+    # PQN: the rollout's shape, the optimizer's step and the Q(lambda) mixing
+    "pqn": {
+        "nsteps": PowerOfTwo(4, 8, per_update=True),
+        "nminibatches": Choice((1, 2, 4, 8)),
+        "noptepochs": Integer(1, 8),
+        "lr": _LR,
+        "gamma": _GAMMA,
+        "lam": Real(0.0, 1.0),
+        "exploration_fraction": Real(0.05, 0.5),
+        "exploration_final_eps": Real(0.0, 0.1),
+    },
     # CrossQ: SAC's space without tau (no target networks) and with the actor's delay
     "crossq": {
         "gamma": _GAMMA,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from rlbase.common.base_model import BaseModel
 from rlbase.common.families.actor_critic import OnPolicyModel
 from rlbase.common.loops.rollout import RolloutRunner
 from rlbase.common.loops.signals import EnvWaitInterrupted
@@ -26,7 +27,7 @@ from rlbase.common.mpi_util import mpi_rank
 from rlbase.common.schedules import get_schedule_fn, named_schedule
 from rlbase.common.vec_env import VecEnv
 
-ModelT = TypeVar("ModelT", bound=OnPolicyModel)
+ModelT = TypeVar("ModelT", bound=BaseModel)
 Stats = dict[str, float]
 #: the schedules' values at the progress remaining (1 -> 0), logged after the update's stats
 Schedule = Callable[[float], Stats]
@@ -42,6 +43,9 @@ AfterUpdate = Callable[[Any, Stats, int], Stats]
 class Rollouts(Protocol):
     """Where the loop's rollouts come from."""
 
+    #: env steps in each rollout, summed over the envs
+    steps: int
+
     def collect(self, loop: TrainingLoop) -> Any | None:
         """The next rollout; None when an SB3 callback stopped training in the middle of it."""
 
@@ -55,6 +59,7 @@ class PolicyRollouts:
 
     def __init__(self, runner: RolloutRunner):
         self.runner = runner
+        self.steps = runner.num_envs * runner.nsteps
 
     def collect(self, loop: TrainingLoop) -> Any | None:
         return self.runner.run(loop.rollout_hooks)
@@ -97,7 +102,7 @@ def run_on_policy(model: ModelT, env: VecEnv, total_timesteps: int, options: Loo
                   workers_mean: WorkersMean | None = None,
                   after_update: AfterUpdate | None = None) -> ModelT:
     """Train ``model`` for ``total_timesteps`` more env steps (with ``resume``: up to that
-    many in all), one update per rollout of ``model.num_envs * model.nsteps`` steps.
+    many in all), one update per rollout (of ``num_envs * nsteps`` env steps).
 
     loss_names: the statistics that must stay finite.
     rollouts: makes the collector, given the loop (after a resume's restore).
@@ -112,7 +117,7 @@ def run_on_policy(model: ModelT, env: VecEnv, total_timesteps: int, options: Loo
     loop = TrainingLoop(model, env, total_timesteps, options, loss_names=loss_names,
                         writer=mpi_rank() == 0, seed=model.config.seed, comm=comm)
     source = rollouts(loop)
-    nbatch = model.num_envs * model.nsteps
+    nbatch = source.steps
     for _ in range(loop.iterations_left(nbatch)):
         current = schedule(loop.progress_remaining)
         try:

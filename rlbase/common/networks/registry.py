@@ -184,24 +184,67 @@ def mlp(num_layers: int = 2, num_hidden: int = 64, activation: str | Callable = 
                sizes=None if layer_sizes is None else [int(n) for n in layer_sizes])
 
 
+class SimBa(Composite, keras.layers.Layer):
+    """SimBa (Lee et al., ICLR 2025): a linear embedding to ``num_hidden`` units, then
+    ``num_blocks`` pre-norm residual blocks ``x + W2 relu(W1 LayerNorm(x))`` (W1 widens to
+    ``expansion * num_hidden`` units), then a final LayerNorm. The paper's third part, running
+    observation statistics, is rlbase's observation normalization (``normalize=True`` or a
+    VecNormalize), which also reaches the replay buffer and evaluation."""
+
+    def __init__(self, num_blocks: int, num_hidden: int, expansion: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        if num_blocks < 1 or num_hidden < 1 or expansion < 1:
+            raise RLBaseError(f"simba needs num_blocks, num_hidden and expansion >= 1, got "
+                              f"num_blocks={num_blocks}, num_hidden={num_hidden}, "
+                              f"expansion={expansion}")
+        self.flatten = layers.Flatten()
+        self.embed = Dense(num_hidden, kernel_initializer=ortho(1.0))
+        he = keras.initializers.HeNormal
+        self.blocks = [(layers.LayerNormalization(),
+                        Dense(expansion * num_hidden, kernel_initializer=he()),
+                        Dense(num_hidden, kernel_initializer=he())) for _ in range(num_blocks)]
+        self.norm = layers.LayerNormalization()
+        self.recurrent = False
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        h = self.embed(self.flatten(x))
+        for norm, widen, narrow in self.blocks:
+            h = h + narrow(tf.nn.relu(widen(norm(h))))
+        return to_float32(self.norm(h))
+
+
+@register("simba")
+def simba(num_blocks: int = 2, num_hidden: int = 256, expansion: int = 4
+          ) -> keras.layers.Layer:
+    """SimBa's residual, layer-normalized blocks (:class:`SimBa`): ``num_blocks`` blocks of
+    width ``num_hidden`` (256x2 by default, widened 4x inside each block)."""
+    return SimBa(int(num_blocks), int(num_hidden), int(expansion))
+
+
 class ConvStack(Composite, keras.layers.Layer):
     """Convolutions (filters, kernel, stride), flattened, then optional dense layers.
 
     pad: 'VALID' (Baselines' default: no padding) or 'SAME' (keeps small images, such as
     28x28, from shrinking to nothing under the Nature strides).
+    layer_norm: layer-normalize each convolution's output (over height, width and channels)
+    and each dense layer's, before the activation (PQN's convnets).
 
     Each frame's features depend on that frame alone, so under the 'convnet' thread plan the
     batch is computed in one block per core, side by side (:func:`split_rows`).
     """
 
     def __init__(self, convs: Sequence[tuple[int, int, int]], dense: Sequence[int],
-                 activation: str | Callable = "relu", pad: str = "VALID", **kwargs: Any):
+                 activation: str | Callable = "relu", pad: str = "VALID",
+                 layer_norm: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
         padding = _padding(pad)
         self.convs = [layers.Conv2D(f, k, strides=s, padding=padding, kernel_initializer=ortho())
                       for f, k, s in convs]
         self.flatten = layers.Flatten()
         self.dense = [Dense(n, kernel_initializer=ortho()) for n in dense]
+        self.conv_norms = [layers.LayerNormalization(axis=(-3, -2, -1)) for _ in convs] \
+            if layer_norm else []
+        self.dense_norms = [layers.LayerNormalization() for _ in dense] if layer_norm else []
         self.act = _activation(activation)
         self.recurrent = False
 
@@ -210,11 +253,13 @@ class ConvStack(Composite, keras.layers.Layer):
 
     def _features(self, x: tf.Tensor) -> tf.Tensor:
         h = x
-        for conv in self.convs:
-            h = self.act(conv(h))
+        for i, conv in enumerate(self.convs):
+            h = conv(h)
+            h = self.act(self.conv_norms[i](h) if self.conv_norms else h)
         h = self.flatten(h)
-        for dense in self.dense:
-            h = self.act(dense(h))
+        for i, dense in enumerate(self.dense):
+            h = dense(h)
+            h = self.act(self.dense_norms[i](h) if self.dense_norms else h)
         return to_float32(h)
 
 
@@ -228,33 +273,35 @@ NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 
 
 @register("cnn")
-def cnn(num_hidden: int = 512, activation: str | Callable = "relu", pad: str = "VALID"
-        ) -> keras.layers.Layer:
+def cnn(num_hidden: int = 512, activation: str | Callable = "relu", pad: str = "VALID",
+        layer_norm: bool = False) -> keras.layers.Layer:
     """The DQN Nature convolutions followed by a ``num_hidden`` dense layer."""
-    return ConvStack(NATURE_CONVS, [num_hidden], activation, pad)
+    return ConvStack(NATURE_CONVS, [num_hidden], activation, pad, layer_norm)
 
 
 @register("cnn_small")
-def cnn_small(num_hidden: int = 128, activation: str | Callable = "relu", pad: str = "VALID"
-              ) -> keras.layers.Layer:
+def cnn_small(num_hidden: int = 128, activation: str | Callable = "relu", pad: str = "VALID",
+              layer_norm: bool = False) -> keras.layers.Layer:
     """A lighter convnet: 8 filters 8x8/4, 16 filters 4x4/2, one dense layer."""
-    return ConvStack(((8, 8, 4), (16, 4, 2)), [num_hidden], activation, pad)
+    return ConvStack(((8, 8, 4), (16, 4, 2)), [num_hidden], activation, pad, layer_norm)
 
 
 @register("minatar_cnn")
-def minatar_cnn(num_hidden: int = 128, activation: str | Callable = "relu", pad: str = "VALID"
-                ) -> keras.layers.Layer:
+def minatar_cnn(num_hidden: int = 128, activation: str | Callable = "relu", pad: str = "VALID",
+                layer_norm: bool = False) -> keras.layers.Layer:
     """MinAtar's network (Young & Tian 2019, its examples/dqn.py): one 3x3 convolution of 16
     filters, stride 1, on the 10x10xC frame, then one ``num_hidden`` dense layer. The Nature
     ``cnn``'s 8x8/4 first layer would leave nothing of a 10x10 frame."""
-    return ConvStack(((16, 3, 1),), [num_hidden], activation, pad)
+    return ConvStack(((16, 3, 1),), [num_hidden], activation, pad, layer_norm)
 
 
 @register("conv_only")
 def conv_only(convs: Sequence[tuple[int, int, int]] = NATURE_CONVS,
-              activation: str | Callable = "relu", pad: str = "VALID") -> keras.layers.Layer:
+              activation: str | Callable = "relu", pad: str = "VALID",
+              layer_norm: bool = False) -> keras.layers.Layer:
     """Convolutions only, flattened: the torso DQN puts its own dense heads on."""
-    return ConvStack([(int(f), int(k), int(s)) for f, k, s in convs], [], activation, pad)
+    return ConvStack([(int(f), int(k), int(s)) for f, k, s in convs], [], activation, pad,
+                     layer_norm)
 
 
 class LSTMCore(Composite, keras.layers.Layer):

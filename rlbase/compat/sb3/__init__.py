@@ -11,6 +11,7 @@ from rlbase.compat.sb3.es import ES
 from rlbase.compat.sb3.gail import GAIL
 from rlbase.compat.sb3.ppo import PPO
 from rlbase.compat.sb3.ppo_mask import MaskablePPO
+from rlbase.compat.sb3.pqn import PQN
 from rlbase.compat.sb3.pretraining import ExpertDataset
 from rlbase.compat.sb3.pretraining.expert_traj import generate_expert_traj
 from rlbase.compat.sb3.qlearning import QLearning
@@ -20,5 +21,5 @@ from rlbase.compat.sb3.tqc import TQC
 from rlbase.compat.sb3.trpo import TRPO
 
 __all__ = ["A2C", "ACER", "ACKTR", "BaseRLModel", "CrossQ", "DDPG", "DQN", "ES", "ExpertDataset",
-           "GAIL", "MaskablePPO", "PPO", "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO",
+           "GAIL", "MaskablePPO", "PPO", "PQN", "QLearning", "QRDQN", "SAC", "TD3", "TQC", "TRPO",
            "generate_expert_traj"]

@@ -29,6 +29,7 @@ from rlbase.common.buffers.raw_replay import RawReplay, attach_replay_env, draw
 from rlbase.common.buffers.replay_buffer import PrioritizedReplayBuffer
 from rlbase.common.config import OffPolicyConfig
 from rlbase.common.errors import RLBaseError
+from rlbase.common.families.q_learning.acting import EpsilonGreedyQ
 from rlbase.common.families.q_learning.best_model import BestModelRule
 from rlbase.common.families.q_learning.networks import QNetwork
 from rlbase.common.families.q_learning.numpy_q import NumpyQ
@@ -42,14 +43,12 @@ from rlbase.common.io.checkpoint import generator_state, set_generator_state
 from rlbase.common.logs import logger
 from rlbase.common.networks.numpy_actor import use_numpy_actor
 from rlbase.common.networks.policies import xla_is_faster
-from rlbase.common.networks.policy_graph import PolicyGraph
 from rlbase.common.tf_model import TFModel
 from rlbase.common.tf_util import (
     Adam,
     CompiledFunction,
     clip_by_global_norm,
     compile_fn,
-    observation_spec,
     spec_like,
 )
 from rlbase.common.vec_env import VecEnv
@@ -97,7 +96,7 @@ def xla_pays_off(learning_starts: int, train_freq: int, gradient_steps: int,
     return updates >= XLA_MIN_UPDATES and xla_is_faster(observation_space)
 
 
-class QLearningModel(SavesExplorationRate, TFModel, Generic[C]):
+class QLearningModel(EpsilonGreedyQ, SavesExplorationRate, TFModel, Generic[C]):
     """Online and target :class:`QNetwork`, the optimizer, the replay buffer, acting and the
     compiled update.
 
@@ -206,73 +205,9 @@ class QLearningModel(SavesExplorationRate, TFModel, Generic[C]):
         self.replay_buffer = attach_replay_env(self.replay_buffer, env)
 
     # -- acting ---------------------------------------------------------------------------------
-    def _obs_spec(self, batch: int | None, *lead: int) -> Any:
-        return observation_spec(self.observation_space, [*lead, batch])
-
-    @cached_property
-    def q_fn(self) -> CompiledFunction:
-        q = self.q if self.q.atoms == 1 else self.q.q_values
-        return compile_fn(q, [self._obs_spec(None)], self._act_jit)
-
-    def q_values(self, obs: Any, perturbed: bool = False) -> np.ndarray:
-        """``[B, num_actions]`` Q-values of the online (or the perturbed) network."""
-        if perturbed:
-            assert self.param_noise is not None
-            return self.param_noise.q_values(obs)
-        if self.mirror is not None:
-            return self.mirror.q_values(obs)
-        return self.q_fn(obs).numpy()
-
-    def act(self, obs: Any, epsilon: float, perturbed: bool = False
-            ) -> tuple[np.ndarray, np.ndarray]:
-        """Epsilon-greedy action indices (0..n-1) and the Q-value of the greedy action."""
-        q = self.q_values(obs, perturbed)
-        greedy = q.argmax(axis=1)
-        qmax = q[np.arange(len(q)), greedy]
-        if epsilon > 0:
-            explore = self.rng.random(len(q)) < epsilon
-            if explore.any():
-                greedy = np.where(explore, self.rng.integers(0, q.shape[1], len(q)), greedy)
-        return greedy, qmax
-
-    def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
-             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, Any, None]:
-        """(actions, Q-value of the greedy action, state, None) for a batch of observations:
-        the greedy action, or epsilon-greedy with ``model.epsilon`` unless deterministic."""
-        actions, qmax = self.act(self._observations(obs),
-                                 0.0 if deterministic else self.epsilon)
-        return actions + self.action_start, qmax, state, None
-
-    def policy_graph(self) -> PolicyGraph:
-        """The greedy action of the online Q-network (``step(..., deterministic=True)``), and
-        epsilon-greedy at the current exploration rate with an explicit seed."""
-        q, start, n, eps = self.q, self.action_start, self.num_actions, float(self.epsilon)
-
-        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-            return tf.argmax(q.q_values(obs), axis=1) + start, state
-
-        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor
-                   ) -> tuple[tf.Tensor, tf.Tensor]:
-            greedy = tf.argmax(q.q_values(obs), axis=1)
-            batch = tf.shape(greedy)[:1]
-            explore = tf.random.stateless_uniform(batch, seed) < eps
-            other = tf.random.stateless_uniform(batch, seed + tf.constant([0, 1], tf.int64),
-                                                maxval=n, dtype=tf.int64)
-            return tf.where(explore, other, greedy) + start, state
-
-        return PolicyGraph(self.observation_space, 0, act, sample, [q])
-
-    def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
-                             ) -> tuple[np.ndarray, ...]:
-        """The epsilon-greedy distribution ``step`` samples from."""
-        q = self.q_values(self._observations(obs))
-        n, eps = q.shape[1], float(self.epsilon)
-        greedy = np.eye(n)[q.argmax(axis=1)]
-        return (eps / n + (1.0 - eps) * greedy,)
-
-    def _observations(self, obs: Any) -> Any:
-        """A batch as the Q-values take it: an array, or nested for Dict/Tuple spaces."""
-        return obs if nested.is_nested(self.observation_space) else np.asarray(obs)
+    def perturbed_q_values(self, obs: Any) -> np.ndarray:
+        assert self.param_noise is not None
+        return self.param_noise.q_values(obs)
 
     # -- training -------------------------------------------------------------------------------
     @cached_property
@@ -403,20 +338,7 @@ class QLearningModel(SavesExplorationRate, TFModel, Generic[C]):
         if self.best_model is not None and isinstance(meta.get("best_model"), dict):
             self.best_model.set_state(meta["best_model"], arrays)
 
-    def pretrain_parts(self) -> tuple[list[Any], Any, Any]:
-        """Behaviour cloning with the Q-values as logits: the greedy action becomes the
-        expert's."""
-        start = self.action_start
-
-        def loss(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
-            labels = tf.cast(actions, tf.int32) - start
-            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels, self.q.q_values(obs)))
-
-        def after() -> None:
-            if self.mirror is not None:
-                self.mirror.sync()
-            self._target_stale = True  # the fitted weights become the target's too
-            self.update_target()
-
-        return self.q.trainable_variables, loss, after
+    def after_pretraining(self) -> None:
+        super().after_pretraining()
+        self._target_stale = True  # the fitted weights become the target's too
+        self.update_target()

@@ -1,0 +1,130 @@
+"""Acting with a Q-network, shared by the replay-based Q-learners (DQN, QR-DQN) and PQN:
+epsilon-greedy actions, the greedy step, the exported policy and its distribution.
+
+Acting goes through the numpy mirror for MLP Q-networks (``mirror``), else through one
+compiled call per vectorized step.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+from rlbase.common import nested
+from rlbase.common.errors import RLBaseError
+from rlbase.common.families.q_learning.networks import QNetwork
+from rlbase.common.families.q_learning.numpy_q import NumpyQ
+from rlbase.common.networks.policy_graph import PolicyGraph
+from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec
+
+
+class EpsilonGreedyQ:
+    """The acting half of a Q-learning model (a mixin before its model base class).
+
+    The model sets: ``q`` (the online :class:`QNetwork`), ``mirror`` (its :class:`NumpyQ`,
+    or None), ``rng`` (the exploration's generator), ``epsilon`` (the rate
+    ``step(deterministic=False)`` acts with), ``num_actions``, ``action_start`` and
+    ``_act_jit`` (compile acting with XLA).
+    """
+
+    observation_space: gym.Space
+    algorithm: ClassVar[str]
+    q: QNetwork
+    mirror: NumpyQ | None
+    rng: np.random.Generator
+    epsilon: float
+    num_actions: int
+    action_start: int
+    _act_jit: bool
+
+    def _obs_spec(self, batch: int | None, *lead: int) -> Any:
+        return observation_spec(self.observation_space, [*lead, batch])
+
+    @cached_property
+    def q_fn(self) -> CompiledFunction:
+        q = self.q if self.q.atoms == 1 else self.q.q_values
+        return compile_fn(q, [self._obs_spec(None)], self._act_jit)
+
+    def perturbed_q_values(self, obs: Any) -> np.ndarray:
+        """The Q-values of a parameter-noise copy (models with parameter noise override)."""
+        raise RLBaseError(f"{self.algorithm} has no parameter noise to act with")
+
+    def q_values(self, obs: Any, perturbed: bool = False) -> np.ndarray:
+        """``[B, num_actions]`` Q-values of the online (or the perturbed) network."""
+        if perturbed:
+            return self.perturbed_q_values(obs)
+        if self.mirror is not None:
+            return self.mirror.q_values(obs)
+        return self.q_fn(obs).numpy()
+
+    def act(self, obs: Any, epsilon: float, perturbed: bool = False
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Epsilon-greedy action indices (0..n-1) and the Q-value of the greedy action."""
+        q = self.q_values(obs, perturbed)
+        greedy = q.argmax(axis=1)
+        qmax = q[np.arange(len(q)), greedy]
+        if epsilon > 0:
+            explore = self.rng.random(len(q)) < epsilon
+            if explore.any():
+                greedy = np.where(explore, self.rng.integers(0, q.shape[1], len(q)), greedy)
+        return greedy, qmax
+
+    def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
+             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, Any, None]:
+        """(actions, Q-value of the greedy action, state, None) for a batch of observations:
+        the greedy action, or epsilon-greedy with ``model.epsilon`` unless deterministic."""
+        actions, qmax = self.act(self._observations(obs),
+                                 0.0 if deterministic else self.epsilon)
+        return actions + self.action_start, qmax, state, None
+
+    def policy_graph(self) -> PolicyGraph:
+        """The greedy action of the online Q-network (``step(..., deterministic=True)``), and
+        epsilon-greedy at the current exploration rate with an explicit seed."""
+        q, start, n, eps = self.q, self.action_start, self.num_actions, float(self.epsilon)
+
+        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            return tf.argmax(q.q_values(obs), axis=1) + start, state
+
+        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor
+                   ) -> tuple[tf.Tensor, tf.Tensor]:
+            greedy = tf.argmax(q.q_values(obs), axis=1)
+            batch = tf.shape(greedy)[:1]
+            explore = tf.random.stateless_uniform(batch, seed) < eps
+            other = tf.random.stateless_uniform(batch, seed + tf.constant([0, 1], tf.int64),
+                                                maxval=n, dtype=tf.int64)
+            return tf.where(explore, other, greedy) + start, state
+
+        return PolicyGraph(self.observation_space, 0, act, sample, [q])
+
+    def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
+                             ) -> tuple[np.ndarray, ...]:
+        """The epsilon-greedy distribution ``step`` samples from."""
+        q = self.q_values(self._observations(obs))
+        n, eps = q.shape[1], float(self.epsilon)
+        greedy = np.eye(n)[q.argmax(axis=1)]
+        return (eps / n + (1.0 - eps) * greedy,)
+
+    def _observations(self, obs: Any) -> Any:
+        """A batch as the Q-values take it: an array, or nested for Dict/Tuple spaces."""
+        return obs if nested.is_nested(self.observation_space) else np.asarray(obs)
+
+    def pretrain_parts(self) -> tuple[list[Any], Any, Any]:
+        """Behaviour cloning with the Q-values as logits: the greedy action becomes the
+        expert's."""
+        start = self.action_start
+
+        def loss(obs: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+            labels = tf.cast(actions, tf.int32) - start
+            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels, self.q.q_values(obs)))
+
+        return self.q.trainable_variables, loss, self.after_pretraining
+
+    def after_pretraining(self) -> None:
+        """Refresh what mirrors the fitted weights."""
+        if self.mirror is not None:
+            self.mirror.sync()

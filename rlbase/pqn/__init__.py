@@ -1,0 +1,1 @@
+"""PQN: parallel Q-learning with lambda-returns, no replay buffer and no target network."""

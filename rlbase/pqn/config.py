@@ -1,0 +1,62 @@
+"""PQN's parameters: each declared once, with its type, unit, default and range.
+
+The defaults are the classic-control settings of the PQN paper's reference code as CleanRL
+ships them (``pqn.py``: 4 envs x 128 steps, 4 minibatches, 4 epochs, RAdam 2.5e-4 decayed
+linearly, lambda 0.65, epsilon 1 -> 0.05 over half the run); the names and units are those
+of PPO (the rollout) and DQN (the exploration) in rlbase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rlbase.common.config import (
+    AlgorithmConfig,
+    learning_rate_field,
+    lr_decay_field,
+    param,
+)
+
+OPTIMIZERS = ("radam", "adam")
+
+
+@dataclass(frozen=True)
+class PQNConfig(AlgorithmConfig):
+    algorithm: ClassVar[str] = "pqn"
+
+    nsteps: int = param(128, "env steps per env per update (batch = nsteps * num_envs)",
+                        unit="env steps per env", low=1, architecture=True)
+    nminibatches: int = param(4, "minibatches per epoch (must divide nsteps * num_envs)",
+                              unit="minibatches", low=1, architecture=True)
+    noptepochs: int = param(4, "passes over each batch", unit="epochs", low=1)
+    lr: float | Callable[[float], float] = learning_rate_field(2.5e-4, "the optimizer's",
+                                                               sb3=False)
+    lrschedule: str = lr_decay_field(sb3=False)
+    optimizer: str = param("radam", "RAdam (the paper's) or Adam; beta (0.9, 0.999), "
+                           "epsilon 1e-8", choices=OPTIMIZERS)
+    gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
+                         low=0, high=1)
+    lam: float = param(0.65, "lambda of the Q(lambda) returns (0: one-step targets "
+                       "r + gamma max Q(s'), 1: Monte-Carlo returns)", low=0, high=1,
+                       deprecated=["q_lambda"])
+    exploration_fraction: float = param(
+        0.5, "epsilon falls linearly over this fraction of the run's env steps (summed over "
+        "envs); it is set at the start of each rollout", unit="fraction of total_timesteps",
+        low=0, low_open=True, high=1)
+    exploration_initial_eps: float = param(1.0, "epsilon at the start", low=0, high=1,
+                                           unit="probability of a random action")
+    exploration_final_eps: float = param(0.05, "epsilon from then on", low=0, high=1,
+                                         unit="probability of a random action")
+    max_grad_norm: float | None = param(10.0, "clip each minibatch gradient's global norm to "
+                                        "this (None: no clipping)", low=0, low_open=True)
+    layer_norm: bool = param(True, "layer-normalize the network's hidden layers (PQN's "
+                             "stabilizer in place of a target network), when its builder "
+                             "takes layer_norm", architecture=True)
+    jit_compile: bool | None = param(None, "compile the update with XLA (None: for runs of "
+                                     "at least 200 updates, except convnets on a CPU)")
+    log_interval: int = param(10, "log every this many updates", unit="updates", low=1)
+
+
+CONFIG = PQNConfig
