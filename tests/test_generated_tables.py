@@ -35,7 +35,7 @@ def test_every_block_is_used_once_somewhere() -> None:
 def test_values_rounded_once_from_the_files() -> None:
     # The off-by-one figures: each was printed from a value already rounded once.
     text = _read(tables.DOCS[0])
-    assert "| ppo | Hopper-v5 | 0,1,2,3,4 | 2,901, 3,614, 2,424, 3,703, 3,503 | 3,339 [" in text
+    assert "| ppo | Hopper-v5 | 0,1,2,3,4 | 2,901; 3,614; 2,424; 3,703; 3,503 | 3,339 [" in text
     row = next(line for line in text.splitlines() if line.startswith("| trpo | Walker2d-v5 |"))
     assert "| 2,621 [" in row  # the last-100 IQM, 2,621.47
     assert tables.num(3339.46) == "3,339" and tables.num(2621.47) == "2,621"

@@ -131,7 +131,7 @@ def mujoco_table(rows: list[dict[str, Any]]) -> str:
         cells = [entry["name"], entry["env"], _seeds_text(entry["seeds"])]
         for key, _ in intervals.FIGURES:
             fig = entry[key]
-            cells += [", ".join(num(v) for v in fig["values"]),
+            cells += ["; ".join(num(v) for v in fig["values"]),  # "," groups thousands
                       ci_text(fig["iqm"], fig["iqm_ci"]), ci_text(fig["mean"], fig["mean_ci"])]
         minutes = [r["wall_s"] / 60 for r in group]
         cells += [f"{num(statistics.median(minutes), 1)} ({num(min(minutes), 1)}-"
