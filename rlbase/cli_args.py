@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 import rlbase
-from rlbase.common.arg_types import OneLineParser, positive_finite_float, seconds_arg
+from rlbase.common.arg_types import OneLineParser, path_arg, positive_finite_float, seconds_arg
 from rlbase.common.config import describe
 from rlbase.common.envs.make import ENV_TYPES, VEC_ENV_KINDS
 from rlbase.registry import ALIASES, available_algorithms
@@ -55,10 +55,10 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
                         "type, else the CPU count)")
     p.add_argument("--reward_scale", type=positive_finite_float, default=1.0,
                    help="multiply rewards by this (a finite number > 0)")
-    p.add_argument("--save_path", type=str, default=None, help="save the trained model here")
-    p.add_argument("--load_path", type=str, default=None,
+    p.add_argument("--save_path", type=path_arg, default=None, help="save the trained model here")
+    p.add_argument("--load_path", type=path_arg, default=None,
                    help="start from this saved model (continues training)")
-    p.add_argument("--log_path", type=str, default=None,
+    p.add_argument("--log_path", type=path_arg, default=None,
                    help="folder for progress.csv, log.txt, monitor.csv (default "
                         "$RLBASE_LOGDIR; none: stdout only)")
     p.add_argument("--log_format", type=str, default=None,
@@ -101,7 +101,7 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
                         "else 600; inf: no limit)")
     p.add_argument("--checkpoint_interval", "--save-freq", type=int, default=0,
                    help="write a resumable checkpoint every this many env steps")
-    p.add_argument("--checkpoint_path", type=str, default=None,
+    p.add_argument("--checkpoint_path", type=path_arg, default=None,
                    help="the checkpoints' folder (default: <log_path>/checkpoints)")
     p.add_argument("--resume", nargs="?", const="yes", default=None, choices=("yes", "must"),
                    help="continue from the newest intact checkpoint in the checkpoint folder, "
@@ -122,14 +122,14 @@ def add_zoo_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--algo", default=None, help="the algorithm (= --alg), in zoo mode")
     g.add_argument("-n", "--n-timesteps", dest="n_timesteps", type=str, default=None,
                    help="env steps to train for (= --num_timesteps; default: the row's)")
-    g.add_argument("-f", "--log-folder", dest="log_folder", default=None,
+    g.add_argument("-f", "--log-folder", dest="log_folder", type=path_arg, default=None,
                    help="logs, config.yml and the trained model (<env>.zip, unless "
                         "--save_path) go to <folder>/<algo>/<env>_<n>, n the next free index")
     g.add_argument("--n-eval-envs", dest="n_eval_envs", type=int, default=1,
                    help="envs of the evaluation (rlbase evaluates on 1)")
     g.add_argument("--device", default="auto",
                    help="accepted: TensorFlow uses a visible GPU by itself")
-    g.add_argument("--conf-file", dest="conf_file", default=None,
+    g.add_argument("--conf-file", dest="conf_file", type=path_arg, default=None,
                    help="a hyperparameter file in the zoo's format: its row for the env")
     g.add_argument("--hyperparams", nargs="+", default=None, metavar="KEY:VALUE",
                    help="override the row's keys (values are Python literals)")

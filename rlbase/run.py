@@ -25,7 +25,7 @@ from tqdm import tqdm
 import rlbase
 from rlbase import registry
 from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
-from rlbase.common.arg_types import MAX_COUNT, OneLineParser, parse_count
+from rlbase.common.arg_types import MAX_COUNT, OneLineParser, parse_count, path_arg
 from rlbase.common.envs.make import (
     check_env_id,
     check_env_kwargs,
@@ -59,6 +59,7 @@ from rlbase.hyperparams import (
     env_type_defaults,
     flat,
     next_run_folder,
+    read_file,
     resolve_row,
     row_settings,
     user_over_defaults,
@@ -231,7 +232,6 @@ def checkpoint_args(args: Any) -> dict[str, Any]:
     if folder is None:
         raise RLBaseError("--checkpoint_interval and --resume need --checkpoint_path or "
                           "--log_path (checkpoints go to <log_path>/checkpoints)")
-    folder = os.path.expanduser(folder)
     if args.resume == "must" and not list_checkpoints(folder):
         raise RLBaseError(f"--resume=must: no checkpoint in {folder} to resume from (check "
                           "--checkpoint_path/--log_path, or use --resume to start afresh)")
@@ -341,13 +341,16 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     """Everything up to the saved model: (model, args, env kwargs, MPI rank)."""
     parser = common_arg_parser()
     pre = OneLineParser(add_help=False, prog=parser.prog)  # the algorithm first: its flags follow
-    for flag in ("--alg", "--algo", "--load_path"):
+    for flag in ("--alg", "--algo", "--env"):
         pre.add_argument(flag)
+    for flag in ("--load_path", "--conf-file"):
+        pre.add_argument(flag, type=path_arg)
     known = pre.parse_known_args(argv)[0]
-    # A saved model's file names its algorithm: --alg may be left out when loading one.
-    saved = load_file(os.path.expanduser(known.load_path))[0] if known.load_path else {}
+    # A saved model's file names its algorithm: --alg may be left out when loading one; so
+    # does a --conf-file that rlbase wrote (its row records algo).
+    saved = load_file(known.load_path)[0] if known.load_path else {}
     alg_name = model_file_algorithm(known.algo or known.alg, known.load_path, saved) \
-        or parser.get_default("alg")
+        or conf_file_algorithm(known.conf_file, known.env) or parser.get_default("alg")
     parser.set_defaults(alg=alg_name)
     if alg_name in registry.available_algorithms() or alg_name in registry.ALIASES:
         add_config_flags(parser, registry.config_class(registry.resolve(alg_name)[0]))
@@ -461,8 +464,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
         raise StopExit
     try:
         model = entry.learn(env=env, network=network, seed=args.seed, total_timesteps=total,
-                            load_path=os.path.expanduser(args.load_path) if args.load_path
-                            else None, **alg_kwargs)
+                            load_path=args.load_path, **alg_kwargs)
     finally:
         env.close()
     if env_kwargs:  # saved with the model: playing it later makes the same envs
@@ -471,7 +473,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     if any_rank(stop_requested()):
         save_interrupted(model, args, ckpt, rank)
     if args.save_path and rank == 0:
-        kept = save_model(model, os.path.expanduser(args.save_path), args, ckpt)
+        kept = save_model(model, args.save_path, args, ckpt)
         print(f"Saved model to {kept}", flush=True)
         if stop_requested():  # a SIGINT/SIGTERM during the save: it was finished first
             print(f"Interrupted during the final save at {model.num_timesteps} timesteps: "
@@ -514,6 +516,19 @@ def model_file_algorithm(given: str | None, path: str | None, saved: dict[str, A
             raise RLBaseError(f"--alg={given} but {path} holds a '{recorded}' model: use "
                               f"--alg={recorded} or leave --alg out")
     return given
+
+
+def conf_file_algorithm(path: str | None, env_id: str | None) -> str | None:
+    """The algorithm a hyperparameter file records (the ``algo`` of the env's row, else the
+    one algo all its rows agree on), for --conf-file without --alg/--algo; None when it
+    records none (the zoo's own files), and the CLI's default then applies."""
+    if not path:
+        return None
+    rows = read_file(path)
+    row = rows.get(env_id or "")
+    chosen = [row] if row is not None and "algo" in row else list(rows.values())
+    algos = {str(r["algo"]) for r in chosen if "algo" in r}
+    return algos.pop() if len(algos) == 1 else None
 
 
 def zoo_flags(args: Any) -> None:
@@ -568,7 +583,7 @@ def save_interrupted(model: Any, args: Any, ckpt: dict[str, Any], rank: int) -> 
     """After a stop request: rank 0 saves the model, every rank waits for that save, and all
     exit with status 130 together (no MPI_Abort, which would kill rank 0 mid-write)."""
     if rank == 0:
-        target = os.path.expanduser(args.save_path) if args.save_path else \
+        target = args.save_path if args.save_path else \
             os.path.join(fallback_folders(args, ckpt)[0], f"{args.alg}_interrupted.zip")
         kept = save_model(model, target, args, ckpt)
         print(f"Interrupted at {model.num_timesteps} timesteps: saved model to {kept}",

@@ -155,8 +155,9 @@ def test_a_crashing_trial_fails_alone(monkeypatch, capsys):
     assert errors[2] == "RLBaseError: the mean evaluation return is nan"
     assert errors[3] is None and result.best_trial.number == 3
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines if line.startswith("trial ")] == \
-        ["trial 0 failed", "trial 1 failed", "trial 2 failed", "trial 3 complete"]
+    assert [line.split(":")[0] for line in lines if line.startswith("[")] == \
+        ["[1/4] trial 0 failed", "[2/4] trial 1 failed", "[3/4] trial 2 failed",
+         "[4/4] trial 3 complete"]
 
 
 def test_no_completed_trial_is_one_line(monkeypatch, tmp_path):

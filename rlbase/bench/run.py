@@ -21,7 +21,7 @@ from rlbase import registry
 from rlbase.bench import intervals
 from rlbase.bench.settings import PEER_SETTINGS
 from rlbase.common import misc_util
-from rlbase.common.arg_types import timesteps_arg
+from rlbase.common.arg_types import path_arg, timesteps_arg
 from rlbase.common.envs.make import get_env_type, make_vec_env, parse_unknown_args
 from rlbase.common.vec_env import VecNormalize
 from rlbase.hyperparams import env_type_defaults
@@ -177,8 +177,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--anchors", default=os.path.join("..", "shared", "anchors"))
     parser.add_argument("--normalize", action="store_true",
                         help="train on VecNormalize'd observations and rewards")
-    parser.add_argument("--out", default=None, help="append JSON lines here")
-    parser.add_argument("--monitor_dir", default=None,
+    parser.add_argument("--out", default=None, type=path_arg, help="append JSON lines here")
+    parser.add_argument("--monitor_dir", default=None, type=path_arg,
                         help="write the training envs' monitor.csv here (learning curves)")
     args, unknown = parser.parse_known_args(argv)
     misc_util.import_tensorflow_quietly()  # through the module: a test stubs it

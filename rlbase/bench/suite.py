@@ -34,6 +34,7 @@ from rlbase.bench import provenance
 from rlbase.bench import report as bench_report
 from rlbase.bench.report import hardware
 from rlbase.bench.run import _versions, train_and_evaluate
+from rlbase.common.arg_types import path_arg, timesteps_arg
 from rlbase.common.envs.make import check_env_id, make_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.logs import logger
@@ -179,6 +180,11 @@ def with_precision(spec: RunSpec, precision: str) -> RunSpec:
     return replace(spec, extra={**spec.extra, "precision": precision})
 
 
+def with_timesteps(spec: RunSpec, timesteps: int | None) -> RunSpec:
+    """``spec`` with the budget ``timesteps`` (None: the preset row's own)."""
+    return spec if timesteps is None else replace(spec, timesteps=int(timesteps))
+
+
 def available(spec: RunSpec) -> str | None:
     """Why this setting cannot run here (its algorithm or env is missing, or it refuses the
     precision asked for), or None."""
@@ -288,16 +294,19 @@ def _run_in_process(run_dir: str) -> str | None:
 def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None = None,
               envs: list[str] | None = None, seeds: int | None = None,
               in_process: bool = False, progress: bool = True, plots: bool = True,
-              readme: str | None = None, precision: str = FLOAT32) -> dict[str, Any]:
+              readme: str | None = None, precision: str = FLOAT32,
+              timesteps: int | None = None) -> dict[str, Any]:
     """Run every pending run of the preset, then write the report into ``out_dir``.
-    ``precision``: every run's (rlbase.common.precision).
+    ``precision``: every run's (rlbase.common.precision); ``timesteps``: every run's budget
+    in env steps instead of its preset row's (recorded in each result as ``timesteps``).
 
     :return: counts ``ran``, ``skipped`` (finished earlier), ``failed`` (messages by run id)
         and ``unavailable`` (settings whose algorithm or env is missing, with the reason).
     """
     if jobs < 1:
         raise RLBaseError(f"--jobs must be at least 1, got {jobs}")
-    specs = [with_precision(s, precision) for s in select(preset, algs, envs, seeds)]
+    specs = [with_timesteps(with_precision(s, precision), timesteps)
+             for s in select(preset, algs, envs, seeds)]
     unavailable = {f"{s.name} {s.env}": why for s in specs if (why := available(s))}
     for key, why in unavailable.items():
         print(f"rlbase.bench suite: skipping {key}: {why}", file=sys.stderr, flush=True)
@@ -323,17 +332,20 @@ def run_suite(preset: str, out_dir: str, jobs: int = 1, algs: list[str] | None =
         bar.update(1)
     bar.close()
     bench_report.write_report(out_dir, preset, plots=plots, readme=readme,
-                              command=suite_command(preset, algs, envs, seeds, precision))
+                              command=suite_command(preset, algs, envs, seeds, precision,
+                                                    timesteps))
     return {"ran": len(pending) - len(failed), "skipped": skipped, "failed": failed,
             "unavailable": unavailable}
 
 
 def suite_command(preset: str, algs: list[str] | None, envs: list[str] | None,
-                  seeds: int | None, precision: str = FLOAT32) -> str:
+                  seeds: int | None, precision: str = FLOAT32,
+                  timesteps: int | None = None) -> str:
     """The command that reproduces a suite (shown beside its results)."""
     flags = {"preset": preset, "algs": ",".join(algs) if algs else None,
              "envs": ",".join(envs) if envs else None, "seeds": seeds,
-             "precision": None if precision == FLOAT32 else precision}
+             "precision": None if precision == FLOAT32 else precision,
+             "num_timesteps": timesteps}
     return " ".join(["python -m rlbase.bench suite",
                      *(f"--{key}={value}" for key, value in flags.items() if value is not None)])
 
@@ -345,13 +357,18 @@ def _csv_list(text: str | None) -> list[str] | None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m rlbase.bench suite")
     parser.add_argument("--preset", default="classic", help=f"one of {', '.join(PRESETS)}")
-    parser.add_argument("--out", default=None, help="results folder (default bench_results/"
-                                                    "<preset>); rerun with it to resume")
+    parser.add_argument("--out", default=None, type=path_arg,
+                        help="results folder (default bench_results/<preset>); rerun with it "
+                             "to resume")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
     parser.add_argument("--algs", type=_csv_list, help="only these rows, e.g. ppo,td3")
     parser.add_argument("--envs", type=_csv_list, help="only these envs, e.g. CartPole-v1")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 per setting "
                                                                 "(default: the preset's)")
+    parser.add_argument("--num_timesteps", type=timesteps_arg, default=None, metavar="N",
+                        help="every run's budget in env steps, instead of each preset row's "
+                             "(e.g. 1e4 for a quick try; recorded in the results; the default "
+                             "folder becomes bench_results/<preset>-<N>)")
     parser.add_argument("--in_process", action="store_true",
                         help="run in this process, one at a time (no isolation)")
     parser.add_argument("--no_plots", action="store_true", help="skip the PNG curves")
@@ -369,10 +386,13 @@ def main(argv: list[str] | None = None) -> None:
         run_one(args.one)
         return
     suffix = "" if args.precision == FLOAT32 else f"-{args.precision}"
+    if args.num_timesteps is not None:  # not the preset's results: a folder of their own
+        suffix += f"-{args.num_timesteps}"
     out = args.out or os.path.join("bench_results", args.preset + suffix)
     summary = run_suite(args.preset, out, args.jobs, args.algs, args.envs, args.seeds,
                         args.in_process, progress=not args.no_progress, plots=not args.no_plots,
-                        readme=args.readme, precision=args.precision)
+                        readme=args.readme, precision=args.precision,
+                        timesteps=args.num_timesteps)
     print(f"suite {args.preset}: {summary['ran']} ran, {summary['skipped']} already done, "
           f"{len(summary['failed'])} failed, {len(summary['unavailable'])} unavailable; "
           f"results in {out}/results.md and results.csv", flush=True)

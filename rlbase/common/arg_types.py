@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import math
+import os
 from typing import Any
 
 from rlbase.common.errors import RLBaseError
@@ -53,6 +54,13 @@ def seconds_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (or inf), got "
                                          f"'{text}'")
     return value
+
+
+def path_arg(text: str) -> str:
+    """argparse ``type=`` for every path flag: ``~`` expanded here, once, because the shell
+    leaves it alone after ``=`` (``--log_path=~/logs``), and every output must land in the
+    same folder."""
+    return os.path.expanduser(text)
 
 
 def timesteps_arg(text: str) -> int:

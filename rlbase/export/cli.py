@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 
+from rlbase.common.arg_types import path_arg
 from rlbase.common.export.metadata import FILENAME
 from rlbase.export import FORMATS, export_model
 from rlbase.registry import load
@@ -18,10 +19,12 @@ def parser() -> argparse.ArgumentParser:
         description="Write a saved model's deterministic policy (observation normalization, "
                     "network, action post-processing) as a TensorFlow SavedModel, TFLite or "
                     "ONNX file whose actions equal predict(obs, deterministic=True).")
-    p.add_argument("--load_path", required=True, help="the model file (.zip) to export")
+    p.add_argument("--load_path", required=True, type=path_arg,
+                   help="the model file (.zip) to export")
     p.add_argument("--format", default="saved_model", choices=FORMATS)
-    p.add_argument("--out", required=True, help="the folder to write (the SavedModel itself, "
-                                                 "or the folder of policy.tflite / policy.onnx)")
+    p.add_argument("--out", required=True, type=path_arg,
+                   help="the folder to write (the SavedModel itself, or the folder of "
+                        "policy.tflite / policy.onnx)")
     p.add_argument("--quantize", action="store_true",
                    help="tflite: also write policy_int8.tflite (dynamic-range int8 weights) "
                         "and report its action agreement with the float policy")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from rlbase.common.arg_types import path_arg
 from rlbase.common.errors import RLBaseError
 from rlbase.tuning.study import TuneSettings, optimize, write_best
 
@@ -41,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-episodes", type=int, default=5, help="episodes per evaluation")
     p.add_argument("--seed", type=int, default=None,
                    help="seeds the sampler, and trial i with seed + i")
-    p.add_argument("--out", default=None,
+    p.add_argument("--out", default=None, type=path_arg,
                    help="the best trial's hyperparameter file (default: <study name>.yml)")
     return p
 

@@ -249,19 +249,39 @@ def objective(trial: optuna.Trial, settings: TuneSettings, base: Base) -> float:
         return float("nan")
 
 
-def log_trial(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-    """One line per finished trial."""
-    config = ", ".join(f"{k}={v}" for k, v in trial.user_attrs.get("config", {}).items())
-    state = trial.state.name.lower()
-    if trial.user_attrs.get("error"):
-        print(f"trial {trial.number} failed: {trial.user_attrs['error']} ({config})", flush=True)
-    elif trial.value is not None:
-        print(f"trial {trial.number} {state}: mean return {trial.value:g} ({config})", flush=True)
-    else:
-        steps = trial.last_step if trial.last_step is not None else 0
-        score = trial.intermediate_values.get(steps, float("nan"))
-        print(f"trial {trial.number} {state} at {steps} timesteps: mean return {score:g} "
-              f"({config})", flush=True)
+class TrialLog:
+    """One compact line per finished trial: how many of ``total`` are done, the trial's
+    outcome and the best mean return so far (``[3/20] trial 2 complete: mean return 212 |
+    best 250 (trial 1) | lr=..., ...``)."""
+
+    def __init__(self, total: int):
+        self.total, self.done = int(total), 0
+
+    def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        self.done += 1
+        config = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                           for k, v in trial.user_attrs.get("config", {}).items())
+        state = trial.state.name.lower()
+        if trial.user_attrs.get("error"):
+            outcome = f"failed: {trial.user_attrs['error']}"
+        elif trial.value is not None:
+            outcome = f"{state}: mean return {trial.value:g}"
+        else:
+            steps = trial.last_step if trial.last_step is not None else 0
+            score = trial.intermediate_values.get(steps, float("nan"))
+            outcome = f"{state} at {steps} timesteps: mean return {score:g}"
+        print(f"[{self.done}/{self.total}] trial {trial.number} {outcome} | "
+              f"{best_so_far(study)} | {config}", flush=True)
+
+
+def best_so_far(study: optuna.Study) -> str:
+    """``best 250 (trial 1)``, or ``best: none yet`` before a trial completes."""
+    finite = [(float(t.value), t.number) for t in study.get_trials(deepcopy=False)
+              if t.value is not None and math.isfinite(t.value)]
+    if not finite:
+        return "best: none yet"
+    value, number = max(finite, key=lambda pair: pair[0])
+    return f"best {value:g} (trial {number})"
 
 
 def run_trials(settings: TuneSettings, storage: Any, n_trials: int, worker: int = 0) -> Any:
@@ -269,13 +289,13 @@ def run_trials(settings: TuneSettings, storage: Any, n_trials: int, worker: int 
     so that workers do not sample the same points)."""
     import optuna  # optional: the tune extra
 
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # log_trial says it in one line
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # TrialLog says it in one line
     import_tensorflow_quietly()
     base = base_settings(settings)
     seed = None if settings.seed is None else settings.seed + worker
     study = open_study(settings, storage, seed)
     study.optimize(lambda trial: objective(trial, settings, base), n_trials=n_trials,
-                   callbacks=[log_trial], gc_after_trial=True)
+                   callbacks=[TrialLog(n_trials)], gc_after_trial=True)
     return study
 
 
@@ -289,7 +309,7 @@ def optimize(settings: TuneSettings) -> optuna.Study:
     import optuna  # optional: the tune extra
 
     settings.check()
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # log_trial says it in one line
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # TrialLog says it in one line
     if settings.n_jobs == 1:
         return run_trials(settings, make_storage(settings.storage), settings.n_trials)
 
