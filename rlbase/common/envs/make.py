@@ -69,6 +69,10 @@ def check_env_id(env_id: str) -> None:
         if not _register("ale_py"):
             raise RLBaseError(f"'{env_id}' is an Atari game and ale-py is not installed: "
                               "pip install 'rlbase[atari]'")
+    if name not in gym.registry and "/" not in name:
+        # ale-py also registers the plain ids Baselines-era scripts use (Pong-v0, Pong-v4):
+        # loaded for an id gymnasium alone does not know.
+        _register("ale_py")
     if name not in gym.registry and name.startswith(ROBOTICS_PREFIXES):
         if not _register_robotics():
             raise RLBaseError(f"'{env_id}' is a gymnasium-robotics env and gymnasium-robotics "
@@ -76,10 +80,6 @@ def check_env_id(env_id: str) -> None:
     if name not in gym.registry and name.startswith("MinAtar/") and not _register_minatar():
         raise RLBaseError(f"'{env_id}' is a MinAtar game and minatar is not installed: "
                           "pip install 'rlbase[minatar]'")
-    if name.startswith(ROBOTICS_PREFIXES[:3]) and _mujoco_breaks_robotics():
-        raise RLBaseError(f"'{env_id}' cannot be built by gymnasium-robotics on the installed "
-                          "mujoco (>= 3.12: its joint-type check fails): pip install "
-                          "'rlbase[robotics]' (it brings mujoco<3.12)")
     successor = RETIRED_IDS.get(name)
     if name not in gym.registry and successor in gym.registry:
         spec = gym.spec(successor)
@@ -89,6 +89,11 @@ def check_env_id(env_id: str) -> None:
     version_problem = _version_problem(env_id, name)
     if version_problem:
         raise RLBaseError(version_problem)
+    # (after the version: an old id's successor is the first fix)
+    if name.startswith(ROBOTICS_PREFIXES[:3]) and _mujoco_breaks_robotics():
+        raise RLBaseError(f"'{env_id}' cannot be built by gymnasium-robotics on the installed "
+                          "mujoco (>= 3.12: its joint-type check fails): pip install "
+                          "'rlbase[robotics]' (it brings mujoco<3.12)")
     if name not in gym.registry:
         close = difflib.get_close_matches(name, list(gym.registry), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else \
@@ -104,10 +109,12 @@ def check_env_id(env_id: str) -> None:
 def _version_problem(env_id: str, name: str) -> str | None:
     """The one-line error for an id whose version gymnasium cannot make: one it does not
     register while it registers others of the same name, or one it keeps only to say it was
-    removed (the mujoco-py v2/v3 MuJoCo envs Baselines used: HalfCheetah-v2, Hopper-v3)."""
+    removed (the mujoco-py v2/v3 MuJoCo envs Baselines used: HalfCheetah-v2, Hopper-v3), or
+    one gymnasium-robotics registers on mujoco-py (FetchReach-v1, Baselines' HER id)."""
     def removed(env_name: str) -> bool:  # gymnasium keeps them with an entry point that raises
         entry = gym.registry[env_name].entry_point
-        return getattr(entry, "__name__", "") == "_raise_mujoco_py_error"
+        return getattr(entry, "__name__", "") == "_raise_mujoco_py_error" or \
+            _needs_mujoco_py(entry)
 
     was_removed = name in gym.registry and removed(name)
     if name in gym.registry and not was_removed:
@@ -120,17 +127,28 @@ def _version_problem(env_id: str, name: str) -> str | None:
     usable = sorted(v for ns, b, v in (parse_env_id(k) for k in gym.registry)
                     if ns == namespace and b == base and v is not None
                     and not removed(f"{prefix}{base}-v{v}"))
+    gone = "needs mujoco-py, which no longer installs" \
+        if was_removed and _needs_mujoco_py(gym.registry[name].entry_point) else \
+        "was removed from gymnasium (it needed mujoco-py)"
     if was_removed and not usable:
-        return f"env id '{env_id}' was removed from gymnasium (it needed mujoco-py)"
+        return f"env id '{env_id}' {gone}"
     if not usable or version is None:
         return None
     newest = f"{prefix}{base}-v{usable[-1]}"
     listed = ", ".join(f"{prefix}{base}-v{v}" for v in usable)
     if was_removed:
-        return (f"env id '{env_id}' was removed from gymnasium (it needed mujoco-py); use "
-                f"'{newest}' (registered versions: {listed})")
+        return (f"env id '{env_id}' {gone}; use '{newest}' (registered versions: "
+                f"{listed})")
     return (f"unknown env id '{env_id}': version v{version} is not registered; use "
             f"'{newest}' (registered versions: {listed})")
+
+
+def _needs_mujoco_py(entry: Any) -> bool:
+    """Whether an entry point is one of gymnasium-robotics' mujoco-py classes
+    (``gymnasium_robotics.envs:MujocoPyFetchReachEnv`` behind FetchReach-v1/v2, HandReach-v0):
+    registered still, but mujoco-py no longer installs on today's Pythons."""
+    return isinstance(entry, str) and entry.partition(":")[2].startswith("MujocoPy") \
+        and importlib.util.find_spec("mujoco_py") is None
 
 
 # Env types whose physics engine is an optional package: (module, what, rlbase extra).

@@ -37,11 +37,14 @@ from rlbase.common.vec_env.base import VecEnv, VecStepResult
 
 def ale_game_name(env_id: str) -> str:
     """``PongNoFrameskip-v4`` / ``ALE/Pong-v5`` -> ``pong``; ``MsPacman...`` -> ``ms_pacman``."""
-    match = re.fullmatch(r"(?:ALE/)?([A-Za-z0-9]+?)(?:NoFrameskip)?-v\d+", env_id)
+    match = re.fullmatch(r"ALE/([A-Za-z0-9]+)-v\d+|([A-Za-z0-9]+)NoFrameskip-v\d+", env_id)
     if match is None:
+        # Pong-v0/-v4 skip 2-4 frames at random (v0: sticky actions too): the emulator here
+        # skips 4 itself, so training them here would be another env than the id says.
         raise RLBaseError(f"'{env_id}' is not an Atari id of the form GameNoFrameskip-v4 or "
-                          "ALE/Game-v5")
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", match.group(1)).lower()
+                          "ALE/Game-v5 (ids such as Pong-v4 skip frames themselves): use "
+                          "its NoFrameskip-v4 or ALE/-v5 form")
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", match.group(1) or match.group(2)).lower()
 
 
 def ale_vector_available() -> bool:
