@@ -46,12 +46,13 @@ def check_env(env: gym.Env, warn: bool = True, skip_render_check: bool = True) -
             "an env with compute_reward() is goal-conditioned: its observation space must be a Dict"
     _refuse_untrainable(observation_space, action_space)
     try:
-        env.reset(seed=0)
+        reset = env.reset(seed=0)
     except TypeError as exc:
         raise TypeError(f"{type(env.unwrapped).__name__}.reset() must take a seed argument "
                         f"(reset(self, *, seed=None, options=None)): {exc}") from exc
     if warn:
         _warn_spaces(observation_space, action_space)
+        _say_masks(env, reset)
     _check_returned_values(env, observation_space, action_space)
     if not skip_render_check:
         if env.render_mode is not None:
@@ -125,6 +126,21 @@ def _warn_box_observation(space: spaces.Box, key: str) -> None:
     elif len(shape) != 1:
         _warn(f"observation{key} has shape {shape}, neither an image (3-D) nor a vector "
               "(1-D): flatten it, or give a network that reads that shape")
+
+
+def _say_masks(env: gym.Env, reset: Any) -> None:
+    """Whether the env offers action masks, and which algorithms honour them: the others act
+    among all actions without a word."""
+    info = reset[1] if isinstance(reset, tuple) and len(reset) == 2 else {}
+    if env.has_wrapper_attr("action_masks"):
+        source = "an action_masks() method"
+    elif isinstance(info, dict) and "action_mask" in info:
+        source = "info['action_mask']"
+    else:
+        return
+    _warn(f"the env offers action masks ({source}): A2C and PPO honour them with "
+          "action_masks=True (or MaskablePPO); the other algorithms ignore them and may take "
+          "any action")
 
 
 def _warn(message: str) -> None:

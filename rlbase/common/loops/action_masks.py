@@ -15,6 +15,7 @@ sources, the ``action_masks`` setting of A2C and PPO choosing between them:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
@@ -90,6 +91,23 @@ def _has_method(env: VecEnv) -> bool:
         return env.has_attr(MASK_METHOD)
     except NotImplementedError:  # a VecEnv of the user's that cannot say
         return False
+
+
+def warn_unused_masks(model: Any, env: VecEnv) -> None:
+    """A warning when the envs offer ``action_masks()`` and ``model`` trains without masks:
+    every action may then be taken, legal or not, and nothing else would say so."""
+    if masking_of(model) is not False or not _has_method(env):
+        return
+    name = model.algorithm.upper()
+    if "action_masks" in type(model.config).field_names():
+        message = (f"{name}: the env has an {MASK_METHOD}() method, but action_masks=False: "
+                   "its masks are not used and every action may be taken (pass "
+                   "action_masks=True, --action_masks=True, or use MaskablePPO)")
+    else:
+        message = (f"{name} does not use action masks: the env's {MASK_METHOD}() method is "
+                   "ignored and every action may be taken; A2C and PPO honour them "
+                   "(action_masks=True, or MaskablePPO)")
+    warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def mask_source(env: VecEnv, setting: bool | str) -> str | None:

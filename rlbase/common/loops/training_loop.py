@@ -27,6 +27,7 @@ from rlbase.common.base_model import BaseModel
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.io.checkpoint import Checkpointer
 from rlbase.common.logs import logger
+from rlbase.common.loops.action_masks import warn_unused_masks
 from rlbase.common.loops.baselines_callback import is_baselines_form
 from rlbase.common.loops.callbacks import BaseCallback
 from rlbase.common.loops.episodes import EpisodeStats
@@ -132,6 +133,7 @@ class TrainingLoop:
                  loss_names: tuple[str, ...] = (), writer: bool = True,
                  seed: int | None = None, comm: Any = None):
         options.check()
+        warn_unused_masks(model, env)
         if log_unit not in ("iterations", "episodes"):
             raise ValueError(f"log_unit must be 'iterations' or 'episodes', got {log_unit!r}")
         self.model, self.env, self.options = model, env, options

@@ -47,6 +47,12 @@ class VecEnv(ABC):
         """Wait for the step sent by ``step_async``."""
 
     def step(self, actions: np.ndarray) -> VecStepResult:
+        """Step every env: ``obs, rewards, terminated, truncated, infos``, five values as in
+        gymnasium. SB3's VecEnv returns four (``dones = terminated | truncated``), so SB3's
+        ``obs, rewards, dones, infos = env.step(a)`` fails here with Python's "too many values
+        to unpack (expected 4)". A clearer error would need a Python-level ``__iter__`` on the
+        result, run at every vector step of every training loop (~0.5 us measured), so the
+        difference is documented instead (rlbase/docs/sb3_names.md)."""
         self.step_async(actions)
         return self.step_wait()
 
