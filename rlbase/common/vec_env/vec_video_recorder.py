@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from rlbase.common.display import quiet_offscreen_rendering
 from rlbase.common.errors import RLBaseError
 from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, VecStepResult
 
@@ -41,6 +42,7 @@ class VecVideoRecorder(VecEnvWrapper):
             raise RLBaseError(f"video_length={video_length!r} is not allowed: use an integer >= 1")
         if importlib.util.find_spec("imageio_ffmpeg") is None:
             raise RLBaseError("recording videos needs imageio-ffmpeg: pip install 'rlbase[video]'")
+        quiet_offscreen_rendering()  # before the first render() initialises pygame
         self.directory = os.path.abspath(os.fspath(directory))
         os.makedirs(self.directory, exist_ok=True)
         self.record_video_trigger = record_video_trigger

@@ -9,12 +9,14 @@ import math
 import os
 import shutil
 import tempfile
+import types
 from numbers import Real
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common.display import has_display
 from rlbase.common.errors import RLBaseError
 from rlbase.common.io.serialization import load_file
 from rlbase.common.logs.curves import run_title
@@ -40,6 +42,18 @@ def positive_int(owner: str, name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise RLBaseError(f"{owner}: {name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+class class_or_instance_method:
+    """A method that works on the class and on an instance: rlib.md's ``Algo.load(path)``
+    makes a new algorithm (an instance made here, then rebuilt by the method), and
+    ``algo.load(path)`` rebuilds that one, as rlib's own instance method does."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+
+    def __get__(self, obj: Any, owner: type) -> Callable[..., Any]:
+        return types.MethodType(self.fn, object.__new__(owner) if obj is None else obj)
 
 
 def network(owner: str, name: str, kwargs: Any) -> dict[str, Any]:
@@ -287,6 +301,10 @@ class BaseAlgorithm:
                               f"{num_episodes!r}")
         if display and save_video:
             raise RLBaseError("display and save_video cannot be True at the same time")
+        if display and not has_display():  # SDL would crash the process (rc 139), not fail
+            raise RLBaseError("test(display=True) needs a display, and DISPLAY / "
+                              "WAYLAND_DISPLAY are not set: use test(save_video=True, "
+                              "video_path='test.mp4') or save_videos()")
         if save_video and not video_path:
             raise RLBaseError("save_video=True needs a video_path (an .mp4 file)")
         if seed is None:
@@ -340,9 +358,11 @@ class BaseAlgorithm:
             raise RLBaseError(f"{type(self).__name__} has no model to save")
         inner.save(os.fspath(path), extra_metadata={"rlib": jsonable(self._state())})
 
-    def load(self, path: str, verbose: bool = True) -> None:
-        """Rebuild this algorithm from a file written by :meth:`save` (its arguments, model,
-        scores and folders)."""
+    @class_or_instance_method
+    def load(self, path: str, verbose: bool = True) -> BaseAlgorithm:
+        """Rebuild an algorithm from a file written by :meth:`save` (its arguments, model,
+        scores and folders) and return it: ``DeepQLearning.load(path)`` makes a new one,
+        ``algorithm.load(path)`` rebuilds that one; ``verbose`` says so in one line."""
         metadata = load_file(os.fspath(path))[0]
         state = metadata.get("rlib")
         if not isinstance(state, dict) or state.get("class") != type(self).__name__:
@@ -363,6 +383,7 @@ class BaseAlgorithm:
         if verbose:
             print(f"Loaded {type(self).__name__} from {path} ({self.unit}: "
                   f"{self.current_iteration})")
+        return self
 
     def save_plots(self) -> list[str]:
         """The training returns and lengths (every episode at the env step it ended at) and the
@@ -375,7 +396,6 @@ class BaseAlgorithm:
                            per_iteration=self.many_episodes_per_iteration,
                            test_episodes=self.num_test_episodes)
 
-
     def save_videos(self) -> list[str]:
         """A video of one greedy episode of every model in models/ (saved at the testing
         iterations), as videos/<model name>.mp4; existing videos are kept."""
@@ -385,7 +405,9 @@ class BaseAlgorithm:
                 continue
             path = os.path.join(self.videos_folder, name[:-len(".zip")] + ".mp4")
             if not os.path.exists(path):
-                agent = self.api_class.load(os.path.join(self.models_folder, name))
+                # (the schedules given again: a file holds no function)
+                agent = self.api_class.load(os.path.join(self.models_folder, name),
+                                            **self._functions)
                 self._play(agent, 1, save_video=True, video_path=path)
             paths.append(path)
         return paths

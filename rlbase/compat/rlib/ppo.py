@@ -46,7 +46,7 @@ class PPO(BaseAlgorithm):
                  value_loss_clip: float = 0.2, value_loss_coef: float = 0.5,
                  entropy_loss_coef: float = 0.01, max_grad_norm: float = 0.5,
                  learning_rate: float = 3e-4, lr_annealing: bool = True,
-                 norm_advantages: bool = True):
+                 norm_advantages: bool = True, verbose: bool = True):
         kwargs = arguments(locals())
         probe = EnvSpec(env_kwargs, max_episode_length, max_total_reward)
         # rlib's wrappers for continuous actions: observations clipped to [-10, 10], rewards
@@ -58,7 +58,7 @@ class PPO(BaseAlgorithm):
                        normalize_reward=continuous)
         super().__init__(kwargs, spec, num_envs=num_envs, save_folder=save_folder, seed=seed,
                          test_every=test_every, num_test_episodes=num_test_agents,
-                         budget=total_timesteps)
+                         budget=total_timesteps, verbose=verbose)
         actor = network("PPO", "actor_kwargs", with_defaults(actor_kwargs))
         critic = network("PPO", "critic_kwargs", with_defaults(critic_kwargs))
         if actor != critic:
