@@ -8,6 +8,7 @@
     rlbase bench {run,compare,suite,report} ...                       (= python -m rlbase.bench)
     rlbase export --load_path=m.zip --format=saved_model|tflite|onnx --out=DIR [--quantize]
     rlbase tune --algo=ppo --env=CartPole-v1 --n-trials=20 [--storage=sqlite:///study.db]
+    rlbase docs {build [--out=DIR],serve [--addr=HOST:PORT],config}  (= python -m rlbase.docs_site)
     rlbase train --algo=ppo --env=CartPole-v1 --optimize --n-trials=20          (= tune)
     rlbase --version
 """
@@ -29,7 +30,7 @@ USAGE = __doc__ or ""
 OPTIMIZE_FLAGS = ("--optimize", "-optimize", "--optimize-hyperparameters")
 # Commands that are another module's main(argv), imported only when run.
 MODULES = {"train": "rlbase.run", "bench": "rlbase.bench.__main__", "export": "rlbase.export.cli",
-           "tune": "rlbase.tuning.cli"}
+           "tune": "rlbase.tuning.cli", "docs": "rlbase.docs_site"}
 
 
 def _plot(argv: list[str]) -> None:
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         _plot(rest)
     else:
         raise RLBaseError(f"unknown command {command!r}; use train, play (enjoy), plot, "
-                          "bench, export or tune (rlbase --help)")
+                          "bench, export, tune or docs (rlbase --help)")
 
 
 def cli() -> None:
