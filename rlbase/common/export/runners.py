@@ -30,11 +30,16 @@ def require_onnx() -> None:
 
 
 def tflite_interpreter(path: str, num_threads: int | None = None) -> Any:
-    """TensorFlow's TFLite interpreter (its deprecation notice silenced: the LiteRT package
-    ``ai_edge_litert`` runs the same files)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tf.lite.Interpreter(model_path=path, num_threads=num_threads)
+    """LiteRT's interpreter (``ai_edge_litert``, TensorFlow Lite's successor) where it is
+    installed, else TensorFlow's ``tf.lite.Interpreter``, whose deprecation notice (it points
+    to LiteRT) is silenced here: both run the same files."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter  # optional: pip install ai-edge-litert
+    except ImportError:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return tf.lite.Interpreter(model_path=path, num_threads=num_threads)
+    return Interpreter(model_path=path, num_threads=num_threads)
 
 
 def load(path: str, signature: str = "serving_default", num_threads: int | None = None
