@@ -399,6 +399,7 @@ def train(argv: list[str] | None) -> tuple[Any, Any, dict[str, Any], int]:
     alg_kwargs.update(copy.deepcopy(preset))
     num_env, network = alg_kwargs.pop("num_env", None), alg_kwargs.pop("network", None)
     num_env = args.num_env or num_env or os.cpu_count() or 1
+    alg_kwargs = without_other_networks_arguments(entry, alg_kwargs, network, args.network)
     network = args.network or network or "mlp"
     # Popped whatever the flag says: a default left in alg_kwargs would reach learn().
     normalize = alg_kwargs.pop("normalize", False)
@@ -555,6 +556,18 @@ def zoo_flags(args: Any) -> None:
         args.save_path = os.path.join(args.log_path, f"{args.env}.zip")
 
 
+def without_other_networks_arguments(entry: Any, defaults: dict[str, Any], row_network: Any,
+                                     chosen: Any) -> dict[str, Any]:
+    """A defaults row's network arguments belong to the row's network: under --network naming
+    another one they are dropped (that network starts from its own defaults), the row's
+    algorithm settings kept."""
+    if not chosen or not row_network or chosen == row_network:
+        return defaults
+    keep = set(entry.learn_parameters()) | {"network", "num_env", "normalize", "eval_freq",
+                                             "eval_episodes"}
+    return {k: v for k, v in defaults.items() if k in keep}
+
+
 def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], dict[str, Any],
                                                                 str | None]:
     """Zoo mode: the CLI's defaults dict from the row of --conf-file or
@@ -566,6 +579,8 @@ def zoo_settings(args: Any, entry: Any, env_type: str) -> tuple[dict[str, Any], 
     row.pop("seed", None)
     settings = row_settings(args.alg, row, where, env_type=env_type, env_id=args.env)
     alg_kwargs = {"num_env": 1, **flat(args.alg, settings)}  # the zoo's n_envs default
+    alg_kwargs = without_other_networks_arguments(entry, alg_kwargs, alg_kwargs.get("network"),
+                                                  args.network)
     network = args.network or alg_kwargs.get("network") or "mlp"
     params = {k: v for k, v in alg_kwargs.items()
               if k not in ("network", "num_env", "normalize", "eval_freq", "eval_episodes")}
