@@ -48,7 +48,8 @@ def test_minatar_cnn_is_the_papers_network() -> None:
 
 
 def test_env_type_rows_cite_their_source_and_apply() -> None:
-    for alg, source in (("ppo", "gymnax-blines"), ("a2c", "MinAtar"), ("dqn", "Young & Tian")):
+    for alg, source in (("ppo", "gymnax-blines"), ("a2c", "MinAtar"), ("dqn", "Young & Tian"),
+                        ("pqn", "purejaxql")):
         with open(file_for(alg), encoding="utf-8") as f:
             text = f.read()
         comment = text[:text.index("\nminatar:")].rsplit("\n\n", 1)[-1]
@@ -62,24 +63,29 @@ def test_env_type_rows_cite_their_source_and_apply() -> None:
     assert (ppo["num_env"], ppo["nsteps"], ppo["nminibatches"], ppo["noptepochs"],
             ppo["gamma"], ppo["num_hidden"]) == (64, 128, 8, 4, 0.999, 256)
     assert env_type_defaults("a2c", "minatar")["network"] == "minatar_cnn"
+    pqn = env_type_defaults("pqn", "minatar")
+    assert (pqn["network"], pqn["num_env"], pqn["nsteps"], pqn["nminibatches"],
+            pqn["noptepochs"], pqn["lr"]) == ("minatar_cnn", 128, 32, 32, 2, 5e-4)
 
 
-def test_preset_is_three_algorithms_five_games_five_seeds() -> None:
+def test_preset_is_four_algorithms_five_games_five_seeds() -> None:
     specs = bench_suite.PRESETS["minatar"]
     assert {(s.name, s.env) for s in specs} == {
-        (a, f"MinAtar/{g}-v1") for a in ("ppo", "a2c", "dqn") for g in GAMES}
+        (a, f"MinAtar/{g}-v1") for a in ("ppo", "a2c", "dqn", "pqn") for g in GAMES}
     assert {s.name: s.timesteps for s in specs} == {"ppo": 10_000_000, "a2c": 5_000_000,
-                                                    "dqn": 5_000_000}
+                                                    "dqn": 5_000_000, "pqn": 10_000_000}
     assert all(s.seeds == (0, 1, 2, 3, 4) and s.extra == {} for s in specs)
     for spec in specs:
         assert bench_suite.available(spec) is None, spec
 
 
-@pytest.mark.parametrize("alg", ["ppo", "dqn"])
+@pytest.mark.parametrize("alg", ["ppo", "dqn", "pqn"])
 def test_preset_wiring_at_a_tiny_budget(alg, tmp_path, monkeypatch) -> None:
     (spec,) = bench_suite.select("minatar", algs=[alg], envs=["MinAtar/Breakout-v1"])
-    steps = 64 * 8 if alg == "ppo" else 300  # PPO: one 64-env batch of 8 steps
-    extra = {"nsteps": 8, "nminibatches": 2} if alg == "ppo" else {"learning_starts": 100}
+    # PPO: one 64-env batch of 8 steps; PQN: one 128-env batch of 4 steps
+    steps = {"ppo": 64 * 8, "dqn": 300, "pqn": 128 * 4}[alg]
+    extra = {"ppo": {"nsteps": 8, "nminibatches": 2}, "dqn": {"learning_starts": 100},
+             "pqn": {"nsteps": 4, "nminibatches": 2}}[alg]
     tiny = dataclasses.replace(spec, timesteps=steps, seeds=(0,), eval_episodes=1, extra=extra)
     monkeypatch.setitem(bench_suite.PRESETS, "minatar", [tiny])
     summary = bench_suite.run_suite("minatar", str(tmp_path), in_process=True, progress=False,

@@ -81,7 +81,7 @@ _MINATAR = tuple(f"MinAtar/{game}-v1" for game in
                  ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"))
 # The budgets of the settings' sources: gymnax-blines' PPO 1e7 steps; the MinAtar paper's DQN
 # and actor-critic 5e6 frames (one MinAtar frame is one env step: no frame skip).
-MINATAR_BUDGETS = {"ppo": 10_000_000, "a2c": 5_000_000, "dqn": 5_000_000}
+MINATAR_BUDGETS = {"ppo": 10_000_000, "a2c": 5_000_000, "dqn": 5_000_000, "pqn": 10_000_000}
 # rl-baselines3-zoo sac.yml LunarLanderContinuous: its row differs from BipedalWalker's, which
 # SAC's box2d() defaults carry.
 SAC_LUNAR = dict(lr=7.3e-4, buffer_size=1_000_000, gamma=0.99, tau=0.01, train_freq=1,
@@ -116,11 +116,11 @@ PRESETS: dict[str, list[RunSpec]] = {
     # rerunning the same command resumes.
     "mujoco-v5": [RunSpec(name, name, env, 1_000_000, seeds=(0, 1, 2, 3, 4))
                   for name in ("ppo", "a2c", "trpo") for env in _MUJOCO_V5],
-    # MinAtar (issue 48): PPO, A2C and DQN at their env-type rows' settings (the minatar rows
-    # of rlbase/hyperparams/<alg>.yml, each citing its source) and those sources' budgets,
-    # 5 seeds, 10 evaluation episodes. 75 runs; run a row at a time, as mujoco-v5.
+    # MinAtar (issue 48): PPO, A2C, DQN and PQN at their env-type rows' settings (the minatar
+    # rows of rlbase/hyperparams/<alg>.yml, each citing its source) and those sources'
+    # budgets, 5 seeds, 10 evaluation episodes. 100 runs; run a row at a time, as mujoco-v5.
     "minatar": [RunSpec(name, name, env, MINATAR_BUDGETS[name], seeds=(0, 1, 2, 3, 4))
-                for name in ("ppo", "a2c", "dqn") for env in _MINATAR],
+                for name in ("ppo", "a2c", "dqn", "pqn") for env in _MINATAR],
     # Box2D continuous control at the rl-zoo budgets (seed 0).
     "box2d": [
         RunSpec("sac", "sac", "BipedalWalker-v3", 500_000, seeds=(0,)),
