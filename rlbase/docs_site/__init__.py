@@ -14,9 +14,11 @@ Needs the docs extra: ``pip install -e ".[docs]"``.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Any
 
 import yaml
@@ -118,7 +120,21 @@ def _mkdocs(args: list[str]) -> int:
                           "pip install -e '.[docs]'") from None
     # Material's banner about MkDocs 2 is not about this site: off.
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    return subprocess.call([sys.executable, "-m", "mkdocs", *args], env=env)
+    child = subprocess.Popen([sys.executable, "-m", "mkdocs", *args], env=env)
+    # A SIGTERM or Ctrl-C to this process ends MkDocs too (serve would run on otherwise).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, lambda *_: child.terminate()) if main_thread \
+        else None
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        child.terminate()
+        return child.wait()
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        if child.poll() is None:
+            child.kill()
 
 
 def build(out: str = DEFAULT_OUT) -> int:
