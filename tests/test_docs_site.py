@@ -64,8 +64,7 @@ def test_every_nav_entry_is_a_page():
 
     def leaves(nav):
         for entry in nav:
-            values = [entry] if isinstance(entry, str) else entry.values()
-            for value in values:
+            for value in entry.values():
                 yield from (leaves(value) if isinstance(value, list) else [value])
 
     cfg = site_config("/tmp/unused")

@@ -50,12 +50,17 @@ SECTIONS: list[Any] = [
 ]
 
 
-def algorithm_pages() -> list[str]:
-    """The overview, then every page of docs/algorithms/ (each titled by its first heading), so
-    that a new algorithm's page is in the navigation without anyone listing it."""
+def algorithm_pages() -> list[dict[str, str]]:
+    """The overview, then every page of docs/algorithms/, so that a new algorithm's page is in
+    the navigation without anyone listing it; each titled by its heading's name ("ACER" of
+    "ACER (actor-critic with experience replay)")."""
     folder = os.path.join(DOCS_DIR, "algorithms")
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".md") and n != "index.md")
-    return ["algorithms/index.md", *(f"algorithms/{n}" for n in names)]
+    entries = [{"Overview": "algorithms/index.md"}]
+    for name in sorted(n for n in os.listdir(folder) if n.endswith(".md") and n != "index.md"):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            heading = next((line[2:] for line in f if line.startswith("# ")), name[:-3])
+        entries.append({heading.split(" (")[0].strip(): f"algorithms/{name}"})
+    return entries
 
 
 def site_nav() -> list[Any]:
