@@ -249,4 +249,4 @@ def test_every_page_loads(server, site):
              for d, _, names in os.walk(site) for n in names if n == "index.html"]
     for page in pages:
         with urllib.request.urlopen(server + page, timeout=30) as response:
-            assert response.status == 200, page
+            assert response.status == 200 and b"md-content" in response.read(), page
