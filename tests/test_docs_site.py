@@ -45,6 +45,16 @@ def test_config_is_strict_and_checks_every_link():
     assert yaml.safe_load(yaml.safe_dump(cfg))["nav"] == cfg["nav"]
 
 
+def test_rlbase_docs_is_a_cli_command(capsys):
+    from rlbase.cli import main
+    from rlbase.common.errors import RLBaseError
+
+    with pytest.raises(RLBaseError, match="invalid choice: 'bogus'"):
+        main(["docs", "bogus"])
+    main(["docs", "config"])
+    assert yaml.safe_load(capsys.readouterr().out)["strict"] is True
+
+
 def test_api_pages_cover_the_registry_the_classes_and_common():
     pages = api_pages.pages()
     for alg in registry.available_algorithms():
