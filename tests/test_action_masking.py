@@ -1,4 +1,4 @@
-"""Action masking for A2C and PPO (rlbase/docs/action_masking.md): masked categoricals by
+"""Action masking for A2C, PPO, DQN and QR-DQN (rlbase/docs/action_masking.md): masked categoricals by
 hand, masks from the env's method and from its info, never a masked action taken, the same
 masks in the update as in acting, predict/evaluate with masks, MaskablePPO, and learning."""
 
@@ -212,6 +212,57 @@ def test_export_refuses_a_masked_model(tmp_path):
                       **QUIET)
     with pytest.raises(RLBaseError, match="exported policy cannot take"):
         model.export(str(tmp_path / "policy"))
+
+
+@pytest.mark.parametrize("source", ["method", "info"])
+def test_dqn_never_takes_a_masked_action_exploring_or_greedy(source):
+    """Epsilon falls from 1 (all exploring) to 0.05 (mostly greedy) over the run: neither
+    the random choice nor the argmax ever lands on a masked action."""
+    from rlbase.dqn import dqn
+
+    venv, envs = grid_envs()
+    dqn.learn("mlp", venv, total_timesteps=3000, seed=0, learning_starts=200, batch_size=16,
+              exploration_fraction=0.5, exploration_final_eps=0.05, action_masks=source,
+              best_model_interval=None, **QUIET)
+    assert sum(e.total_steps for e in envs) >= 3000
+    assert [e.invalid_taken for e in envs] == [0, 0, 0, 0]
+    venv, envs = grid_envs()  # unmasked, it takes them: the count is not 0 by construction
+    with pytest.warns(UserWarning, match="action_masks=False"):
+        dqn.learn("mlp", venv, total_timesteps=1000, seed=0, learning_starts=200,
+                  batch_size=16, best_model_interval=None, **QUIET)
+    assert sum(e.invalid_taken for e in envs) > 300
+
+
+def test_q_network_masks_by_hand():
+    """The greedy action is the best valid one even when a masked action scores higher;
+    exploring draws uniformly among the valid ones (each of 2 valid of 16 about half the
+    time); predict() and evaluate_policy() take masks; export refuses a masked model."""
+    from rlbase import DQN, QRDQN
+    from rlbase.common.envs.env_util import make_vec_env
+
+    venv, _ = grid_envs(2)
+    model = DQN("MlpPolicy", venv, seed=0, action_masks=True, learning_starts=10)
+    inner = model.model
+    q = np.zeros((1, 16), np.float32)
+    q[0, [2, 5, 9]] = [1.0, 3.0, 2.0]
+    inner.q_values = lambda obs, perturbed=False: np.repeat(q, len(obs), axis=0)
+    valid = np.zeros((1, 16), bool)
+    valid[0, [2, 9]] = True
+    greedy, qmax = inner.act(np.zeros((1,)), 0.0, action_masks=valid)
+    assert greedy.tolist() == [9] and qmax.tolist() == [2.0]
+    drawn, _ = inner.act(np.zeros((4000,)), 1.0, action_masks=np.repeat(valid, 4000, axis=0))
+    assert set(drawn.tolist()) == {2, 9} and 0.45 < np.mean(drawn == 9) < 0.55
+    action, _ = model.predict(0, action_masks=valid[0], deterministic=True)
+    assert int(action) == 9
+    eval_env, envs = grid_envs(1)
+    evaluate_policy(model, eval_env, 2, deterministic=False)
+    assert envs[0].invalid_taken == 0
+    with pytest.raises(RLBaseError, match="exported policy cannot take"):
+        inner.policy_graph()
+    qrdqn = QRDQN("MlpPolicy", venv, seed=0, action_masks="method", n_quantiles=3)
+    assert qrdqn.model.action_masking == "method"
+    with pytest.raises(RLBaseError, match="no action_masks\\(\\) method"):
+        DQN("MlpPolicy", make_vec_env("CartPole-v1"), action_masks=True).learn(64)
 
 
 def test_taxi_reports_its_mask_in_info():

@@ -15,6 +15,7 @@ from rlbase.common.config import (
     param,
 )
 from rlbase.common.errors import RLBaseError
+from rlbase.common.loops.action_masks import action_masks_field
 
 
 def _log_interval(value: Any, given: Mapping[str, Any], num_envs: int) -> int:
@@ -103,6 +104,7 @@ class DQNConfig(OffPolicyConfig):
     jit_compile: bool | None = param(None, "compile the update with XLA (~2 s to compile, "
                                      "faster updates; None: for runs of at least 2000 gradient "
                                      "steps, except convnets on a CPU)")
+    action_masks: bool | str = action_masks_field()
     log_interval: int = param(
         100, "log every this many finished episodes (the monitor's: whole games on Atari)",
         unit="episodes", low=1,

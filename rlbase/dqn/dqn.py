@@ -70,7 +70,7 @@ class DQNHooks(QLearningHooks):
         self.epsilon = self.exploration.value(t)
         if self.new_episode:  # one perturbation per episode (any env's, when vectorized)
             model.perturb(noise.adaptation.scale)
-        return model.act(obs, 0.0, perturbed=True)[0]
+        return model.act(obs, 0.0, perturbed=True, action_masks=self.action_masks())[0]
 
     def after_step(self, obs: Any, step: dict[str, Any], t: int) -> None:
         model = self.model

@@ -16,6 +16,7 @@ from rlbase.common.config import (
     OffPolicyConfig,
     param,
 )
+from rlbase.common.loops.action_masks import action_masks_field
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class QRDQNConfig(OffPolicyConfig):
     jit_compile: bool | None = param(None, "compile the update with XLA (~2 s to compile, "
                                      "faster updates; None: for runs of at least 2000 gradient "
                                      "steps, except convnets on a CPU)")
+    action_masks: bool | str = action_masks_field()
     log_interval: int = param(4, "log every this many finished episodes (SB3's default; the "
                               "monitor's episodes: whole games on Atari)", unit="episodes",
                               low=1)

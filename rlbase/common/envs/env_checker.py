@@ -138,9 +138,9 @@ def _say_masks(env: gym.Env, reset: Any) -> None:
         source = "info['action_mask']"
     else:
         return
-    _warn(f"the env offers action masks ({source}): A2C and PPO honour them with "
-          "action_masks=True (or MaskablePPO); the other algorithms ignore them and may take "
-          "any action")
+    _warn(f"the env offers action masks ({source}): A2C, PPO, DQN and QR-DQN honour them "
+          "with action_masks=True (or MaskablePPO); the other algorithms ignore them and may "
+          "take any action")
 
 
 def _warn(message: str) -> None:

@@ -2,7 +2,7 @@
 
 A mask says which actions are valid now: ``[num_envs, logits]`` booleans (Discrete: one per
 action; MultiDiscrete: the per-dimension masks concatenated, as sb3-contrib takes them). Two
-sources, the ``action_masks`` setting of A2C and PPO choosing between them:
+sources, the ``action_masks`` setting of A2C, PPO, DQN and QR-DQN choosing between them:
 
 - ``"method"``: each env's ``action_masks()`` method (sb3-contrib's protocol), called through
   the VecEnv's ``env_method`` before every step (after the step's autoreset, so an env that
@@ -38,8 +38,9 @@ MASK_DOC = ("mask invalid actions (Discrete/MultiDiscrete): 'method' reads the e
 
 
 def action_masks_field() -> Any:
-    """The ``action_masks`` config field of A2C and PPO (not an SB3 constructor argument:
-    sb3-contrib's MaskablePPO takes ``use_masking`` in learn(), rlbase.MaskablePPO too)."""
+    """The ``action_masks`` config field of A2C, PPO, DQN and QR-DQN (not an SB3 constructor
+    argument: sb3-contrib's MaskablePPO takes ``use_masking`` in learn(), rlbase.MaskablePPO
+    too)."""
     return param(False, MASK_DOC, choices=MASK_SETTINGS)
 
 
@@ -105,7 +106,7 @@ def warn_unused_masks(model: Any, env: VecEnv) -> None:
                    "action_masks=True, --action_masks=True, or use MaskablePPO)")
     else:
         message = (f"{name} does not use action masks: the env's {MASK_METHOD}() method is "
-                   "ignored and every action may be taken; A2C and PPO honour them "
+                   "ignored and every action may be taken; A2C, PPO, DQN and QR-DQN honour them "
                    "(action_masks=True, or MaskablePPO)")
     warnings.warn(message, UserWarning, stacklevel=3)
 

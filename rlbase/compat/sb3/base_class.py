@@ -31,6 +31,7 @@ from rlbase.common.buffers.her_replay_buffer import HerReplayBuffer
 from rlbase.common.envs.make import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.families.actor_critic import OnPolicyModel
+from rlbase.common.families.q_learning.acting import EpsilonGreedyQ
 from rlbase.common.io.serialization import NORMALIZE_HINT, library_versions, load_file
 from rlbase.common.logs import logger
 from rlbase.common.logs.logger import Logger, configure_logger
@@ -668,12 +669,13 @@ class BaseRLModel:
         return evaluate_policy(self, env, num_episodes, deterministic)
 
 
-def _maskable(model: BaseModel, name: str) -> OnPolicyModel:
-    """``model`` when its ``step`` takes action masks (the actor-critic models), else a
-    one-line error."""
-    if not isinstance(model, OnPolicyModel):
+def _maskable(model: BaseModel, name: str) -> OnPolicyModel | EpsilonGreedyQ:
+    """``model`` when its ``step`` takes action masks (the actor-critic models and the
+    Q-networks), else a one-line error."""
+    if not isinstance(model, (OnPolicyModel, EpsilonGreedyQ)):
         raise RLBaseError(f"{name} does not act with action masks: action_masks is for the "
-                          "actor-critic algorithms (a2c, ppo, acktr, trpo, gail, acer)")
+                          "actor-critic algorithms (a2c, ppo, acktr, trpo, gail, acer) and "
+                          "the Q-networks (dqn, qrdqn, pqn)")
     return model
 
 

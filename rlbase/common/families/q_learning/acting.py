@@ -18,6 +18,7 @@ from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
 from rlbase.common.families.q_learning.networks import QNetwork
 from rlbase.common.families.q_learning.numpy_q import NumpyQ
+from rlbase.common.loops.action_masks import check_masks
 from rlbase.common.networks.policy_graph import PolicyGraph
 from rlbase.common.tf_util import CompiledFunction, compile_fn, observation_spec
 
@@ -32,6 +33,7 @@ class EpsilonGreedyQ:
     """
 
     observation_space: gym.Space
+    action_space: gym.Space
     algorithm: ClassVar[str]
     q: QNetwork
     mirror: NumpyQ | None
@@ -61,29 +63,59 @@ class EpsilonGreedyQ:
             return self.mirror.q_values(obs)
         return self.q_fn(obs).numpy()
 
-    def act(self, obs: Any, epsilon: float, perturbed: bool = False
-            ) -> tuple[np.ndarray, np.ndarray]:
-        """Epsilon-greedy action indices (0..n-1) and the Q-value of the greedy action."""
+    @property
+    def action_masking(self) -> bool | str:
+        """Where the masks of the actions this model may take come from (its config's
+        ``action_masks``, rlbase/docs/action_masking.md; False: every action is valid)."""
+        return False
+
+    def act(self, obs: Any, epsilon: float, perturbed: bool = False,
+            action_masks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Epsilon-greedy action indices (0..n-1) and the Q-value of the greedy action; with
+        ``action_masks`` ``[B, n]`` both the greedy and the exploring choice are among each
+        row's valid actions."""
         q = self.q_values(obs, perturbed)
+        if action_masks is not None:
+            q = np.where(action_masks, q, -np.inf)
         greedy = q.argmax(axis=1)
         qmax = q[np.arange(len(q)), greedy]
         if epsilon > 0:
             explore = self.rng.random(len(q)) < epsilon
             if explore.any():
-                greedy = np.where(explore, self.rng.integers(0, q.shape[1], len(q)), greedy)
+                greedy = np.where(explore, self._random_actions(q.shape, action_masks),
+                                  greedy)
         return greedy, qmax
 
+    def _random_actions(self, shape: tuple[int, ...], action_masks: np.ndarray | None
+                        ) -> np.ndarray:
+        """A uniform action per row, among the row's valid ones under ``action_masks``."""
+        if action_masks is None:
+            return self.rng.integers(0, shape[1], shape[0])
+        # The largest of uniform draws over the valid entries is uniform among them.
+        return np.where(action_masks, self.rng.random(shape), -1.0).argmax(axis=1)
+
     def step(self, obs: Any, state: np.ndarray | None = None, mask: np.ndarray | None = None,
-             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, Any, None]:
+             deterministic: bool = False, action_masks: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, Any, None]:
         """(actions, Q-value of the greedy action, state, None) for a batch of observations:
-        the greedy action, or epsilon-greedy with ``model.epsilon`` unless deterministic."""
-        actions, qmax = self.act(self._observations(obs),
-                                 0.0 if deterministic else self.epsilon)
+        the greedy action, or epsilon-greedy with ``model.epsilon`` unless deterministic;
+        ``action_masks`` ``[B, n]``: the valid actions (None: all)."""
+        obs = self._observations(obs)
+        if action_masks is not None:
+            action_masks = check_masks(action_masks, self.action_space,
+                                       nested.batch_size(self.observation_space, obs))
+        actions, qmax = self.act(obs, 0.0 if deterministic else self.epsilon,
+                                 action_masks=action_masks)
         return actions + self.action_start, qmax, state, None
 
     def policy_graph(self) -> PolicyGraph:
         """The greedy action of the online Q-network (``step(..., deterministic=True)``), and
         epsilon-greedy at the current exploration rate with an explicit seed."""
+        if self.action_masking is not False:
+            raise RLBaseError(f"this {self.algorithm} model acts with action masks "
+                              f"(action_masks={self.action_masking!r}), which an exported "
+                              "policy cannot take yet: it would ignore them; act through "
+                              "predict(obs, action_masks=...) instead")
         q, start, n, eps = self.q, self.action_start, self.num_actions, float(self.epsilon)
 
         def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from rlbase.common.families.q_learning.best_model import BestModelRule
 from rlbase.common.families.q_learning.model import QLearningModel
+from rlbase.common.loops.action_masks import ActionMaskReader
 from rlbase.common.loops.baselines_callback import BaselinesCallback, is_baselines_form
 from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
 from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop, crossings
@@ -33,6 +34,8 @@ class QLearningHooks(OffPolicyHooks[QLearningModel]):
         self.loss_names = model.stat_names[:1]
         self.rule = rule
         self.epsilon = 0.0  # the exploration rate of the latest actions
+        self.mask_reader: ActionMaskReader | None = None
+        self.masks: np.ndarray | None = None  # the envs' current action masks (None: all)
 
     def start(self, loop: TrainingLoop) -> None:
         super().start(loop)
@@ -55,13 +58,27 @@ class QLearningHooks(OffPolicyHooks[QLearningModel]):
 
     def act(self, obs: Any, t: int) -> np.ndarray:
         self.epsilon = self.exploration.value(t)
-        return self.model.act(obs, self.epsilon)[0]
+        return self.model.act(obs, self.epsilon, action_masks=self.action_masks())[0]
+
+    def action_masks(self) -> np.ndarray | None:
+        """The envs' current action masks when the model's ``action_masks`` setting reads
+        them (rlbase.common.loops.action_masks), else None. Made at the first action: the
+        envs have been reset by then."""
+        if self.mask_reader is None and self.model.action_masking is not False:
+            assert self.loop is not None
+            self.mask_reader = ActionMaskReader.for_env(self.loop.env,
+                                                        self.model.action_masking)
+            if self.mask_reader is not None:
+                self.masks = self.mask_reader.after_reset()
+        return self.masks
 
     def to_env(self, actions: np.ndarray) -> np.ndarray:
         return actions + self.model.action_start
 
     def after_step(self, obs: Any, step: dict[str, Any], t: int) -> None:
         self.model.epsilon = self.exploration.value(t)
+        if self.mask_reader is not None:
+            self.masks = self.mask_reader.after_step(step["infos"], step["dones"])
 
     def train(self, t: int, lr: float) -> dict[str, float]:
         return self.model.replay_update(lr)

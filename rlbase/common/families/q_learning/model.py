@@ -76,6 +76,7 @@ class QLearningConfig(Protocol):
     best_model_interval: int | None
     replay_buffer_class: str | None
     replay_buffer_kwargs: dict | None
+    action_masks: bool | str
     seed: int | None
 
 
@@ -148,6 +149,10 @@ class QLearningModel(EpsilonGreedyQ, SavesExplorationRate, TFModel, Generic[C]):
         self.best_model: BestModelRule | None = None
         self._target_stale = True
         self.update_target()
+
+    @property
+    def action_masking(self) -> bool | str:
+        return self.settings.action_masks
 
     @property
     def settings(self) -> QLearningConfig:
