@@ -126,7 +126,7 @@ def test_unknown_env_type_is_refused(capsys):
     assert code == 2
     assert err.strip().splitlines() == [
         "rlbase: error: unknown env type 'clasic_control'; did you mean classic_control? "
-        "(allowed: atari, classic_control, box2d, mujoco, toy_text, custom)"]
+        "(allowed: atari, classic_control, box2d, mujoco, toy_text, minatar, custom)"]
 
 
 def test_a_missing_physics_engine_is_one_line_naming_the_extra(monkeypatch):
