@@ -116,6 +116,26 @@ _LR = Real(1e-5, 2e-3, log=True)
 _GAMMA = OneMinus(1e-4, 0.03)
 _ENT_COEF = Real(1e-8, 0.1, log=True)
 _TAU = Real(1e-3, 0.08, log=True)
+# rl_zoo3's SAC sampler in rlbase's fields (TQC adds its dropped atoms)
+_SAC: Space = {
+    "gamma": _GAMMA,
+    "batch_size": PowerOfTwo(5, 11),
+    "lr": _LR,
+    "train_freq": Integer(1, 10),
+    "gradient_steps": SameAs("train_freq"),
+    "tau": _TAU,
+}
+# rl_zoo3's DQN sampler in rlbase's fields (QR-DQN adds its quantiles)
+_DQN: Space = {
+    "gamma": _GAMMA,
+    "batch_size": PowerOfTwo(5, 11),
+    "lr": _LR,
+    "train_freq": Integer(1, 10),
+    "gradient_steps": Integer(1, 8, at_most="train_freq"),
+    "exploration_fraction": Real(0.0, 0.5),
+    "exploration_final_eps": Real(0.0, 0.2),
+    "target_update_interval": Integer(1, 20000, log=True),
+}
 
 # Fields are sampled in this order: a dimension may depend on the ones above it.
 SPACES: dict[str, Space] = {
@@ -157,28 +177,9 @@ SPACES: dict[str, Space] = {
         "noise_type": Choice(("none", "normal_0.1", "normal_0.3", "ou_0.1", "ou_0.3",
                               "adaptive-param_0.2")),
     },
-    "dqn": {
-        "gamma": _GAMMA,
-        "batch_size": PowerOfTwo(5, 11),
-        "lr": _LR,
-        "train_freq": Integer(1, 10),
-        "gradient_steps": Integer(1, 8, at_most="train_freq"),
-        "exploration_fraction": Real(0.0, 0.5),
-        "exploration_final_eps": Real(0.0, 0.2),
-        "target_update_interval": Integer(1, 20000, log=True),
-    },
+    "dqn": _DQN,
     # QR-DQN: DQN's space and the zoo's n_quantiles range (rl_zoo3 sample_qrdqn_params)
-    "qrdqn": {
-        "gamma": _GAMMA,
-        "batch_size": PowerOfTwo(5, 11),
-        "lr": _LR,
-        "train_freq": Integer(1, 10),
-        "gradient_steps": Integer(1, 8, at_most="train_freq"),
-        "exploration_fraction": Real(0.0, 0.5),
-        "exploration_final_eps": Real(0.0, 0.2),
-        "target_update_interval": Integer(1, 20000, log=True),
-        "n_quantiles": Integer(5, 200),
-    },
+    "qrdqn": {**_DQN, "n_quantiles": Integer(5, 200)},
     "es": {
         "popsize": Choice((10, 20, 40, 80)),
         "noise_stdev": Real(0.005, 0.1, log=True),
@@ -225,24 +226,9 @@ SPACES: dict[str, Space] = {
         "gamma": OneMinus(1e-3, 0.1),
         "exploration_final_eps": Real(0.0, 0.2),
     },
-    "sac": {
-        "gamma": _GAMMA,
-        "batch_size": PowerOfTwo(5, 11),
-        "lr": _LR,
-        "train_freq": Integer(1, 10),
-        "gradient_steps": SameAs("train_freq"),
-        "tau": _TAU,
-    },
+    "sac": _SAC,
     # TQC: SAC's space and how many target atoms each critic drops (below n_quantiles' 25)
-    "tqc": {
-        "gamma": _GAMMA,
-        "batch_size": PowerOfTwo(5, 11),
-        "lr": _LR,
-        "train_freq": Integer(1, 10),
-        "gradient_steps": SameAs("train_freq"),
-        "tau": _TAU,
-        "top_quantiles_to_drop_per_net": Integer(0, 5),
-    },
+    "tqc": {**_SAC, "top_quantiles_to_drop_per_net": Integer(0, 5)},
     # PQN: the rollout's shape, the optimizer's step and the Q(lambda) mixing
     "pqn": {
         "nsteps": PowerOfTwo(4, 8, per_update=True),
