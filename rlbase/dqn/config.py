@@ -9,12 +9,21 @@ from typing import Any, ClassVar
 
 from rlbase.common.config import (
     GRADIENT_STEPS_DOC,
-    SB3_TRAIN_FREQ,
     OffPolicyConfig,
     OtherName,
     param,
 )
 from rlbase.common.errors import RLBaseError
+from rlbase.common.families.q_learning.fields import (
+    batch_size_field,
+    buffer_size_field,
+    exploration_final_eps_field,
+    exploration_fraction_field,
+    exploration_initial_eps_field,
+    learning_starts_field,
+    target_update_interval_field,
+    train_freq_field,
+)
 from rlbase.common.loops.action_masks import action_masks_field
 
 
@@ -32,37 +41,17 @@ class DQNConfig(OffPolicyConfig):
     lr: float | Callable[[float], float] = param(
         5e-4, "Adam learning rate, or a function of the fraction of training remaining (1 -> 0)",
         low=0, low_open=True, sb3="learning_rate")
-    buffer_size: int = param(50000, "transitions the replay buffer keeps (behind a "
-                             "VecFrameStack each frame is stored once)", unit="transitions",
-                             low=1, sb3="buffer_size")
-    learning_starts: int = param(1000, "env steps of experience collected before training "
-                                 "starts (training follows the first vector step that ends "
-                                 "past it)", unit="env steps", low=0,
-                                 sb3="learning_starts")
-    batch_size: int = param(32, "transitions per gradient step", unit="transitions", low=1,
-                            sb3="batch_size")
-    train_freq: int = param(
-        1, "train after every this many env steps (summed over envs; below num_envs: several "
-        "phases per vector step); SB3's (n, 'step') is n * num_envs, its plain n is taken as "
-        "rlbase's env steps", unit="env steps", low=1,
-        sb3=SB3_TRAIN_FREQ)
+    buffer_size: int = buffer_size_field(50000)
+    learning_starts: int = learning_starts_field(1000)
+    batch_size: int = batch_size_field(32)
+    train_freq: int = train_freq_field(1)
     gradient_steps: int = param(1, GRADIENT_STEPS_DOC, unit="gradient steps", low=-1)
     gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
                          low=0, high=1, sb3="gamma")
-    target_update_interval: int = param(
-        500, "copy the online network into the target every this many env steps (summed over "
-        "envs; at most once per vector step)", unit="env steps", low=1,
-        sb3="target_update_interval", deprecated=["target_network_update_freq"])
-    exploration_fraction: float = param(
-        0.1, "epsilon falls linearly over this fraction of the run's env steps (summed over "
-        "envs)", unit="fraction of total_timesteps", low=0, low_open=True, high=1,
-        sb3="exploration_fraction")
-    exploration_initial_eps: float = param(1.0, "epsilon at the start", low=0, high=1,
-                                           unit="probability of a random action",
-                                           sb3="exploration_initial_eps")
-    exploration_final_eps: float = param(0.02, "epsilon from then on", low=0, high=1,
-                                         unit="probability of a random action",
-                                         sb3="exploration_final_eps")
+    target_update_interval: int = target_update_interval_field(500, ("target_network_update_freq",))
+    exploration_fraction: float = exploration_fraction_field(0.1)
+    exploration_initial_eps: float = exploration_initial_eps_field()
+    exploration_final_eps: float = exploration_final_eps_field(0.02)
     max_grad_norm: float | None = param(
         10.0, "clip each gradient step's global norm to this (None: no clipping)", low=0,
         low_open=True, sb3="max_grad_norm", deprecated=["grad_norm_clipping"])

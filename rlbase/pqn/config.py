@@ -18,6 +18,11 @@ from rlbase.common.config import (
     lr_decay_field,
     param,
 )
+from rlbase.common.families.q_learning.fields import (
+    exploration_final_eps_field,
+    exploration_fraction_field,
+    exploration_initial_eps_field,
+)
 
 OPTIMIZERS = ("radam", "adam")
 
@@ -41,14 +46,10 @@ class PQNConfig(AlgorithmConfig):
     lam: float = param(0.65, "lambda of the Q(lambda) returns (0: one-step targets "
                        "r + gamma max Q(s'), 1: Monte-Carlo returns)", low=0, high=1,
                        deprecated=["q_lambda"])
-    exploration_fraction: float = param(
-        0.5, "epsilon falls linearly over this fraction of the run's env steps (summed over "
-        "envs); it is set at the start of each rollout", unit="fraction of total_timesteps",
-        low=0, low_open=True, high=1)
-    exploration_initial_eps: float = param(1.0, "epsilon at the start", low=0, high=1,
-                                           unit="probability of a random action")
-    exploration_final_eps: float = param(0.05, "epsilon from then on", low=0, high=1,
-                                         unit="probability of a random action")
+    exploration_fraction: float = exploration_fraction_field(
+        0.5, when="; it is set at the start of each rollout", sb3=False)
+    exploration_initial_eps: float = exploration_initial_eps_field(sb3=False)
+    exploration_final_eps: float = exploration_final_eps_field(0.05, sb3=False)
     max_grad_norm: float | None = param(10.0, "clip each minibatch gradient's global norm to "
                                         "this (None: no clipping)", low=0, low_open=True)
     layer_norm: bool = param(True, "layer-normalize the network's hidden layers (PQN's "
