@@ -121,6 +121,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("crossq", "learning_rate=1e-4", {"lr": 1e-4}),
     ("crossq", "target_update_interval=1", {"target_update_gradient_steps": 1}),
     ("qrdqn", "learning_rate=1e-4", {"lr": 1e-4}),
+    ("pqn", "q_lambda=0.5", {"lam": 0.5}),
     ("qlearning", "learning_rate=0.3", {"lr": 0.3}),
     ("qlearning", "epsilon=0.5", {"exploration_initial_eps": 0.5}),
     ("qlearning", "epsilon_min=0.05", {"exploration_final_eps": 0.05}),
