@@ -25,7 +25,13 @@ from tqdm import tqdm
 import rlbase
 from rlbase import registry
 from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
-from rlbase.common.arg_types import MAX_COUNT, OneLineParser, parse_count, path_arg
+from rlbase.common.arg_types import (
+    MAX_COUNT,
+    OneLineParser,
+    parse_count,
+    path_arg,
+    type_mismatch,
+)
 from rlbase.common.envs.make import (
     check_env_id,
     check_env_kwargs,
@@ -118,20 +124,12 @@ def check_network_kwarg_types(network: Any, given: dict[str, Any]) -> None:
     except (RLBaseError, TypeError, ValueError):
         return
     name = getattr(network, "__name__", network)
-    # (bool before int: True is an int; no default, or None, takes anything)
-    kinds = ((bool, lambda v: isinstance(v, bool), "True or False"),
-             (int, lambda v: isinstance(v, int) and not isinstance(v, bool), "an int"),
-             (float, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-              "a number"),
-             (str, lambda v: isinstance(v, str) or callable(v), "a name"))
     for key, value in given.items():
         default = getattr(params.get(key), "default", None)
-        for kind, ok, what in kinds:
-            if isinstance(default, kind):
-                if not ok(value):
-                    raise RLBaseError(f"--{key} must be {what} (network {name}'s {key}, "
-                                      f"default {default!r}), got {value!r}")
-                break
+        what = type_mismatch(default, value)
+        if what is not None:
+            raise RLBaseError(f"--{key} must be {what} (network {name}'s {key}, default "
+                              f"{default!r}), got {value!r}")
 
 
 def check_writable(flag: str, path: str | None, is_file: bool) -> None:

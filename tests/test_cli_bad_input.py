@@ -41,6 +41,18 @@ def test_env_kwargs_the_env_does_not_take(capsys, kwargs, words):
         assert word in line, line
 
 
+@pytest.mark.parametrize("kwargs, words", [
+    # taken by Pendulum's constructor, then failing inside its first step() without the check
+    ("{'g': 'ten'}", ["Pendulum-v1", "g must be a number", "10.0", "'ten'"]),
+    ("{'g': True}", ["g must be a number"]),
+])
+def test_env_kwargs_of_the_wrong_type_fail_before_training(capsys, kwargs, words):
+    line = one_line_error(capsys, "--alg=ppo", "--env=Pendulum-v1", "--num_timesteps=20",
+                          f"--env_kwargs={kwargs}")
+    for word in words:
+        assert word in line, line
+
+
 @pytest.mark.parametrize("flag", ["--env_kwargs={'a': " + "-" * 5000 + "1}",
                                   "--hyperparams=n_steps:" + "-" * 5000 + "1"])
 def test_deeply_nested_literals(capsys, flag):

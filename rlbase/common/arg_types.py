@@ -107,3 +107,20 @@ def parse_policy_kwargs(text: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise RLBaseError(f"{where}: policy_kwargs must be a dict, got {text!r}")
     return value
+
+
+def type_mismatch(default: Any, value: Any) -> str | None:
+    """What ``value`` should be, when its type cannot stand for a parameter whose default is
+    ``default`` (a bool, int, float or str), else None: the check of a keyword given on the
+    command line before it reaches a constructor that would fail later, deep inside (an env's
+    step, a network's first call). No default, or None, takes anything."""
+    # (bool before int: True is an int)
+    kinds = ((bool, lambda v: isinstance(v, bool), "True or False"),
+             (int, lambda v: isinstance(v, int) and not isinstance(v, bool), "an int"),
+             (float, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+              "a number"),
+             (str, lambda v: isinstance(v, str) or callable(v), "a name"))
+    for kind, ok, what in kinds:
+        if isinstance(default, kind):
+            return None if ok(value) else what
+    return None
