@@ -47,9 +47,9 @@ def common_arg_parser(prog: str = "python -m rlbase.run") -> argparse.ArgumentPa
                    help="env steps to train for (e.g. 2e5; 0 with --load_path: no training); "
                         "default: the zoo row's n_timesteps in zoo mode, else 1e6")
     p.add_argument("--network", type=str, default=None,
-                   help="network name (mlp, cnn, cnn_small, conv_only, lstm, lnlstm, cnn_lstm, "
-                        "cnn_lnlstm, or your own @register'ed one); default: the algorithm's "
-                        "for the env type")
+                   help="network name (mlp, simba, cnn, cnn_small, minatar_cnn, conv_only, "
+                        "lstm, lnlstm, cnn_lstm, cnn_lnlstm, or your own @register'ed one); "
+                        "default: the algorithm's for the env type")
     p.add_argument("--num_env", type=int, default=None,
                    help="number of parallel envs (default: the algorithm's default for the env "
                         "type, else the CPU count)")

@@ -16,7 +16,8 @@ from rlbase.common.networks.registry import (
     registered_networks,
 )
 
-BUILTINS = {"mlp", "cnn", "cnn_small", "conv_only", "lstm", "lnlstm", "cnn_lstm", "cnn_lnlstm"}
+BUILTINS = {"mlp", "simba", "cnn", "cnn_small", "minatar_cnn", "conv_only", "lstm", "lnlstm",
+            "cnn_lstm", "cnn_lnlstm"}
 
 
 def images(*lead):
