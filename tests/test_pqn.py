@@ -255,13 +255,23 @@ class ZeroRewards(gym.RewardWrapper):
 
 @pytest.mark.slow
 def test_cartpole_learns_and_a_reward_blind_variant_does_not():
-    """The classic_control row (4 envs, learn()'s defaults) for 1.5e5 env steps, then 10
-    greedy episodes on fresh envs. Measured (seeds 0, 1): see the threshold's comment; the
-    same run on zeroed rewards scores like an untrained greedy policy."""
+    """The classic_control row (4 envs, learn()'s defaults) for 2e5 env steps: the mean
+    true return of the last 100 training episodes and of 10 greedy episodes on fresh envs.
+    Measured (python, this machine): seeds 0, 1, 2 gave last-100 400.8, 413.4, 473.5 and
+    greedy 497.7, 490.6, 500.0 (32-37 s each); the same run on zeroed rewards (the monitor
+    still counts the env's) 90.7 and 107.7; an untrained greedy policy about 9."""
     def run(seed, wrap=None):
         env = make_vec_env("CartPole-v1", n_envs=4, seed=seed, wrapper_class=wrap)
-        model = learn("mlp", env, total_timesteps=150_000, seed=seed, **QUIET)
-        return evaluate_greedy(model, 1000 + seed)
+        recent = []
 
-    assert run(0) >= 300
-    assert run(0, ZeroRewards) < 100
+        def keep_recent(model, info):
+            recent[:] = [episode["r"] for episode in info["ep_infos"]]
+
+        model = learn("mlp", env, total_timesteps=200_000, seed=seed, callback=keep_recent,
+                      **QUIET)
+        return float(np.mean(recent[-100:])), evaluate_greedy(model, 1000 + seed)
+
+    last_100, greedy = run(0)
+    assert last_100 >= 300 and greedy >= 400, (last_100, greedy)
+    last_100, greedy = run(0, ZeroRewards)
+    assert last_100 < 200 and greedy < 200, (last_100, greedy)
