@@ -159,6 +159,8 @@ def test_bernoulli_mode_and_samples():
     mode = pd.mode().numpy()
     assert mode.dtype == np.int8
     np.testing.assert_array_equal(mode, [[0, 1, 0]])
+    # P(1) = sigmoid(0.5) > 0.5: the mode is 1 for any positive logit, not only large ones
+    np.testing.assert_array_equal(Bernoulli(const([[0.5, -0.5]])).mode().numpy(), [[1, 0]])
 
     draws = Bernoulli(const([logits] * NDRAWS)).sample(SEED).numpy()
     assert draws.shape == (NDRAWS, 3)
@@ -271,9 +273,12 @@ def test_head_discrete_start_offset():
         gym.spaces.Box(-1.0, 1.0, (2, 3), np.float32),
         gym.spaces.MultiDiscrete([[2, 3], [4, 5]]),
         gym.spaces.MultiDiscrete([3, 2], start=[1, 0]),
+        gym.spaces.MultiDiscrete([3, 2], start=[-1, 0]),
         gym.spaces.MultiBinary([2, 3]),
+        gym.spaces.Box(-1.0, 1.0, (), np.float32),
     ],
-    ids=["dict", "tuple", "box2d", "multidiscrete2d", "multidiscrete_start", "multibinary2d"],
+    ids=["dict", "tuple", "box2d", "multidiscrete2d", "multidiscrete_start",
+         "multidiscrete_negative_start", "multibinary2d", "box_scalar"],
 )
 def test_head_rejects_unsupported_space(space):
     with pytest.raises(RLBaseError) as info:
