@@ -88,6 +88,8 @@ CASES = [
     ("DQN", "MlpPolicy", "cartpole", {}, ("tflite", "onnx")),
     ("DQN", "CnnPolicy", "image", {}, ALL),
     ("DQN", "MultiInputPolicy", "dict", {}, ("saved_model",)),
+    ("PQN", "MlpPolicy", "cartpole", {"nsteps": 16, "nminibatches": 1}, ("saved_model",)),
+    ("PQN", "CnnPolicy", "image", {"nsteps": 16, "nminibatches": 1}, ("tflite", "onnx")),
     ("DDPG", "MlpPolicy", "pendulum", {"normalize_observations": True}, ("tflite", "onnx")),
     ("TD3", "MlpPolicy", "pendulum", {}, ("saved_model",)),
     ("DDPG", "MultiInputPolicy", "tuple_box", {"normalize_observations": True}, ("tflite",)),
