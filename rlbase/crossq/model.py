@@ -26,7 +26,7 @@ from rlbase.common.families.soft_actor_critic import (
     SoftActorCriticAgent,
     checked_build_inputs,
 )
-from rlbase.common.families.squashed_gaussian import squashed_sample, temperature_loss
+from rlbase.common.families.squashed_gaussian import squashed_sample
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.tf_util import Adam
 from rlbase.crossq import losses
@@ -140,13 +140,7 @@ class Model(SoftActorCriticAgent):
         with tf.GradientTape() as actor_tape:
             mean, log_std = self.actor(obs, training=True)
             actions_pi, log_prob = squashed_sample(mean, log_std, noise)
-        if self.auto_alpha:
-            with tf.GradientTape() as tape:
-                alpha_loss = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
-            self.alpha_optimizer.apply_gradients(
-                [(tape.gradient(alpha_loss, self.log_alpha), self.log_alpha)])
-        else:
-            alpha_loss = tf.constant(0.0)
+        alpha_loss = self.temperature_step(log_prob)
         with actor_tape:  # the updated critics, in inference mode
             loss = losses.actor_loss(log_prob, self.q_values(obs, actions_pi), alpha)
         self.actor_optimizer.apply_gradients(zip(actor_tape.gradient(loss, actor_vars),

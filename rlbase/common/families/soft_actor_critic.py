@@ -243,6 +243,17 @@ class SoftActorCriticAgent(ContinuousAgent):
         mean, log_std = self.actor(obs)
         return squashed_sample(mean, log_std, noise)
 
+    def temperature_step(self, log_prob: tf.Tensor) -> tf.Tensor:
+        """In-graph: one step of the temperature on the actions just drawn (``ent_coef``
+        'auto'); its loss (0 for a fixed temperature)."""
+        if not self.auto_alpha:
+            return tf.constant(0.0)
+        with tf.GradientTape() as tape:
+            alpha_loss = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
+        self.alpha_optimizer.apply_gradients(
+            [(tape.gradient(alpha_loss, self.log_alpha), self.log_alpha)])
+        return alpha_loss
+
     def _gradient_step(self, obs: Any, actions: tf.Tensor, rewards: tf.Tensor, next_obs: Any,
                        dones: tf.Tensor, noise: tf.Tensor) -> tf.Tensor:
         """One update on one minibatch; returns its four statistics (stat_names)."""
@@ -252,13 +263,7 @@ class SoftActorCriticAgent(ContinuousAgent):
             # Only the actor: the critics' weight gradients are never needed here.
             actor_tape.watch([v.value for v in actor_vars])
             actions_pi, log_prob = self.policy(obs, noise[0])
-        if self.auto_alpha:
-            with tf.GradientTape() as tape:
-                alpha_loss = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
-            self.alpha_optimizer.apply_gradients(
-                [(tape.gradient(alpha_loss, self.log_alpha), self.log_alpha)])
-        else:
-            alpha_loss = tf.constant(0.0)
+        alpha_loss = self.temperature_step(log_prob)
         targets = self.critic_targets(rewards, next_obs, dones, noise[1], alpha)
         critic_vars = self.critic_variables
         with tf.GradientTape() as tape:
