@@ -28,9 +28,9 @@ from rlbase.cli_args import add_config_flags, common_arg_parser, config_flags
 from rlbase.common.arg_types import (
     MAX_COUNT,
     OneLineParser,
+    check_keyword_types,
     parse_count,
     path_arg,
-    type_mismatch,
 )
 from rlbase.common.envs.make import (
     check_env_id,
@@ -123,13 +123,8 @@ def check_network_kwarg_types(network: Any, given: dict[str, Any]) -> None:
         params = inspect.signature(get_network_builder(network)).parameters
     except (RLBaseError, TypeError, ValueError):
         return
-    name = getattr(network, "__name__", network)
-    for key, value in given.items():
-        default = getattr(params.get(key), "default", None)
-        what = type_mismatch(default, value)
-        if what is not None:
-            raise RLBaseError(f"--{key} must be {what} (network {name}'s {key}, default "
-                              f"{default!r}), got {value!r}")
+    check_keyword_types(params, given, f"network {getattr(network, '__name__', network)}",
+                        "--{key}")
 
 
 def check_writable(flag: str, path: str | None, is_file: bool) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import math
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from rlbase.common.errors import RLBaseError
@@ -107,6 +109,19 @@ def parse_policy_kwargs(text: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise RLBaseError(f"{where}: policy_kwargs must be a dict, got {text!r}")
     return value
+
+
+def check_keyword_types(params: Mapping[str, inspect.Parameter], given: Mapping[str, Any],
+                        owner: str, flag: str) -> None:
+    """A one-line error for the first keyword in ``given`` whose value's type cannot stand for
+    its parameter in ``params`` (see :func:`type_mismatch`): ``flag`` names where it was
+    written, ``owner`` whose parameter it is."""
+    for key, value in given.items():
+        default = getattr(params.get(key), "default", None)
+        what = type_mismatch(default, value)
+        if what is not None:
+            raise RLBaseError(f"{flag.format(key=key)} must be {what} ({owner}'s {key}, "
+                              f"default {default!r}), got {value!r}")
 
 
 def type_mismatch(default: Any, value: Any) -> str | None:

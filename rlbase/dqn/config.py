@@ -14,16 +14,7 @@ from rlbase.common.config import (
     param,
 )
 from rlbase.common.errors import RLBaseError
-from rlbase.common.families.q_learning.fields import (
-    batch_size_field,
-    buffer_size_field,
-    exploration_final_eps_field,
-    exploration_fraction_field,
-    exploration_initial_eps_field,
-    learning_starts_field,
-    target_update_interval_field,
-    train_freq_field,
-)
+from rlbase.common.families.q_learning import fields
 from rlbase.common.loops.action_masks import action_masks_field
 
 
@@ -41,17 +32,18 @@ class DQNConfig(OffPolicyConfig):
     lr: float | Callable[[float], float] = param(
         5e-4, "Adam learning rate, or a function of the fraction of training remaining (1 -> 0)",
         low=0, low_open=True, sb3="learning_rate")
-    buffer_size: int = buffer_size_field(50000)
-    learning_starts: int = learning_starts_field(1000)
-    batch_size: int = batch_size_field(32)
-    train_freq: int = train_freq_field(1)
+    buffer_size: int = fields.buffer_size_field(50000)
+    learning_starts: int = fields.learning_starts_field(1000)
+    batch_size: int = fields.batch_size_field(32)
+    train_freq: int = fields.train_freq_field(1)
     gradient_steps: int = param(1, GRADIENT_STEPS_DOC, unit="gradient steps", low=-1)
     gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
                          low=0, high=1, sb3="gamma")
-    target_update_interval: int = target_update_interval_field(500, ("target_network_update_freq",))
-    exploration_fraction: float = exploration_fraction_field(0.1)
-    exploration_initial_eps: float = exploration_initial_eps_field()
-    exploration_final_eps: float = exploration_final_eps_field(0.02)
+    target_update_interval: int = fields.target_update_interval_field(
+        500, ("target_network_update_freq",))
+    exploration_fraction: float = fields.exploration_fraction_field(0.1)
+    exploration_initial_eps: float = fields.exploration_initial_eps_field()
+    exploration_final_eps: float = fields.exploration_final_eps_field(0.02)
     max_grad_norm: float | None = param(
         10.0, "clip each gradient step's global norm to this (None: no clipping)", low=0,
         low_open=True, sb3="max_grad_norm", deprecated=["grad_norm_clipping"])

@@ -18,11 +18,7 @@ from rlbase.common.config import (
     lr_decay_field,
     param,
 )
-from rlbase.common.families.q_learning.fields import (
-    exploration_final_eps_field,
-    exploration_fraction_field,
-    exploration_initial_eps_field,
-)
+from rlbase.common.families.q_learning import fields
 
 OPTIMIZERS = ("radam", "adam")
 
@@ -46,10 +42,10 @@ class PQNConfig(AlgorithmConfig):
     lam: float = param(0.65, "lambda of the Q(lambda) returns (0: one-step targets "
                        "r + gamma max Q(s'), 1: Monte-Carlo returns)", low=0, high=1,
                        deprecated=["q_lambda"])
-    exploration_fraction: float = exploration_fraction_field(
+    exploration_fraction: float = fields.exploration_fraction_field(
         0.5, when="; it is set at the start of each rollout", sb3=False)
-    exploration_initial_eps: float = exploration_initial_eps_field(sb3=False)
-    exploration_final_eps: float = exploration_final_eps_field(0.05, sb3=False)
+    exploration_initial_eps: float = fields.exploration_initial_eps_field(sb3=False)
+    exploration_final_eps: float = fields.exploration_final_eps_field(0.05, sb3=False)
     max_grad_norm: float | None = param(10.0, "clip each minibatch gradient's global norm to "
                                         "this (None: no clipping)", low=0, low_open=True)
     layer_norm: bool = param(True, "layer-normalize the network's hidden layers (PQN's "

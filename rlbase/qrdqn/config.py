@@ -15,16 +15,7 @@ from rlbase.common.config import (
     OffPolicyConfig,
     param,
 )
-from rlbase.common.families.q_learning.fields import (
-    batch_size_field,
-    buffer_size_field,
-    exploration_final_eps_field,
-    exploration_fraction_field,
-    exploration_initial_eps_field,
-    learning_starts_field,
-    target_update_interval_field,
-    train_freq_field,
-)
+from rlbase.common.families.q_learning import fields
 from rlbase.common.loops.action_masks import action_masks_field
 
 
@@ -38,17 +29,17 @@ class QRDQNConfig(OffPolicyConfig):
         5e-5, "Adam learning rate, or a function of the fraction of training remaining "
         "(1 -> 0); Adam's epsilon is 0.01 / batch_size, the paper's and sb3-contrib's",
         low=0, low_open=True, sb3="learning_rate")
-    buffer_size: int = buffer_size_field(1000000)
-    learning_starts: int = learning_starts_field(100)
-    batch_size: int = batch_size_field(32)
-    train_freq: int = train_freq_field(4)
+    buffer_size: int = fields.buffer_size_field(1000000)
+    learning_starts: int = fields.learning_starts_field(100)
+    batch_size: int = fields.batch_size_field(32)
+    train_freq: int = fields.train_freq_field(4)
     gradient_steps: int = param(1, GRADIENT_STEPS_DOC, unit="gradient steps", low=-1)
     gamma: float = param(0.99, "discount factor (1: a time-limit truncation ends the return)",
                          low=0, high=1, sb3="gamma")
-    target_update_interval: int = target_update_interval_field(10000)
-    exploration_fraction: float = exploration_fraction_field(0.005)
-    exploration_initial_eps: float = exploration_initial_eps_field()
-    exploration_final_eps: float = exploration_final_eps_field(0.01)
+    target_update_interval: int = fields.target_update_interval_field(10000)
+    exploration_fraction: float = fields.exploration_fraction_field(0.005)
+    exploration_initial_eps: float = fields.exploration_initial_eps_field()
+    exploration_final_eps: float = fields.exploration_final_eps_field(0.01)
     max_grad_norm: float | None = param(
         None, "clip each gradient step's global norm to this (None: no clipping)", low=0,
         low_open=True, sb3="max_grad_norm")

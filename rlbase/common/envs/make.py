@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import load_env_creator, parse_env_id
 
-from rlbase.common.arg_types import type_mismatch
+from rlbase.common.arg_types import check_keyword_types
 from rlbase.common.envs.atari_wrappers import make_atari_vec_env
 from rlbase.common.envs.monitor import Monitor
 from rlbase.common.errors import RLBaseError
@@ -282,12 +282,7 @@ def check_env_kwargs(env_id: str, kwargs: dict[str, Any] | None) -> None:
         if params is not None:
             # A value of another type than the parameter's default would be taken by the
             # constructor and fail only at the first step (Pendulum's g='ten').
-            for key, value in kwargs.items():
-                default = getattr(params.get(key), "default", None)
-                what = type_mismatch(default, value)
-                if what is not None:
-                    raise RLBaseError(f"--env_kwargs: {key} must be {what} ({env_id}'s "
-                                      f"{key}, default {default!r}), got {value!r}")
+            check_keyword_types(params, kwargs, env_id, "--env_kwargs: {key}")
         modes = list((getattr(creator, "metadata", None) or {}).get("render_modes") or [])
         mode = kwargs.get("render_mode")
         if mode is not None and (not isinstance(mode, str) or modes and mode not in modes):
