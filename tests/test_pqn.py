@@ -73,6 +73,28 @@ def test_radam_matches_pytorchs():
         np.testing.assert_allclose(v.numpy(), expected, rtol=2e-6, atol=2e-6)
 
 
+def test_radam_matches_pytorchs_where_its_constants_matter():
+    """beta_2 = 0.9 (rho_inf = 19: every constant of the rectifier moves the step, and
+    beta_2^t falls below one half) over 20 steps, and a gradient of 3e-9 (sqrt(v) below
+    epsilon): torch.optim.RAdam(lr=0.1, betas=(0.9, 0.9)) with gradients (0.5, -1.5) *
+    (1 + 0.1 * i) gave these values after steps 6, 10 and 20; with the defaults and the tiny
+    gradient, 0.99976033 after 8 steps."""
+    v = tf.Variable([1.0, -2.0])
+    opt = RAdam(learning_rate=0.1, beta_1=0.9, beta_2=0.9)
+    seen = {}
+    for i in range(20):
+        opt.apply_gradients([(tf.constant([0.5, -1.5]) * (1 + 0.1 * i), v)])
+        seen[i + 1] = v.numpy().copy()
+    np.testing.assert_allclose(seen[6], [0.6975147128105164, -1.1431403160095215], atol=3e-6)
+    np.testing.assert_allclose(seen[10], [0.5337209701538086, -0.979346513748169], atol=3e-6)
+    np.testing.assert_allclose(seen[20], [-0.11992266029119492, -0.325702965259552], atol=3e-6)
+    w = tf.Variable([1.0])
+    opt = RAdam(learning_rate=0.1)
+    for _ in range(8):
+        opt.apply_gradients([(tf.constant([3e-9]), w)])
+    np.testing.assert_allclose(w.numpy(), [0.9997603297233582], rtol=0, atol=2e-7)
+
+
 def test_exploration_rate_falls_linearly_then_stays():
     config = PQNConfig(exploration_fraction=0.5, exploration_initial_eps=1.0,
                        exploration_final_eps=0.05)

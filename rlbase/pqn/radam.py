@@ -17,8 +17,14 @@ class RAdam(keras.optimizers.Adam):
     ``lr * m_hat`` (momentum SGD) while rho_t <= 5, else by
     ``lr * m_hat * r_t * sqrt(1 - beta_2^t) / (sqrt(v_t) + epsilon)`` with the rectifier
     r_t = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t)),
-    where m_hat = m_t / (1 - beta_1^t) and m_t, v_t are Adam's moments.
+    where m_hat = m_t / (1 - beta_1^t) and m_t, v_t are Adam's moments. epsilon defaults to
+    1e-8 (PyTorch's and the paper's; Keras' Adam has 1e-7).
     """
+
+    def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-8, **kwargs: Any):
+        super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,
+                         epsilon=epsilon, **kwargs)
 
     def update_step(self, gradient: tf.Tensor, variable: Any, learning_rate: Any) -> None:
         dtype = variable.dtype
