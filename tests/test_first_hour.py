@@ -174,11 +174,14 @@ def test_training_without_masks_on_an_env_that_offers_them_warns_naming_what_to_
 
     from rlbase.dqn import dqn
     from rlbase.ppo import ppo
+    from rlbase.pqn import pqn
 
     cases = (
         (ppo.learn, dict(nsteps=16, nminibatches=1, noptepochs=1), "PPO: .*action_masks=False"),
         (dqn.learn, dict(learning_starts=8, batch_size=4, buffer_size=32, best_model_interval=None),
-         "DQN does not use action masks.*A2C and PPO honour them"),
+         "DQN: .*action_masks=False"),
+        (pqn.learn, dict(nsteps=16, nminibatches=1, noptepochs=1),
+         "PQN does not use action masks.*A2C, PPO, DQN and QR-DQN honour them"),
     )
     for learn, kwargs, message in cases:
         with warnings.catch_warnings(record=True) as caught:
@@ -200,7 +203,7 @@ def test_check_env_says_the_env_offers_masks_and_who_honours_them():
     from rlbase.common.envs.env_checker import check_env
 
     with pytest.warns(UserWarning, match=r"offers action masks \(an action_masks\(\) method\)"
-                                         ".*A2C and PPO honour them"):
+                                         ".*A2C, PPO, DQN and QR-DQN honour them"):
         check_env(MaskedGridEnv())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
