@@ -1,6 +1,7 @@
-"""Action masking for A2C, PPO, DQN and QR-DQN (rlbase/docs/action_masking.md): masked categoricals by
-hand, masks from the env's method and from its info, never a masked action taken, the same
-masks in the update as in acting, predict/evaluate with masks, MaskablePPO, and learning."""
+"""Action masking for A2C, PPO, DQN and QR-DQN (rlbase/docs/action_masking.md): masked
+categoricals by hand, masks from the env's method and from its info, never a masked action
+taken, the same masks in the update as in acting, predict/evaluate with masks, MaskablePPO,
+DQN's greedy and exploring choices, and learning."""
 
 import math
 
