@@ -88,6 +88,9 @@ def test_radam_matches_pytorchs_where_its_constants_matter():
     np.testing.assert_allclose(seen[6], [0.6975147128105164, -1.1431403160095215], atol=3e-6)
     np.testing.assert_allclose(seen[10], [0.5337209701538086, -0.979346513748169], atol=3e-6)
     np.testing.assert_allclose(seen[20], [-0.11992266029119492, -0.325702965259552], atol=3e-6)
+    defaults = RAdam()  # PyTorch's: lr 1e-3, betas (0.9, 0.999), epsilon 1e-8
+    assert (float(defaults.learning_rate), defaults.beta_1, defaults.beta_2,
+            defaults.epsilon) == pytest.approx((1e-3, 0.9, 0.999, 1e-8))
     w = tf.Variable([1.0])
     opt = RAdam(learning_rate=0.1)
     for _ in range(8):
