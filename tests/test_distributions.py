@@ -12,6 +12,7 @@ from rlbase.common.networks.distributions import (
     Bernoulli,
     Categorical,
     DiagGaussian,
+    Distribution,
     DistributionHead,
     MultiCategorical,
 )
@@ -290,3 +291,146 @@ def test_head_rejects_unsupported_space(space):
 def test_head_unsupported_message_lists_supported_spaces():
     with pytest.raises(RLBaseError, match="Discrete.*Box.*MultiDiscrete.*MultiBinary"):
         DistributionHead(gym.spaces.Dict({"a": gym.spaces.Discrete(2)}))
+
+
+# --------------------------------------------------------------------------- any leading axes
+# The distributions act on the last axis whatever comes before it ([batch, time, actions] of a
+# sequence model as well as [batch, actions]); the numpy references below reduce axis -1 and a
+# time axis of another length than the action axis tells the two apart.
+
+
+def np_log_softmax(x):
+    x = np.asarray(x, np.float64)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def test_categorical_on_batch_time_actions():
+    rng = np.random.default_rng(3)
+    logits, other = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 4))
+    pd, qd = Categorical(const(logits), start=1), Categorical(const(other))
+    logp, logq = np_log_softmax(logits), np_log_softmax(other)
+    np.testing.assert_array_equal(pd.mode().numpy(), logits.argmax(axis=-1) + 1)
+    np.testing.assert_allclose(pd.entropy().numpy(), -(np.exp(logp) * logp).sum(-1), rtol=1e-5)
+    np.testing.assert_allclose(pd.kl(qd).numpy(), (np.exp(logp) * (logp - logq)).sum(-1),
+                               rtol=1e-4)
+    actions = rng.integers(0, 4, size=(2, 3))
+    np.testing.assert_allclose(pd.neglogp(tf.constant(actions + 1)).numpy(),
+                               -np.take_along_axis(logp, actions[..., None], -1)[..., 0],
+                               rtol=1e-5)
+    # a gap of 100 in the logits exceeds any Gumbel noise (< 17): the draw is the argmax
+    sure = 100.0 * np.eye(4)[rng.integers(0, 4, size=(2, 3))]
+    np.testing.assert_array_equal(Categorical(const(sure), start=1).sample(SEED).numpy(),
+                                  sure.argmax(axis=-1) + 1)
+
+
+def test_multicategorical_on_batch_time_actions():
+    nvec = np.array([3, 2])
+    rng = np.random.default_rng(4)
+    logits, other = rng.normal(size=(2, 4, 5)), rng.normal(size=(2, 4, 5))
+    pd, qd = MultiCategorical(const(logits), nvec), MultiCategorical(const(other), nvec)
+    parts, others = (logits[..., :3], logits[..., 3:]), (other[..., :3], other[..., 3:])
+    np.testing.assert_array_equal(pd.mode().numpy(),
+                                  np.stack([p.argmax(-1) for p in parts], axis=-1))
+    entropy = sum(-(np.exp(lp) * lp).sum(-1) for lp in map(np_log_softmax, parts))
+    np.testing.assert_allclose(pd.entropy().numpy(), entropy, rtol=1e-5)
+    kl = sum((np.exp(lp) * (lp - lq)).sum(-1) for lp, lq in
+             zip(map(np_log_softmax, parts), map(np_log_softmax, others)))
+    np.testing.assert_allclose(pd.kl(qd).numpy(), kl, rtol=1e-4)
+    actions = np.stack([rng.integers(0, 3, (2, 4)), rng.integers(0, 2, (2, 4))], axis=-1)
+    nlp = sum(-np.take_along_axis(np_log_softmax(p), actions[..., i, None], -1)[..., 0]
+              for i, p in enumerate(parts))
+    np.testing.assert_allclose(pd.neglogp(tf.constant(actions)).numpy(), nlp, rtol=1e-5)
+    sure = np.concatenate([100.0 * np.eye(3)[actions[..., 0]],
+                           100.0 * np.eye(2)[actions[..., 1]]], axis=-1)
+    np.testing.assert_array_equal(MultiCategorical(const(sure), nvec).sample(SEED).numpy(),
+                                  actions)
+
+
+def test_bernoulli_on_batch_time_actions():
+    rng = np.random.default_rng(5)
+    # p near 1 against q near 0: the KL (about 7.9 per entry) is many times the entropy
+    logits = rng.uniform(3.0, 5.0, size=(2, 3, 4))
+    other = rng.uniform(-5.0, -3.0, size=(2, 3, 4))
+    pd, qd = Bernoulli(const(logits)), Bernoulli(const(other))
+    p, q = 1.0 / (1.0 + np.exp(-logits)), 1.0 / (1.0 + np.exp(-other))
+    entropy = -(p * np.log(p) + (1 - p) * np.log(1 - p)).sum(-1)
+    kl = (p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))).sum(-1)
+    assert np.all(kl > 2 * entropy)
+    np.testing.assert_allclose(pd.entropy().numpy(), entropy, rtol=1e-4)
+    np.testing.assert_allclose(pd.kl(qd).numpy(), kl, rtol=1e-4)
+    x = rng.integers(0, 2, size=(2, 3, 4))
+    nlp = -(x * np.log(p) + (1 - x) * np.log(1 - p)).sum(-1)
+    np.testing.assert_allclose(pd.neglogp(tf.constant(x)).numpy(), nlp, rtol=1e-4)
+
+
+def test_gaussian_on_batch_time_actions():
+    rng = np.random.default_rng(6)
+    mean, logstd = rng.normal(size=(2, 3, 2)), rng.normal(scale=0.3, size=(2, 3, 2))
+    mean2, logstd2 = rng.normal(size=(2, 3, 2)), rng.normal(scale=0.3, size=(2, 3, 2))
+    pd = DiagGaussian(const(mean), const(logstd))
+    qd = DiagGaussian(const(mean2), const(logstd2))
+    std, std2 = np.exp(logstd), np.exp(logstd2)
+    x = rng.normal(size=(2, 3, 2))
+    nlp = (0.5 * ((x - mean) / std) ** 2 + logstd + 0.5 * math.log(2 * math.pi)).sum(-1)
+    np.testing.assert_allclose(pd.neglogp(const(x)).numpy(), nlp, rtol=1e-5)
+    entropy = (logstd + 0.5 * math.log(2 * math.pi * math.e)).sum(-1)
+    np.testing.assert_allclose(pd.entropy().numpy(), entropy, rtol=1e-5)
+    kl = (logstd2 - logstd + (std**2 + (mean - mean2) ** 2) / (2 * std2**2) - 0.5).sum(-1)
+    np.testing.assert_allclose(pd.kl(qd).numpy(), kl, rtol=1e-4)
+
+
+def test_head_on_batch_time_latents():
+    head = DistributionHead(gym.spaces.Box(-1.0, 1.0, (2,), np.float32))
+    head.build((None, 3, 5))
+    head.logstd.assign([0.25, -0.5])
+    latent = np.random.default_rng(7).normal(size=(2, 3, 5)).astype(np.float32)
+    params = head(tf.constant(latent)).numpy()
+    kernel, bias = (w.numpy() for w in head.dense.weights)
+    mean = latent @ kernel + bias
+    assert params.shape == (2, 3, 4)
+    np.testing.assert_allclose(params[..., :2], mean, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(params[..., 2:], np.broadcast_to([0.25, -0.5], (2, 3, 2)))
+    pd = head.distribution(tf.constant(params))
+    np.testing.assert_array_equal(pd.mean.numpy(), params[..., :2])
+    np.testing.assert_array_equal(pd.logstd.numpy(), params[..., 2:])
+
+
+# --------------------------------------------------------------------------- head details
+
+
+def test_head_output_layer_is_orthogonal_with_gain_one_hundredth():
+    # the default init_scale 0.01: near-uniform logits at the start (Baselines' choice)
+    head = DistributionHead(gym.spaces.Discrete(3))
+    head(tf.zeros([1, 8]))
+    kernel = head.dense.kernel.numpy()
+    np.testing.assert_allclose(kernel.T @ kernel, 1e-4 * np.eye(3), atol=1e-9)
+
+
+def test_head_masks_apply_to_discrete_and_are_refused_elsewhere():
+    head = DistributionHead(gym.spaces.Discrete(3))
+    params = tf.constant([[0.5, 1.5, -2.0]])
+    pd = head.distribution(params, action_masks=tf.constant([[True, False, True]]))
+    np.testing.assert_array_equal(pd.logits.numpy(), [[0.5, -1e8, -2.0]])
+    for space in (gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.MultiBinary(3)):
+        head = DistributionHead(space)
+        with pytest.raises(RLBaseError, match="action masks need a Discrete or MultiDiscrete"):
+            head.distribution(tf.zeros([1, 6 if head.kind == "gaussian" else 3]),
+                              action_masks=tf.ones([1, 3], tf.bool))
+
+
+def test_head_multibinary_and_multidiscrete_shapes():
+    head = DistributionHead(gym.spaces.MultiBinary([4]))  # n given as a 1-element list
+    assert head.size == 4 and head.kind == "bernoulli"
+    with pytest.raises(RLBaseError, match="MultiBinary action spaces must be 1-D"):
+        DistributionHead(gym.spaces.MultiBinary([]))
+    with pytest.raises(RLBaseError, match="MultiDiscrete action spaces must be 1-D"):
+        DistributionHead(gym.spaces.MultiDiscrete(3))  # a 0-D nvec
+
+
+def test_base_distribution_is_abstract():
+    base, other = Distribution(), Categorical(const([[0.0, 1.0]]))
+    for call in (base.mode, base.entropy, lambda: base.sample(SEED),
+                 lambda: base.neglogp(tf.constant([0])), lambda: base.kl(other)):
+        with pytest.raises(NotImplementedError):
+            call()
