@@ -122,3 +122,30 @@ def test_clip_scale_by_hand():
     # a zero Fisher norm does not divide by zero: the step is left whole
     zero = [tf.zeros([2]), tf.zeros([1])]
     assert float(clip_scale(zero, g, tf.constant(0.5), 0.03)) == 1.0
+
+
+def test_recording_applies_the_activation_and_restores_the_layer():
+    """The recorded call is the layer's own (activation included; the probe adds zero), and
+    leaving the block gives the layer its own call back: a later call records nothing."""
+    keras.utils.set_random_seed(2)
+    layer = keras.layers.Dense(2, activation="tanh")
+    layer.build((None, 3))
+    x = BATCHES[0]
+    want = np.tanh(x @ layer.kernel.numpy() + layer.bias.numpy())
+    with tf.GradientTape() as tape:
+        with recording([layer], tape) as recorder:
+            got = layer(tf.constant(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert "call" not in vars(layer)
+    layer(tf.constant(BATCHES[1]))
+    np.testing.assert_array_equal(recorder.inputs[id(layer)].numpy(), x)
+
+
+def test_hyperparameters_are_keyword_only_with_these_defaults():
+    layer = keras.layers.Dense(2)
+    layer.build((None, 3))
+    with pytest.raises(TypeError):  # KFAC(layers, variables, 0.9, ...) would mix them up
+        KFAC([layer], [layer.kernel, layer.bias], 0.9)
+    opt = KFAC(layers=[layer], variables=[layer.kernel, layer.bias])
+    assert (opt.momentum, opt.kfac_clip, opt.damping, opt.stats_decay, opt.cold_iter,
+            opt.inverse_interval, opt.max_grad_norm) == (0.9, 0.001, 0.01, 0.95, 10, 1, 0.5)
