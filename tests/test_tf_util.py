@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from rlbase.common import misc_util
+from rlbase.common import misc_util, tf_util
 from rlbase.common.errors import RLBaseError
 from rlbase.common.tf_util import (
     Adam,
@@ -19,6 +19,7 @@ from rlbase.common.tf_util import (
     compile_fn,
     discounted_returns,
     explained_variance,
+    gae_advantages,
     variables_to_arrays,
 )
 
@@ -74,6 +75,106 @@ def test_discount_with_dones_gamma_one_and_zero():
                                [1, 2, 3])
     np.testing.assert_allclose(misc_util.discount_with_dones([1, 1, 1], [1, 0, 0], 0.5),
                                [1, 1.5, 1])
+
+
+# --------------------------------------------------------------------------- GAE
+
+# env 0 terminates at t1; env 1 is truncated at t2, its reward 4.6 = 1 + 0.9 * V(final obs) 4
+# already holding the bootstrap (the rollout folds it in), so both ends stop the recursion.
+GAE_REWARDS = [[1.0, 2.0, 0.0, 1.0], [0.0, 1.0, 4.6, 2.0]]
+GAE_VALUES = [[0.5, 1.0, 2.0, -1.0], [1.0, 2.0, 3.0, 0.5]]
+GAE_DONES = [[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
+GAE_LAST = [3.0, -2.0]
+# deltas r + 0.9 * (1 - done) * V(next) - V:
+#   env 0: t3 = 1 + 2.7 + 1 = 4.7, t2 = -0.9 - 2 = -2.9, t1 = 2 - 1 = 1 (done), t0 = 1 + 0.9 - 0.5
+#   env 1: t3 = 2 - 1.8 - 0.5 = -0.3, t2 = 4.6 - 3 = 1.6 (done), t1 = 1 + 2.7 - 2, t0 = 1.8 - 1
+GAE_DELTAS = [[1.4, 1.0, -2.9, 4.7], [0.8, 1.7, 1.6, -0.3]]
+# A[t] = delta[t] + 0.9 * 0.8 * (1 - done[t]) * A[t + 1]:
+#   env 0: A2 = -2.9 + 0.72 * 4.7 = 0.484, A0 = 1.4 + 0.72 * 1 = 2.12
+#   env 1: A1 = 1.7 + 0.72 * 1.6 = 2.852, A0 = 0.8 + 0.72 * 2.852 = 2.85344
+GAE_EXPECTED = [[2.12, 1.0, 0.484, 4.7], [2.85344, 2.852, 1.6, -0.3]]
+
+
+def _gae(lam, gamma=0.9):
+    return gae_advantages(_f32(GAE_REWARDS), _f32(GAE_VALUES), _f32(GAE_DONES),
+                          _f32(GAE_LAST), gamma, lam).numpy()
+
+
+def test_gae_with_a_termination_and_a_truncation_by_hand():
+    out = _gae(0.8)
+    assert out.shape == (2, 4)
+    np.testing.assert_allclose(out, GAE_EXPECTED, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(_gae(0.0), GAE_DELTAS, rtol=1e-6, atol=1e-6)  # lam 0: deltas
+
+
+def test_gae_with_lambda_one_is_the_returns_minus_the_values():
+    # returns: env 0 t3 = 1 + 2.7 = 3.7, t2 = 0.9 * 3.7 = 3.33, t1 = 2, t0 = 1 + 1.8 = 2.8
+    #          env 1 t3 = 2 - 1.8 = 0.2, t2 = 4.6, t1 = 1 + 4.14 = 5.14, t0 = 4.626
+    returns = [[2.8, 2.0, 3.33, 3.7], [4.626, 5.14, 4.6, 0.2]]
+    np.testing.assert_allclose(_gae(1.0), np.subtract(returns, GAE_VALUES), rtol=1e-6,
+                               atol=1e-6)
+    np.testing.assert_allclose(
+        discounted_returns(_f32(GAE_REWARDS), _f32(GAE_DONES), _f32(GAE_LAST), 0.9).numpy(),
+        returns, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- thread plans
+
+
+def _plan_settings(monkeypatch, plan, gpus=(), override=None):
+    """(intra, inter) that configure_threads(plan) asks TF for, or None when it leaves TF's
+    pools alone (recorded in this process: its pools have started, so no setting could show)."""
+    calls = {}
+    monkeypatch.setattr(tf.config.threading, "set_intra_op_parallelism_threads",
+                        lambda n: calls.__setitem__("intra", n))
+    monkeypatch.setattr(tf.config.threading, "set_inter_op_parallelism_threads",
+                        lambda n: calls.__setitem__("inter", n))
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: list(gpus))
+    monkeypatch.setattr(tf_util, "available_cores", lambda: 6)
+    if override is None:
+        monkeypatch.delenv("RLBASE_TF_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("RLBASE_TF_THREADS", override)
+    tf_util.configure_threads(plan)
+    return (calls["intra"], calls["inter"]) if calls else None
+
+
+def test_thread_plans_ask_tf_for_these_pools(monkeypatch):
+    assert _plan_settings(monkeypatch, "small") == (1, 1)
+    assert _plan_settings(monkeypatch, "convnet") == (1, 6)  # one op per core
+    assert _plan_settings(monkeypatch, "convnet", gpus=["GPU:0"]) is None  # TF's own pools
+    assert _plan_settings(monkeypatch, "large") is None
+    assert _plan_settings(monkeypatch, "large", override="3") == (3, 3)
+    assert _plan_settings(monkeypatch, "small", override="") == (1, 1)  # empty: no override
+
+
+def test_available_cores_without_affinity_is_the_cpu_count_or_one(monkeypatch):
+    monkeypatch.delattr(tf_util.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(tf_util.os, "cpu_count", lambda: 5)
+    assert tf_util.available_cores() == 5
+    monkeypatch.setattr(tf_util.os, "cpu_count", lambda: None)  # unknown: assume one
+    assert tf_util.available_cores() == 1
+
+
+@pytest.mark.parametrize("intra, inter, blocks", [(1, 3, 3), (0, 3, 1), (2, 3, 1), (1, 1, 1)])
+def test_batch_blocks_are_the_ops_at_once_when_each_runs_on_one_thread(monkeypatch, intra,
+                                                                        inter, blocks):
+    monkeypatch.setattr(tf.config.threading, "get_intra_op_parallelism_threads", lambda: intra)
+    monkeypatch.setattr(tf.config.threading, "get_inter_op_parallelism_threads", lambda: inter)
+    assert tf_util.batch_blocks() == blocks
+
+
+def _rows_seen(n, blocks):
+    # each output row is the number of rows fn was called with: the blocks show
+    return tf_util.split_rows(lambda u: tf.fill([tf.shape(u)[0]], tf.shape(u)[0]),
+                              tf.zeros([n, 2]), blocks).numpy()
+
+
+def test_split_rows_blocks_by_hand():
+    np.testing.assert_array_equal(_rows_seen(2, 2), [1, 1])  # as many rows as blocks: split
+    np.testing.assert_array_equal(_rows_seen(7, 2), [3, 3, 3, 4, 4, 4, 4])  # bounds 0, 3, 7
+    np.testing.assert_array_equal(_rows_seen(5, 0), [5] * 5)  # 0 or 1 block: whole
+    np.testing.assert_array_equal(_rows_seen(5, 1), [5] * 5)
 
 
 # --------------------------------------------------------------------------- fused Adam
