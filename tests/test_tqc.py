@@ -75,6 +75,22 @@ def test_actor_loss_is_exact():
     assert got.numpy() == pytest.approx(-1.3, rel=1e-6)
 
 
+def test_actor_loss_scales_log_prob_by_alpha_and_passes_no_gradient_to_alpha():
+    """Two critics of two atoms, alpha 0.5, log-probabilities -1 and -0.5: atom means 3 and
+    -0.5, so mean(0.5 * -1 - 3, 0.5 * -0.5 + 0.5) = -1.625 (alpha + log pi would give -1.5).
+    d/d log pi_b = alpha / B = 1/4; d/dz = -1 / (B N M) = -1/8; alpha gets no gradient."""
+    log_prob = tf.Variable([-1.0, -0.5])
+    atoms = tf.Variable([[[1.0, 2.0], [3.0, 6.0]], [[0.0, 1.0], [-1.0, -2.0]]])
+    alpha = tf.Variable(0.5)
+    with tf.GradientTape() as tape:
+        got = losses.actor_loss(log_prob, atoms, alpha)
+    d_log_prob, d_atoms, d_alpha = tape.gradient(got, [log_prob, atoms, alpha])
+    assert got.numpy() == pytest.approx(-1.625, rel=1e-6)
+    np.testing.assert_allclose(d_log_prob.numpy(), [0.25, 0.25], rtol=1e-6)
+    np.testing.assert_allclose(d_atoms.numpy(), np.full((2, 2, 2), -0.125), rtol=1e-6)
+    assert d_alpha is None
+
+
 # -- through the networks ------------------------------------------------------------------------
 TARGET_BIASES = ([0.0, 0.5, 1.0], [-1.0, 0.2, 3.0])
 ONLINE_BIASES = ([0.1, 0.2, 0.3], [-0.3, 0.0, 0.6])
