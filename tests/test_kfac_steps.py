@@ -149,3 +149,22 @@ def test_hyperparameters_are_keyword_only_with_these_defaults():
     opt = KFAC(layers=[layer], variables=[layer.kernel, layer.bias])
     assert (opt.momentum, opt.kfac_clip, opt.damping, opt.stats_decay, opt.cold_iter,
             opt.inverse_interval, opt.max_grad_norm) == (0.9, 0.001, 0.01, 0.95, 10, 1, 0.5)
+
+
+def test_decomposition_clips_negative_eigenvalues_at_zero():
+    """A factor is an average of outer products, but rounding can leave an eigenvalue just
+    below zero: it is clipped at 0, here one of -0.5 set by hand (eigenvalues 2 and -0.5)."""
+    _, opt = make()
+    rotation = np.array([[0.6, -0.8], [0.8, 0.6]])
+    a = np.eye(4)
+    a[:2, :2] = rotation @ np.diag([2.0, -0.5]) @ rotation.T
+    opt.factors[0][0].assign(a.astype(np.float32))
+    opt.factors[0][1].assign(np.diag([-0.25, 3.0]).astype(np.float32))
+    opt.update_inverse()
+    qa, da, qg, dg = (v.numpy() for v in opt.eigen[0])
+    np.testing.assert_allclose(np.sort(da), [0.0, 1.0, 1.0, 2.0], atol=1e-6)
+    np.testing.assert_allclose(np.sort(dg), [0.0, 3.0], atol=1e-6)
+    # the eigenvectors are the factor's own: Qa^T A Qa is diagonal (before the clipping)
+    np.testing.assert_allclose(np.abs(qa.T @ a @ qa - np.diag(np.diag(qa.T @ a @ qa))).max(),
+                               0.0, atol=1e-6)
+    np.testing.assert_allclose(np.abs(qg[:, np.argmax(dg)]), [0.0, 1.0], atol=1e-6)
