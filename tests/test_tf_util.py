@@ -148,6 +148,21 @@ def test_thread_plans_ask_tf_for_these_pools(monkeypatch):
     assert _plan_settings(monkeypatch, "small", override="") == (1, 1)  # empty: no override
 
 
+def test_plans_named_by_strings_built_at_run_time(monkeypatch):
+    # a plan read from a config file is an equal string, not the same object as the literal
+    assert _plan_settings(monkeypatch, "".join(["sm", "all"])) == (1, 1)
+    assert _plan_settings(monkeypatch, "".join(["conv", "net"])) == (1, 6)
+
+
+def test_a_plan_after_tf_started_its_pools_keeps_them(monkeypatch):
+    def started(n):
+        raise RuntimeError("Intra op parallelism cannot be modified after initialization.")
+
+    monkeypatch.setattr(tf.config.threading, "set_intra_op_parallelism_threads", started)
+    monkeypatch.delenv("RLBASE_TF_THREADS", raising=False)
+    tf_util.configure_threads("small")  # no error: the pools TF runs stay
+
+
 def test_available_cores_without_affinity_is_the_cpu_count_or_one(monkeypatch):
     monkeypatch.delattr(tf_util.os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(tf_util.os, "cpu_count", lambda: 5)
@@ -347,6 +362,31 @@ def test_clip_by_global_norm_leaves_small_or_unclipped():
         np.testing.assert_allclose(out[0].numpy(), [3.0, 4.0])
 
 
+# --------------------------------------------------------------------------- workers
+
+
+def test_average_over_workers_without_mpi_is_the_gradients_themselves():
+    grads = [tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([5.0, 6.0, 7.0])]
+    out = tf_util.average_over_workers(grads, None)
+    assert out is grads
+
+
+def test_average_over_workers_averages_each_entry_and_keeps_the_shapes(monkeypatch):
+    # a second worker whose gradients are all 10: the Allreduce mean is (x + 10) / 2
+    seen = []
+
+    def two_workers(flat, comm):
+        seen.append(flat.copy())
+        return ((flat + comm) / 2.0).astype(np.float32)
+
+    monkeypatch.setattr(tf_util, "allreduce_mean_f32", two_workers)
+    grads = [tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([5.0, 6.0, 7.0])]
+    out = tf_util.average_over_workers(grads, np.float32(10.0))
+    np.testing.assert_array_equal(seen[0], [1, 2, 3, 4, 5, 6, 7])  # one flat Allreduce
+    np.testing.assert_array_equal(out[0].numpy(), [[5.5, 6.0], [6.5, 7.0]])
+    np.testing.assert_array_equal(out[1].numpy(), [7.5, 8.0, 8.5])
+
+
 # --------------------------------------------------------------------------- compiled functions
 
 
@@ -394,6 +434,8 @@ def test_tf_explained_variance():
     y = _f32([1.0, 2.0, 3.0, 4.0])
     assert float(explained_variance(_f32([1.0, 2.0, 3.0, 3.0]), y)) == pytest.approx(0.85)
     assert float(explained_variance(y, y)) == pytest.approx(1.0)
+    # Var[y] = 0.0625 < 1 is still a variance: Var[y - ypred] = Var[0, 0.5] = 0.0625 too -> 0
+    assert float(explained_variance(_f32([0.0, 0.0]), _f32([0.0, 0.5]))) == pytest.approx(0.0)
     const = _f32([2.0, 2.0, 2.0, 2.0])
     assert math.isnan(float(explained_variance(y, const)))  # constant y: nan, not -inf
     assert math.isnan(float(explained_variance(const, const)))
