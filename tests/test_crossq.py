@@ -61,6 +61,22 @@ def test_actor_loss_is_exact():
     assert got.numpy() == pytest.approx(0.45, rel=1e-6)
 
 
+def test_actor_loss_scales_log_prob_by_alpha_and_passes_no_gradient_to_alpha():
+    """alpha 0.5, log-probabilities -1 and -0.5, critics' minima 3 and -2: mean(0.5 * -1 - 3,
+    0.5 * -0.5 + 2) = -0.875 (alpha + log pi would give -0.75). d/d log pi_b = alpha / B =
+    1/4; d/dQ = -1/2 on each row's smaller critic, 0 on the other; alpha gets no gradient."""
+    log_prob = tf.Variable([-1.0, -0.5])
+    q_pi = tf.Variable([[3.0, 4.0], [5.0, -2.0]])
+    alpha = tf.Variable(0.5)
+    with tf.GradientTape() as tape:
+        got = losses.actor_loss(log_prob, q_pi, alpha)
+    d_log_prob, d_q, d_alpha = tape.gradient(got, [log_prob, q_pi, alpha])
+    assert got.numpy() == pytest.approx(-0.875, rel=1e-6)
+    np.testing.assert_allclose(d_log_prob.numpy(), [0.25, 0.25], rtol=1e-6)
+    np.testing.assert_allclose(d_q.numpy(), [[-0.5, 0.0], [0.0, -0.5]], rtol=1e-6)
+    assert d_alpha is None
+
+
 def test_batch_renorm_training_inference_and_renorm_by_hand():
     layer = BatchRenorm(momentum=0.01, epsilon=1e-3, warmup_steps=1)
     x = tf.constant([[1.0], [3.0]])
