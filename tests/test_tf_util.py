@@ -4,6 +4,7 @@ import math
 import random
 from collections import deque
 
+import gymnasium as gym
 import keras
 import numpy as np
 import pytest
@@ -269,6 +270,13 @@ def test_rmsprop_two_steps(acc0, inside):
             assert float(var.numpy()) == pytest.approx(hand, rel=1e-6)
 
 
+def test_rmsprop_defaults():
+    # Baselines' A2C's rate, decay and epsilon; the mean square starting at 0 like Keras'
+    opt = RMSprop()
+    assert float(opt.learning_rate) == pytest.approx(7e-4) and opt.rho == 0.99
+    assert opt.epsilon == 1e-5 and opt.initial_accumulator == 0.0 and opt.epsilon_inside_sqrt
+
+
 def test_rmsprop_placements_and_accumulators_differ():
     # the four settings must not collapse onto each other
     finals = {(a, i): _rmsprop_reference(a, i, 1)[0] for a in (0.0, 1.0) for i in (True, False)}
@@ -428,6 +436,25 @@ def test_compile_fn_jit_matches_plain():
     for a, b, ref in zip(plain, jit, ((h * h).sum(axis=1), h.max(axis=1))):
         np.testing.assert_allclose(a.numpy(), ref, rtol=1e-5)
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("error", [ValueError, TypeError])
+def test_compile_fn_falls_back_to_tf_conversion_where_the_fast_path_refuses(monkeypatch, error):
+    def refuse(*args):
+        raise error("no fast path")
+
+    monkeypatch.setattr(tf_util, "_EagerTensor", refuse)
+    fn = compile_fn(affine, [tf.TensorSpec([None, 3], tf.float32)])
+    np.testing.assert_array_equal(fn(np.ones((2, 3), np.float32)).numpy(), np.full((2, 3), 3.0))
+
+
+def test_observation_specs_keep_each_leafs_shape_after_the_leading_axes():
+    box = gym.spaces.Box(-1.0, 1.0, (2, 3), np.float32)
+    assert tf_util.observation_spec(box, [None]) == tf.TensorSpec([None, 2, 3], tf.float32)
+    space = gym.spaces.Dict({"x": box, "k": gym.spaces.Discrete(4)})
+    spec = tf_util.observation_spec(space, [5, None])
+    assert spec["x"] == tf.TensorSpec([5, None, 2, 3], tf.float32)
+    assert spec["k"] == tf.TensorSpec([5, None], tf.int64)
 
 
 def test_tf_explained_variance():
