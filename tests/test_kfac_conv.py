@@ -183,10 +183,13 @@ def test_build_checks_the_variables():
     layer = dense(2, 3)
     opt = kfac.KFAC([layer], [layer.kernel, layer.bias])
     opt.build([layer.kernel, layer.bias])
-    with pytest.raises(RLBaseError, match="^K-FAC was built for other variables$"):
-        opt.build([layer.bias, layer.kernel])
-    with pytest.raises(RLBaseError, match="^K-FAC was built for other variables$"):
-        opt.build([layer.kernel])
+    # other orders, fewer and more variables (a list sorting before or after the right one)
+    for other in ([layer.bias, layer.kernel], [layer.kernel],
+                  [layer.kernel, layer.bias, tf.Variable(1.0)]):
+        with pytest.raises(RLBaseError, match="^K-FAC was built for other variables$"):
+            opt.build(other)
+    # its state is not trainable: a model collecting trainable variables leaves it alone
+    assert opt.variables and not any(v.trainable for v in opt.variables)
 
 
 class ShapesOnly:
