@@ -216,6 +216,45 @@ def test_the_network_is_layer_normalized_relu_120_84_unless_told_otherwise():
         build_model(space, gym.spaces.Box(-1, 1, (2,)), 1, "mlp", {}, PQNConfig())
 
 
+def test_xla_from_200_updates_of_the_run_unless_told():
+    """jit_compile None: XLA for runs of at least 200 updates (2 envs x 4 steps = 8 steps an
+    update: 1600 steps and more), none below, none for 0 steps; True or False decides alone."""
+    space, actions = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2)
+
+    def jit(total, **kw):
+        config = PQNConfig(nsteps=4, nminibatches=1, **kw)
+        return build_model(space, actions, 2, "mlp", {"num_hidden": 4},
+                           config, total_timesteps=total).jit_compile
+
+    assert [jit(t) for t in (0, 1599, 1600, 1607, 10**6)] == [False, False, True, True, True]
+    assert jit(10**6, jit_compile=False) is False and jit(0, jit_compile=True) is True
+
+
+def test_resume_state_round_trip_and_a_foreign_checkpoint():
+    """The exploration generator, rate, update count and shuffling seed come back as saved;
+    a checkpoint without them is refused in one line naming what it lacks."""
+    space, actions = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2)
+
+    def model():
+        return build_model(space, actions, 1, "mlp", {"num_hidden": 4},
+                           PQNConfig(nsteps=4, nminibatches=1, seed=0))
+
+    saved, fresh = model(), model()
+    saved.epsilon, saved.updates = 0.3, 7
+    saved.rng.random(5)
+    saved.shuffle_seed.assign([11, 3])
+    meta, arrays = saved.resume_state()
+    fresh.restore_resume_state(meta, arrays)
+    assert (fresh.epsilon, fresh.updates) == (0.3, 7)
+    assert fresh.rng.random() == saved.rng.random()
+    np.testing.assert_array_equal(fresh.shuffle_seed.numpy(), [11, 3])
+    for key in ("rng", "epsilon", "updates"):
+        with pytest.raises(RLBaseError, match=f"lacks PQN's {key}: it was written by another"):
+            fresh.restore_resume_state({k: v for k, v in meta.items() if k != key}, arrays)
+    with pytest.raises(RLBaseError, match="lacks PQN's minibatch shuffling seed"):
+        fresh.restore_resume_state(meta, {})
+
+
 def test_the_convnet_is_layer_normalized_too():
     space, actions = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8), gym.spaces.Discrete(4)
     model = build_model(space, actions, 1, "cnn", {"num_hidden": 16},
