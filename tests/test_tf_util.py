@@ -164,6 +164,12 @@ def test_a_plan_after_tf_started_its_pools_keeps_them(monkeypatch):
     tf_util.configure_threads("small")  # no error: the pools TF runs stay
 
 
+def test_available_cores_are_this_process_affinity(monkeypatch):
+    # pid 0 is this process; another pid (1: init) may run on other cores
+    monkeypatch.setattr(tf_util.os, "sched_getaffinity", lambda pid: {0, 5, 7} if pid == 0 else {0})
+    assert tf_util.available_cores() == 3
+
+
 def test_available_cores_without_affinity_is_the_cpu_count_or_one(monkeypatch):
     monkeypatch.delattr(tf_util.os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(tf_util.os, "cpu_count", lambda: 5)
@@ -172,7 +178,8 @@ def test_available_cores_without_affinity_is_the_cpu_count_or_one(monkeypatch):
     assert tf_util.available_cores() == 1
 
 
-@pytest.mark.parametrize("intra, inter, blocks", [(1, 3, 3), (0, 3, 1), (2, 3, 1), (1, 1, 1)])
+@pytest.mark.parametrize("intra, inter, blocks", [(1, 3, 3), (1, 2, 2), (0, 3, 1), (2, 3, 1),
+                                                   (1, 1, 1)])
 def test_batch_blocks_are_the_ops_at_once_when_each_runs_on_one_thread(monkeypatch, intra,
                                                                         inter, blocks):
     monkeypatch.setattr(tf.config.threading, "get_intra_op_parallelism_threads", lambda: intra)
