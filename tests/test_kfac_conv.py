@@ -105,15 +105,17 @@ def test_kfac_step_on_a_convolution(use_bias):
     """With cold_iter=0 the first update is a K-FAC step on this batch's factors (folded into
     the zeros with weight 1 - stats_decay): the kernel (and bias) gradient as one
     ``(kh kw c [+ 1], filters)`` matrix, times ``(A (x) G + damping I)^-1``, scaled into the
-    trust region and taken at ``lr (1 - momentum)``; the kernel comes back in its own shape."""
-    layer = conv_layer(3, (2, 3), (1, 2), "same", 2, use_bias, seed=2)
+    trust region and taken at ``lr (1 - momentum)``; the kernel comes back in its own shape.
+    4 filters, unlike the kernel's 2 rows and 3 columns, so no other axis has the outputs'
+    size; momentum 0.25, where 1 - momentum differs from 1 % momentum."""
+    layer = conv_layer(4, (2, 3), (1, 2), "same", 2, use_bias, seed=2)
     opt = kfac.KFAC([layer], layer.trainable_variables, cold_iter=0, stats_decay=0.5,
-                    damping=0.01, kfac_clip=1e-4, momentum=0.9)
+                    damping=0.01, kfac_clip=1e-4, momentum=0.25)
     dim_a = 2 * 3 * 2 + use_bias
-    assert [tuple(f.shape) for f in opt.factors[0]] == [(dim_a, dim_a), (3, 3)]
+    assert [tuple(f.shape) for f in opt.factors[0]] == [(dim_a, dim_a), (4, 4)]
     rng = np.random.default_rng(3)
     x = rng.normal(size=(N, 4, 5, 2)).astype(np.float32)
-    out_weights = rng.normal(size=(N, 4, 3, 3)).astype(np.float32)
+    out_weights = rng.normal(size=(N, 4, 3, 4)).astype(np.float32)
     before = [v.numpy().astype(np.float64) for v in layer.trainable_variables]
     _, rec, probe, grads = record(layer, x, out_weights)
     scale = float(opt.minimize(grads, rec, {id(layer): probe}, tf.constant(0.5)))
@@ -121,21 +123,22 @@ def test_kfac_step_on_a_convolution(use_bias):
     # 4 x 3 = 12 output positions per sample
     if use_bias:
         patches = np.concatenate([patches, np.ones((N * 12, 1))], axis=1)
-    g = out_weights.astype(np.float64).reshape(N * 12, 3)
+    g = out_weights.astype(np.float64).reshape(N * 12, 4)
     a, gg = 0.5 * patches.T @ patches / (N * 12), 0.5 * 12 * (g.T @ g) / (N * 12)
-    grad = np.concatenate([grads[0].numpy().reshape(-1, 3)]
+    grad = np.concatenate([grads[0].numpy().reshape(-1, 4)]
                           + ([grads[1].numpy()[None]] if use_bias else []), axis=0)
-    u = np.linalg.solve(np.kron(a, gg) + 0.01 * np.eye(dim_a * 3),
+    u = np.linalg.solve(np.kron(a, gg) + 0.01 * np.eye(dim_a * 4),
                         grad.astype(np.float64).ravel()).reshape(grad.shape)
     want_scale = min(1.0, math.sqrt(1e-4 / (0.5 ** 2 * np.sum(u * grad))))
     assert 0.0 < want_scale < 1.0
     assert scale == pytest.approx(want_scale, rel=1e-3)
-    step = -0.5 * (1.0 - 0.9) * want_scale * u
+    assert np.abs(u).max() * 0.5 * 0.75 * want_scale > 1e-4  # steps well above the atol
+    step = -0.5 * (1.0 - 0.25) * want_scale * u
     after = [v.numpy().astype(np.float64) for v in layer.trainable_variables]
-    np.testing.assert_allclose(after[0] - before[0], step[:12].reshape(2, 3, 2, 3),
-                               rtol=2e-3, atol=1e-8)
+    np.testing.assert_allclose(after[0] - before[0], step[:12].reshape(2, 3, 2, 4),
+                               rtol=2e-3, atol=1e-7)
     if use_bias:
-        np.testing.assert_allclose(after[1] - before[1], step[12], rtol=2e-3, atol=1e-8)
+        np.testing.assert_allclose(after[1] - before[1], step[12], rtol=2e-3, atol=1e-7)
 
 
 @pytest.mark.parametrize("options", [dict(data_format="channels_first"),

@@ -122,6 +122,9 @@ def test_clip_scale_by_hand():
     # a zero Fisher norm does not divide by zero: the step is left whole
     zero = [tf.zeros([2]), tf.zeros([1])]
     assert float(clip_scale(zero, g, tf.constant(0.5), 0.03)) == 1.0
+    # nor does one that rounding left just below zero (u * g of a positive definite Fisher)
+    below = [tf.constant([-1e-12, 0.0]), tf.zeros([1])]
+    assert float(clip_scale(below, g, tf.constant(0.5), 0.03)) == 1.0
 
 
 def test_recording_applies_the_activation_and_restores_the_layer():
