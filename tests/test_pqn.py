@@ -14,7 +14,7 @@ from rlbase import registry
 from rlbase.common.envs.env_util import make_vec_env
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loops.episodes import EpisodeStats
-from rlbase.common.loops.rollout import RolloutRunner
+from rlbase.common.loops.rollout import Rollout, RolloutRunner
 from rlbase.pqn.config import PQNConfig
 from rlbase.pqn.losses import q_lambda_returns, q_loss
 from rlbase.pqn.model import MLP_SIZES, build_model
@@ -253,6 +253,40 @@ def test_resume_state_round_trip_and_a_foreign_checkpoint():
             fresh.restore_resume_state({k: v for k, v in meta.items() if k != key}, arrays)
     with pytest.raises(RLBaseError, match="lacks PQN's minibatch shuffling seed"):
         fresh.restore_resume_state(meta, {})
+
+
+def test_the_optimizer_is_the_one_named_with_epsilon_1e_8():
+    """'adam' is Adam, 'radam' (also built at run time, as a command line gives it) RAdam."""
+    space, actions = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2)
+    for name, is_radam in (("adam", False), ("".join(["r", "adam"]), True)):
+        model = build_model(space, actions, 1, "mlp", {"num_hidden": 4},
+                            PQNConfig(nsteps=4, nminibatches=1, optimizer=name))
+        assert isinstance(model.optimizer, RAdam) is is_radam
+        assert model.optimizer.epsilon == 1e-8
+
+
+def test_one_step_update_of_actions_from_a_shifted_start_by_hand():
+    """Discrete(3, start=-1), 2 envs x 1 step, lr 0: the env's actions 1 and -1 are the
+    network's outputs 2 and 0; the targets are r + 0.9 (1 - done) max Q(s'); the loss is the
+    mean squared error, q_values the taken Q-values' mean; the update count goes 0 -> 1."""
+    space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    model = build_model(space, gym.spaces.Discrete(3, start=-1), 2, "mlp", {"num_hidden": 4},
+                        PQNConfig(nsteps=1, nminibatches=1, noptepochs=1, gamma=0.9, seed=0))
+    obs = np.array([[0.1, -0.4], [0.7, 0.2]], np.float32)
+    last_obs = np.array([[-0.3, 0.5], [0.9, -0.9]], np.float32)
+    q, q_next = model.q_values(obs), model.q_values(last_obs)
+    taken = q[[0, 1], [2, 0]]
+    targets = np.array([1.0, -2.0]) + 0.9 * np.array([1.0, 0.0]) * q_next.max(axis=1)
+    rollout = Rollout(obs=obs, actions=np.array([1, -1]), rewards=np.array([[1.0], [-2.0]],
+                      np.float32), bootstraps=np.zeros((2, 1), np.float32),
+                      dones=np.array([[0.0], [1.0]], np.float32), starts=np.zeros(2, np.float32),
+                      state=np.zeros((2, 0), np.float32), last_obs=last_obs,
+                      last_state=np.zeros((2, 0), np.float32), last_starts=np.zeros(2, np.float32))
+    assert model.updates == 0
+    stats = model.train(rollout, 0.0)
+    assert stats["loss"] == pytest.approx(np.mean((targets - taken) ** 2), rel=1e-5)
+    assert stats["q_values"] == pytest.approx(taken.mean(), rel=1e-5, abs=1e-6)
+    assert model.updates == 1
 
 
 def test_the_convnet_is_layer_normalized_too():
