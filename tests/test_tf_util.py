@@ -189,8 +189,10 @@ def test_batch_blocks_are_the_ops_at_once_when_each_runs_on_one_thread(monkeypat
 
 def _rows_seen(n, blocks):
     # each output row is the number of rows fn was called with: the blocks show
-    return tf_util.split_rows(lambda u: tf.fill([tf.shape(u)[0]], tf.shape(u)[0]),
-                              tf.zeros([n, 2]), blocks).numpy()
+    out = tf_util.split_rows(lambda u: tf.fill([tf.shape(u)[0], 1], tf.shape(u)[0]),
+                             tf.zeros([n, 2]), blocks).numpy()
+    assert out.shape == (n, 1)  # the blocks' rows one after the other
+    return out[:, 0]
 
 
 def test_split_rows_blocks_by_hand():
