@@ -255,6 +255,18 @@ def test_resume_state_round_trip_and_a_foreign_checkpoint():
         fresh.restore_resume_state(meta, {})
 
 
+def test_the_batch_is_num_envs_times_nsteps_split_into_equal_minibatches():
+    """3 envs x 2 steps = 6 rows split in 2 or 3 minibatches; 3 x 5 = 15 rows are not split
+    in 2, and the refusal says so."""
+    space, actions = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2)
+    for nminibatches in (2, 3, 6):
+        build_model(space, actions, 3, "mlp", {"num_hidden": 4},
+                    PQNConfig(nsteps=2, nminibatches=nminibatches))
+    with pytest.raises(RLBaseError, match=r"\(5 \* 3 = 15\) must be divisible by "
+                                          r"nminibatches \(2\)"):
+        build_model(space, actions, 3, "mlp", {}, PQNConfig(nsteps=5, nminibatches=2))
+
+
 def test_the_optimizer_is_the_one_named_with_epsilon_1e_8():
     """'adam' is Adam, 'radam' (also built at run time, as a command line gives it) RAdam."""
     space, actions = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2)
