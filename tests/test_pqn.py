@@ -299,6 +299,14 @@ def test_one_step_update_of_actions_from_a_shifted_start_by_hand():
     assert stats["loss"] == pytest.approx(np.mean((targets - taken) ** 2), rel=1e-5)
     assert stats["q_values"] == pytest.approx(taken.mean(), rel=1e-5, abs=1e-6)
     assert model.updates == 1
+    # acting (numpy's copy of the weights where there is one) follows a step, and a load
+    model.train(rollout, 0.1)
+    np.testing.assert_allclose(model.q_values(obs), model.q(obs).numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(model.q_values(obs), q, rtol=1e-3)
+    for v in model.q.trainable_variables:
+        v.assign(v * 0.5)
+    model.after_load()
+    np.testing.assert_allclose(model.q_values(obs), model.q(obs).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_the_convnet_is_layer_normalized_too():
