@@ -179,7 +179,7 @@ def test_available_cores_without_affinity_is_the_cpu_count_or_one(monkeypatch):
 
 
 @pytest.mark.parametrize("intra, inter, blocks", [(1, 3, 3), (1, 2, 2), (0, 3, 1), (2, 3, 1),
-                                                   (1, 1, 1)])
+                                                   (1, 1, 1), (1, 0, 1)])
 def test_batch_blocks_are_the_ops_at_once_when_each_runs_on_one_thread(monkeypatch, intra,
                                                                         inter, blocks):
     monkeypatch.setattr(tf.config.threading, "get_intra_op_parallelism_threads", lambda: intra)
@@ -189,15 +189,23 @@ def test_batch_blocks_are_the_ops_at_once_when_each_runs_on_one_thread(monkeypat
 
 def _rows_seen(n, blocks):
     # each output row is the number of rows fn was called with: the blocks show
-    out = tf_util.split_rows(lambda u: tf.fill([tf.shape(u)[0], 1], tf.shape(u)[0]),
-                             tf.zeros([n, 2]), blocks).numpy()
+    calls = []
+
+    def fn(u):
+        calls.append(int(tf.shape(u)[0]))
+        return tf.fill([tf.shape(u)[0], 1], tf.shape(u)[0])
+
+    out = tf_util.split_rows(fn, tf.zeros([n, 2]), blocks).numpy()
     assert out.shape == (n, 1)  # the blocks' rows one after the other
+    assert 0 not in calls  # an empty block is never computed
     return out[:, 0]
 
 
 def test_split_rows_blocks_by_hand():
     np.testing.assert_array_equal(_rows_seen(2, 2), [1, 1])  # as many rows as blocks: split
     np.testing.assert_array_equal(_rows_seen(7, 2), [3, 3, 3, 4, 4, 4, 4])  # bounds 0, 3, 7
+    np.testing.assert_array_equal(_rows_seen(7, 3), [2, 2, 2, 2, 3, 3, 3])  # 0, 2, 4, 7
+    np.testing.assert_array_equal(_rows_seen(1, 2), [1])  # fewer rows than blocks: whole
     np.testing.assert_array_equal(_rows_seen(5, 0), [5] * 5)  # 0 or 1 block: whole
     np.testing.assert_array_equal(_rows_seen(5, 1), [5] * 5)
 
@@ -213,6 +221,22 @@ def test_adam_first_step_by_hand():
     lr_t = 0.1 * math.sqrt(1 - 0.999) / (1 - 0.9)
     assert float(var.numpy()) == pytest.approx(1.0 - lr_t * 0.2 / (math.sqrt(0.004) + 1e-5),
                                                rel=1e-6)
+
+
+def test_adam_with_amsgrad_is_kerass():
+    grads = [4.0, 0.1, 0.1, 0.1]  # shrinking gradients: amsgrad keeps the largest v
+    mine, kerass = keras.Variable(1.0), keras.Variable(1.0)
+    ours = Adam(0.1, beta_2=0.5, amsgrad=True)
+    theirs = keras.optimizers.Adam(0.1, beta_2=0.5, amsgrad=True)
+    for g in grads:
+        ours.apply_gradients([(tf.constant(g), mine)])
+        theirs.apply_gradients([(tf.constant(g), kerass)])
+    plain = keras.Variable(1.0)
+    fused = Adam(0.1, beta_2=0.5)
+    for g in grads:
+        fused.apply_gradients([(tf.constant(g), plain)])
+    assert float(mine.numpy()) == pytest.approx(float(kerass.numpy()), rel=1e-6)
+    assert abs(float(mine.numpy()) - float(plain.numpy())) > 1e-3  # amsgrad changed the steps
 
 
 @pytest.mark.parametrize("jit", [False, True])
@@ -466,10 +490,33 @@ def test_observation_specs_keep_each_leafs_shape_after_the_leading_axes():
     assert spec["k"] == tf.TensorSpec([5, None], tf.int64)
 
 
+def test_spec_like_takes_numpy_dtypes():
+    assert tf_util.spec_like([3, None], np.int8) == tf.TensorSpec([3, None], tf.int8)
+
+
+def _doubled_in_numpy(x):
+    return tf.numpy_function(lambda a: a * 2.0, [x], tf.float32)  # no XLA kernel
+
+
+def test_compiled_calls_are_not_xla_unless_asked():
+    sig = [tf.TensorSpec([2], tf.float32)]
+    for fn in (compile_fn(_doubled_in_numpy, sig),
+               tf_util.CompiledFunction(_doubled_in_numpy, sig)):
+        np.testing.assert_array_equal(fn(np.ones(2, np.float32)).numpy(), [2.0, 2.0])
+
+
+def test_compiled_calls_do_not_convert_python_conditions():
+    # no AutoGraph: a Python `if` on a tensor is an error at tracing, not a converted tf.cond
+    with pytest.raises(TypeError):
+        compile_fn(lambda x: x if x > 0 else -x, [tf.TensorSpec([], tf.float32)])
+
+
 def test_tf_explained_variance():
     y = _f32([1.0, 2.0, 3.0, 4.0])
     assert float(explained_variance(_f32([1.0, 2.0, 3.0, 3.0]), y)) == pytest.approx(0.85)
     assert float(explained_variance(y, y)) == pytest.approx(1.0)
+    # predicting 0.5 everywhere: Var[y - 0.5] = Var[y] -> 0
+    assert float(explained_variance(_f32([0.5] * 4), y)) == pytest.approx(0.0, abs=1e-6)
     # Var[y] = 0.0625 < 1 is still a variance: Var[y - ypred] = Var[0, 0.5] = 0.0625 too -> 0
     assert float(explained_variance(_f32([0.0, 0.0]), _f32([0.0, 0.5]))) == pytest.approx(0.0)
     const = _f32([2.0, 2.0, 2.0, 2.0])
