@@ -271,3 +271,11 @@ def test_which_entries_of_a_dict_space_are_normalized():
     assert normalized["k"] == gym.spaces.Discrete(3)
     assert sorted(stats.state_dict()) == ["ob_rms/x/count", "ob_rms/x/mean", "ob_rms/x/var",
                                           "ret_rms/count", "ret_rms/mean", "ret_rms/var"]
+
+
+def test_defaults_are_baselines_and_sb3s():
+    expected = {"ob": True, "ret": True, "clipob": 10.0, "cliprew": 10.0, "gamma": 0.99,
+                "epsilon": 1e-8}
+    env = VecNormalize(DummyVecEnv([lambda: Ramp(2, False)]))
+    assert env.config() == expected and env.training
+    assert NormalizationStats(Ramp.observation_space).config() == expected
