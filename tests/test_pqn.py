@@ -267,6 +267,15 @@ def test_the_batch_is_num_envs_times_nsteps_split_into_equal_minibatches():
         build_model(space, actions, 3, "mlp", {}, PQNConfig(nsteps=5, nminibatches=2))
 
 
+def test_a_builder_without_layer_norm_is_refused_by_its_name():
+    def plain_dense():
+        return tf.keras.layers.Dense(8)
+
+    with pytest.raises(RLBaseError, match="network 'plain_dense' takes no layer_norm"):
+        build_model(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2), 1,
+                    plain_dense, {}, PQNConfig(nsteps=4, nminibatches=1))
+
+
 def test_the_optimizer_is_the_one_named_with_epsilon_1e_8():
     """'adam' is Adam, 'radam' (also built at run time, as a command line gives it) RAdam."""
     space, actions = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2)
