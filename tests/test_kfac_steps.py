@@ -72,16 +72,19 @@ def test_cold_steps_clip_the_gradients_global_norm():
 
 
 def test_factor_averages_weigh_the_cold_batches_equally_then_decay():
-    layer, opt = make(cold_iter=2, stats_decay=0.75, max_grad_norm=None)
+    # stats_decay 0.5: unlike the equal weights' 2/3 and 3/4 of the 3rd and 4th updates
+    layer, opt = make(cold_iter=2, stats_decay=0.5, max_grad_norm=None)
     a_var = opt.factors[0][0]
-    a = [input_factor(x) for x in BATCHES[:3]]
+    a = [input_factor(x) for x in BATCHES]
     update(layer, opt, BATCHES[0])
     np.testing.assert_allclose(a_var.numpy(), a[0], rtol=1e-5, atol=1e-6)  # replaces the zeros
     update(layer, opt, BATCHES[1])
     np.testing.assert_allclose(a_var.numpy(), (a[0] + a[1]) / 2, rtol=1e-5, atol=1e-6)
     update(layer, opt, BATCHES[2])  # the first K-FAC update: stats_decay from here
-    np.testing.assert_allclose(a_var.numpy(), 0.75 * (a[0] + a[1]) / 2 + 0.25 * a[2],
-                               rtol=1e-5, atol=1e-6)
+    third = 0.5 * (a[0] + a[1]) / 2 + 0.5 * a[2]
+    np.testing.assert_allclose(a_var.numpy(), third, rtol=1e-5, atol=1e-6)
+    update(layer, opt, BATCHES[3])  # and on
+    np.testing.assert_allclose(a_var.numpy(), 0.5 * third + 0.5 * a[3], rtol=1e-5, atol=1e-6)
 
 
 def test_factors_are_decomposed_every_inverse_interval_kfac_steps():
