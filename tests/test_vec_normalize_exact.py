@@ -157,8 +157,10 @@ def test_settings_under_either_name():
     assert not env.norm_obs and env.ob_rms is None and env.norm_reward
     assert env.config() == {"ob": False, "ret": True, "clipob": 10.0, "cliprew": 3.0,
                             "gamma": 0.7, "epsilon": 0.5}
-    env.clip_obs = 4  # SB3's settable name: stored as a float on the shared statistics
+    env.clip_obs = 4  # SB3's settable names: stored as floats on the shared statistics
+    env.clip_reward = 2
     assert env.clipob == 4.0 and isinstance(env.stats.clipob, float)
+    assert env.cliprew == 2.0 and isinstance(env.stats.cliprew, float)
     with pytest.raises(AttributeError):
         env.clipob = 5.0  # rlbase's name reads only
     assert ramps(ob=False, ret=False).config()["ret"] is False
@@ -250,16 +252,34 @@ def test_saved_configs_are_checked():
 def test_a_file_of_another_kind_is_refused(tmp_path):
     from rlbase.common.io import serialization
 
-    path = tmp_path / "other.zip"
-    serialization.save_file(path, {"kind": "Other"}, {})
-    with pytest.raises(RLBaseError, match="holds 'Other', not VecNormalize statistics"):
-        VecNormalize.load(path, DummyVecEnv([lambda: Ramp(2, False)]))
+    for kind in ("Other", "Wrapper"):  # names before and after "VecNormalize"
+        path = tmp_path / f"{kind}.zip"
+        serialization.save_file(path, {"kind": kind}, {})
+        with pytest.raises(RLBaseError, match=f"holds '{kind}', not VecNormalize statistics"):
+            VecNormalize.load(path, DummyVecEnv([lambda: Ramp(2, False)]))
+
+
+def test_a_file_written_before_the_switches_loads_them_on(tmp_path):
+    from rlbase.common.io import serialization
+
+    env = ramps(gamma=0.9)
+    set_stats(env.obs_rms, [1.0, 2.0], [3.0, 4.0])
+    path = tmp_path / "old.zip"
+    serialization.save_file(path, {"kind": "VecNormalize", "config": env.config(),
+                                   **serialization.spaces_metadata(env.venv.observation_space,
+                                                                   env.venv.action_space)},
+                            env.state_dict())
+    loaded = VecNormalize.load(path, DummyVecEnv([lambda: Ramp(2, False), lambda: Ramp(3, True)]))
+    assert loaded.training and loaded.norm_obs and loaded.norm_reward
+    assert loaded.gamma == 0.9 and loaded.obs_rms.var.tolist() == [3.0, 4.0]
 
 
 def test_which_entries_of_a_dict_space_are_normalized():
     assert not normalizable(gym.spaces.Box(0, 255, (4, 4, 1), np.uint8))  # an image
     assert normalizable(gym.spaces.Box(0, 255, (4, 4), np.uint8))
     assert normalizable(gym.spaces.Box(0.0, 1.0, (4, 4, 1), np.float32))
+    assert normalizable(gym.spaces.Box(0, 1, (4, 4, 1), np.bool_))  # only uint8 is an image
+    assert normalizable(gym.spaces.Box(0, 255, (2, 4, 4, 1), np.uint8))  # 4-D: not an image
     assert not normalizable(gym.spaces.Discrete(3))
     space = gym.spaces.Dict({"x": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
                              "k": gym.spaces.Discrete(3)})
