@@ -288,11 +288,12 @@ def test_the_optimizer_is_the_one_named_with_epsilon_1e_8():
 
 def test_one_step_update_of_actions_from_a_shifted_start_by_hand():
     """Discrete(3, start=-1), 2 envs x 1 step, lr 0: the env's actions 1 and -1 are the
-    network's outputs 2 and 0; the targets are r + 0.9 (1 - done) max Q(s'); the loss is the
-    mean squared error, q_values the taken Q-values' mean; the update count goes 0 -> 1."""
+    network's outputs 2 and 0; the targets are r + 0.9 (1 - done) max Q(s'); 3 epochs of 2
+    one-row minibatches (6 steps) average to the mean squared error, q_values to the taken
+    Q-values' mean; the update count goes 0 -> 1."""
     space = gym.spaces.Box(-1, 1, (2,), np.float32)
     model = build_model(space, gym.spaces.Discrete(3, start=-1), 2, "mlp", {"num_hidden": 4},
-                        PQNConfig(nsteps=1, nminibatches=1, noptepochs=1, gamma=0.9, seed=0))
+                        PQNConfig(nsteps=1, nminibatches=2, noptepochs=3, gamma=0.9, seed=0))
     obs = np.array([[0.1, -0.4], [0.7, 0.2]], np.float32)
     last_obs = np.array([[-0.3, 0.5], [0.9, -0.9]], np.float32)
     q, q_next = model.q_values(obs), model.q_values(last_obs)
