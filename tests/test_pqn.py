@@ -240,6 +240,7 @@ def test_resume_state_round_trip_and_a_foreign_checkpoint():
                            PQNConfig(nsteps=4, nminibatches=1, seed=0))
 
     saved, fresh = model(), model()
+    assert (fresh.epsilon, fresh.updates) == (0.0, 0)  # greedy until the loop sets a rate
     saved.epsilon, saved.updates = 0.3, 7
     saved.rng.random(5)
     saved.shuffle_seed.assign([11, 3])
