@@ -1,6 +1,6 @@
 """Action masking for A2C, PPO, DQN and QR-DQN (rlbase/docs/action_masking.md): masked
 categoricals by hand, masks from the env's method and from its info, never a masked action
-taken, the same masks in the update as in acting, predict/evaluate with masks, MaskablePPO,
+taken, the same masks in the update as in acting, predict/evaluate/export with masks, MaskablePPO,
 DQN's greedy and exploring choices, and learning."""
 
 import math
@@ -207,12 +207,65 @@ def test_maskable_ppo_learn_refusals_and_use_masking():
         cartpole.learn(128)
 
 
-def test_export_refuses_a_masked_model(tmp_path):
-    venv, _ = grid_envs(2)
-    model = ppo.learn("mlp", venv, total_timesteps=0, seed=0, nsteps=64, action_masks=True,
-                      **QUIET)
-    with pytest.raises(RLBaseError, match="exported policy cannot take"):
-        model.export(str(tmp_path / "policy"))
+def _masked_model(algorithm, multi=False):
+    """An untrained masked model whose random weights make the masks matter: over the grid's
+    36 cells its unmasked greedy action is a decoy for most observations."""
+    from rlbase import DQN
+
+    venv, _ = grid_envs(2, MultiMaskedGridEnv if multi else MaskedGridEnv)
+    if algorithm == "dqn":
+        return DQN("MlpPolicy", venv, seed=0, action_masks=True, learning_starts=10).model
+    return ppo.learn("mlp", venv, total_timesteps=0, seed=0, nsteps=64, action_masks=True,
+                     **QUIET)
+
+
+# Each format once, each model kind once (a format reads the masks the same whatever the
+# model): an export costs seconds, and the exporter's own check covers the others.
+@pytest.mark.parametrize("fmt,algorithm,multi", [("saved_model", "ppo", False),
+                                                 ("tflite", "dqn", False),
+                                                 ("onnx", "ppo", True)])
+def test_exported_masked_policy_takes_the_masks(tmp_path, algorithm, multi, fmt):
+    """The exported policy takes ``action_masks`` as an input and acts as
+    ``step(obs, action_masks=..., deterministic=True)`` on random masks: the same actions,
+    each valid; the same observations without masks (all valid) give other actions."""
+    from rlbase.common.export import export_model as export
+    from rlbase.common.export.runners import load, random_masks
+
+    if fmt == "onnx":
+        pytest.importorskip("tf2onnx")
+        pytest.importorskip("onnxruntime")
+    model = _masked_model(algorithm, multi)
+    space = model.action_space
+    run = load(export(model, str(tmp_path / "policy"), format=fmt))
+    obs = np.arange(36, dtype=np.int64)
+    masks = random_masks(space, 36, np.random.default_rng(3))
+    got = run(obs=obs, action_masks=masks)["actions"]
+    want = model.step(obs, deterministic=True, action_masks=masks)[0]
+    np.testing.assert_array_equal(got, want)
+    chosen = got.reshape(36, -1)
+    sizes = space.nvec if isinstance(space, gym.spaces.MultiDiscrete) else [space.n]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    assert masks[np.arange(36)[:, None], chosen + offsets].all()
+    unmasked = run(obs=obs, action_masks=np.ones_like(masks))["actions"]
+    np.testing.assert_array_equal(unmasked, model.step(obs, deterministic=True)[0])
+    assert not np.array_equal(unmasked, got)
+
+
+def test_exported_masked_sampling_draws_only_valid_actions(tmp_path):
+    """The SavedModel's ``sample`` signature of a masked PPO and a masked exploring DQN:
+    4,000 seeded draws, each among its row's valid actions, both valid ones drawn."""
+    from rlbase.common.export import export_model as export
+    from rlbase.common.export.runners import load
+
+    for algorithm in ("ppo", "dqn"):
+        model = _masked_model(algorithm)
+        model.epsilon = 1.0  # DQN: every draw explores
+        out = export(model, str(tmp_path / algorithm), format="saved_model")
+        valid = np.zeros((4000, 16), bool)
+        valid[:, [2, 9]] = True
+        got = load(out, "sample")(obs=np.zeros(4000, np.int64), action_masks=valid,
+                                  seed=np.array([1, 2], np.int64))["actions"]
+        assert set(got.tolist()) == {2, 9}, algorithm
 
 
 @pytest.mark.parametrize("source", ["method", "info"])
@@ -258,8 +311,7 @@ def test_q_network_masks_by_hand():
     eval_env, envs = grid_envs(1)
     evaluate_policy(model, eval_env, 2, deterministic=False)
     assert envs[0].invalid_taken == 0
-    with pytest.raises(RLBaseError, match="exported policy cannot take"):
-        inner.policy_graph()
+    assert inner.policy_graph().action_mask_size == 16
     qrdqn = QRDQN("MlpPolicy", venv, seed=0, action_masks="method", n_quantiles=3)
     assert qrdqn.model.action_masking == "method"
     with pytest.raises(RLBaseError, match="no action_masks\\(\\) method"):

@@ -20,7 +20,8 @@ BOX_TOLERANCE = 1e-4  # float32 kernels of two runtimes; the tests hold 1e-5 aga
 
 def verify(path: str, policy: ExportedPolicy, model: ExportableModel, fmt: str) -> None:
     inputs = runners.sample_inputs(model.observation_space, policy.names, CHECK_BATCH,
-                                   seed=1, state_size=policy.state_size)
+                                   seed=1, state_size=policy.state_size,
+                                   action_space=policy.mask_space)
     expected = policy.run(inputs)["actions"].numpy()
     try:
         got = runners.load(path)(**inputs)["actions"]

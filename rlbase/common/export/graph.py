@@ -5,8 +5,8 @@ puts what surrounds ``model.step`` in ``predict``: before it the saved VecNormal
 (baked in as constants), after it the clipping of Box actions to their bounds. Inputs are flat and
 named, so every format (SavedModel signatures, TFLite signature runners, ONNX) sees the same
 names: ``obs`` (or ``obs_<entry>`` per entry of a Dict/Tuple space), plus ``state`` and
-``mask`` for recurrent policies and ``seed`` for the stochastic variant. Outputs: ``actions``
-(and ``next_state``).
+``mask`` for recurrent policies, ``action_masks`` for a policy trained with action masks and
+``seed`` for the stochastic variant. Outputs: ``actions`` (and ``next_state``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def input_names(space: gym.Space) -> list[str]:
 class ExportedPolicy(tf.Module):
     """The exported policy of ``model``.
 
-    act(**inputs) -> {"actions", ["next_state"]}: ``predict(obs, state, mask, deterministic=True)``.
+    act(**inputs) -> {"actions", ["next_state"]}: ``predict(obs, state, mask, deterministic=True)``
+    (and ``action_masks=`` for a masked policy).
     sample(**inputs, seed) -> the same, drawn from the policy's distribution (seeded).
     """
 
@@ -49,6 +50,9 @@ class ExportedPolicy(tf.Module):
         self.action_space = model.action_space
         self.state_size = int(graph.state_size)
         self.recurrent = self.state_size > 0
+        self.action_mask_size = int(graph.action_mask_size)
+        #: the action space masks are drawn for (None: the policy takes no masks)
+        self.mask_space = model.action_space if self.action_mask_size else None
         self.stochastic = graph.sample is not None
         self._graph = graph
         self._leaves = nested.leaf_spaces(model.observation_space)
@@ -60,6 +64,9 @@ class ExportedPolicy(tf.Module):
         if self.recurrent:
             specs += [tf.TensorSpec([None, self.state_size], tf.float32, name="state"),
                       tf.TensorSpec([None], tf.float32, name="mask")]
+        if self.action_mask_size:
+            specs.append(tf.TensorSpec([None, self.action_mask_size], tf.bool,
+                                       name="action_masks"))
         self.input_specs = specs
         self.seed_spec = tf.TensorSpec([2], tf.int64, name="seed")
         self.act = tf.function(self._act, input_signature=specs, autograph=False)
@@ -67,7 +74,8 @@ class ExportedPolicy(tf.Module):
                                   autograph=False) if self.stochastic else None
 
     # -- pieces -----------------------------------------------------------------------------------
-    def _inputs(self, args: tuple) -> tuple[Any, tf.Tensor, tf.Tensor]:
+    def _inputs(self, args: tuple) -> tuple[Any, ...]:
+        """What the graph's act takes: (obs, state, mask[, action_masks])."""
         leaves = list(args[:len(self._leaves)])
         batch = tf.shape(leaves[0])[0]
         for i, norm in self._normalizers.items():
@@ -82,6 +90,8 @@ class ExportedPolicy(tf.Module):
             state, mask = args[len(self._leaves)], args[len(self._leaves) + 1]
         else:
             state, mask = tf.zeros([batch, 0], tf.float32), tf.zeros([batch], tf.float32)
+        if self.action_mask_size:
+            return obs, state, mask, args[-1]
         return obs, state, mask
 
     def _outputs(self, actions: tf.Tensor, state: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -97,13 +107,12 @@ class ExportedPolicy(tf.Module):
         return out
 
     def _act(self, *args: tf.Tensor) -> dict[str, tf.Tensor]:
-        obs, state, mask = self._inputs(args)
-        return self._outputs(*self._graph.act(obs, state, mask))
+        return self._outputs(*self._graph.act(*self._inputs(args)))
 
     def _sample(self, *args: tf.Tensor) -> dict[str, tf.Tensor]:
         assert self._graph.sample is not None
-        obs, state, mask = self._inputs(args[:-1])
-        return self._outputs(*self._graph.sample(obs, state, mask, args[-1]))
+        obs, state, mask, *action_masks = self._inputs(args[:-1])
+        return self._outputs(*self._graph.sample(obs, state, mask, args[-1], *action_masks))
 
     def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """``act`` on named inputs (numpy or tensors), as the signatures take them."""

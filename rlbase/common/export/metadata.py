@@ -37,6 +37,7 @@ def describe(policy: ExportedPolicy, model: ExportableModel, format: str,
         if policy.stochastic else None,
         "outputs": outputs, "signatures": signatures,
         "recurrent": policy.recurrent, "state_size": policy.state_size,
+        "action_mask_size": policy.action_mask_size,
         "vec_normalize_baked_in": bool(stats is not None and stats.space is not None
                                        and stats.norm_obs),
         **extra}

@@ -66,16 +66,36 @@ def load(path: str, signature: str = "serving_default", num_threads: int | None 
 
 
 def sample_inputs(space: gym.Space, names: list[str], n: int, seed: int = 0,
-                  state_size: int = 0) -> dict[str, np.ndarray]:
+                  state_size: int = 0, action_space: gym.Space | None = None
+                  ) -> dict[str, np.ndarray]:
     """``n`` observations drawn from ``space`` as named inputs (recurrent: a zero state and
-    episode starts)."""
+    episode starts; ``action_space`` given: random ``action_masks`` of that space, each row
+    (each dimension of a MultiDiscrete row) with at least one valid action)."""
     space = _seeded_copy(space, seed)
     batch = nested.stack(space, [space.sample() for _ in range(n)])
     inputs = dict(zip(names, (np.ascontiguousarray(x) for x in nested.flatten(space, batch))))
     if state_size:
         inputs["state"] = np.zeros((n, state_size), np.float32)
         inputs["mask"] = np.ones(n, np.float32)
+    if action_space is not None:
+        inputs["action_masks"] = random_masks(action_space, n, np.random.default_rng(seed))
     return inputs
+
+
+def random_masks(space: gym.Space, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``[n, logits]`` bool masks: each entry valid with probability 1/2, and one action of
+    each row's (each dimension's) drawn valid whatever the coin said."""
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        sizes = [int(k) for k in space.nvec]
+    else:
+        assert isinstance(space, gym.spaces.Discrete), space  # mask_size() refused the rest
+        sizes = [int(space.n)]
+    parts = []
+    for size in sizes:
+        part = rng.random((n, size)) < 0.5
+        part[np.arange(n), rng.integers(0, size, n)] = True
+        parts.append(part)
+    return np.concatenate(parts, axis=1)
 
 
 def _seeded_copy(space: gym.Space, seed: int) -> gym.Space:

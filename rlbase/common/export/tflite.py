@@ -74,7 +74,8 @@ def int8_agreement(path: str, path8: str, policy: ExportedPolicy, model: Exporta
     """The int8 file's actions against the float file's on AGREEMENT_SAMPLES observations
     drawn from the observation space (seeded)."""
     inputs = runners.sample_inputs(model.observation_space, policy.names, AGREEMENT_SAMPLES,
-                                   seed=0, state_size=policy.state_size)
+                                   seed=0, state_size=policy.state_size,
+                                   action_space=policy.mask_space)
     a = runners.load(path)(**inputs)["actions"]
     b = runners.load(path8)(**inputs)["actions"]
     return {"samples": AGREEMENT_SAMPLES, **runners.agreement(model.action_space, a, b)}

@@ -21,7 +21,7 @@ from rlbase.common import nested
 from rlbase.common.config import AlgorithmConfig
 from rlbase.common.errors import RLBaseError
 from rlbase.common.io.checkpoint import generator_state, set_generator_state
-from rlbase.common.loops.action_masks import check_masks
+from rlbase.common.loops.action_masks import check_masks, mask_size
 from rlbase.common.loops.rollout import Rollout
 from rlbase.common.mpi_util import allreduce_mean, check_synced, sync_variables
 from rlbase.common.networks.compiled_policy import CompiledPolicy
@@ -139,24 +139,24 @@ class OnPolicyModel(TFModel):
     def policy_graph(self) -> PolicyGraph:
         """``policy.step(..., deterministic=True)`` itself (the mode of the policy's
         distribution: argmax, per-dimension argmax, p > 0.5, the Gaussian mean), and a draw
-        from that distribution with an explicit seed."""
-        if self.action_masking is not False:
-            raise RLBaseError(f"this {self.algorithm} model acts with action masks "
-                              f"(action_masks={self.action_masking!r}), which an exported "
-                              "policy cannot take yet: it would ignore them; act through "
-                              "predict(obs, action_masks=...) instead")
+        from that distribution with an explicit seed; a model that acts with action masks
+        takes them as its last input (the masked distribution's mode and draws)."""
         policy = self.policy
 
-        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-            actions, _, new_state, _ = policy.step(obs, state, mask, True, one_step=True)
+        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor,
+                action_masks: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+            actions, _, new_state, _ = policy.step(obs, state, mask, True, one_step=True,
+                                                   action_masks=action_masks)
             return actions, new_state
 
-        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor
-                   ) -> tuple[tf.Tensor, tf.Tensor]:
+        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor,
+                   action_masks: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
             params, _, new_state, _ = policy.forward(obs, state, mask, one_step=True)
-            return policy.distribution(params).sample(seed), new_state
+            return policy.distribution(params, action_masks).sample(seed), new_state
 
-        return PolicyGraph(self.observation_space, policy.state_size, act, sample, [policy])
+        size = mask_size(self.action_space) if self.action_masking is not False else 0
+        return PolicyGraph(self.observation_space, policy.state_size, act, sample, [policy],
+                           action_mask_size=size)
 
     def resume_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The policy's sampling counter (the TF act path's stateless draws) and the numpy

@@ -19,10 +19,10 @@ import tensorflow as tf
 if TYPE_CHECKING:
     from rlbase.common.vec_env.vec_normalize import NormalizationStats
 
-#: (observations, state, mask) -> (actions, next state)
-ActFn = Callable[[Any, tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
-#: (observations, state, mask, seed [2] int64) -> (actions, next state)
-SampleFn = Callable[[Any, tf.Tensor, tf.Tensor, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]
+#: (observations, state, mask[, action_masks]) -> (actions, next state)
+ActFn = Callable[..., tuple[tf.Tensor, tf.Tensor]]
+#: (observations, state, mask, seed [2] int64[, action_masks]) -> (actions, next state)
+SampleFn = Callable[..., tuple[tf.Tensor, tf.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,9 @@ class PolicyGraph:
         None where the policy has no randomness of its own (DDPG, ES).
     owners: the Keras layers holding the weights ``act`` reads (a ``tf.Module`` tracks them
         and a SavedModel stores them); constants baked into ``act`` need no owner.
+    action_mask_size: entries of one row of action masks (0: the policy takes none); a
+        masked policy's ``act`` and ``sample`` take ``action_masks`` ``[B, size]`` bool as
+        their last argument, as ``step(..., action_masks=...)`` does (valid actions True).
     """
 
     observation_space: gym.Space
@@ -45,6 +48,7 @@ class PolicyGraph:
     act: ActFn
     sample: SampleFn | None = None
     owners: list[Any] = field(default_factory=list)
+    action_mask_size: int = 0
 
 
 def scale_to_bounds(actions: tf.Tensor, space: gym.Space) -> tf.Tensor:

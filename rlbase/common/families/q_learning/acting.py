@@ -110,27 +110,36 @@ class EpsilonGreedyQ:
 
     def policy_graph(self) -> PolicyGraph:
         """The greedy action of the online Q-network (``step(..., deterministic=True)``), and
-        epsilon-greedy at the current exploration rate with an explicit seed."""
-        if self.action_masking is not False:
-            raise RLBaseError(f"this {self.algorithm} model acts with action masks "
-                              f"(action_masks={self.action_masking!r}), which an exported "
-                              "policy cannot take yet: it would ignore them; act through "
-                              "predict(obs, action_masks=...) instead")
+        epsilon-greedy at the current exploration rate with an explicit seed; a model that
+        acts with action masks takes them as its last input (both choices among the valid
+        actions, as :meth:`act`)."""
         q, start, n, eps = self.q, self.action_start, self.num_actions, float(self.epsilon)
 
-        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-            return tf.argmax(q.q_values(obs), axis=1) + start, state
+        def values(obs: Any, action_masks: tf.Tensor | None) -> tf.Tensor:
+            if action_masks is None:
+                return q.q_values(obs)
+            return tf.where(action_masks, q.q_values(obs), -np.inf)
 
-        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor
-                   ) -> tuple[tf.Tensor, tf.Tensor]:
-            greedy = tf.argmax(q.q_values(obs), axis=1)
+        def act(obs: Any, state: tf.Tensor, mask: tf.Tensor,
+                action_masks: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+            return tf.argmax(values(obs, action_masks), axis=1) + start, state
+
+        def sample(obs: Any, state: tf.Tensor, mask: tf.Tensor, seed: tf.Tensor,
+                   action_masks: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+            greedy = tf.argmax(values(obs, action_masks), axis=1)
             batch = tf.shape(greedy)[:1]
             explore = tf.random.stateless_uniform(batch, seed) < eps
-            other = tf.random.stateless_uniform(batch, seed + tf.constant([0, 1], tf.int64),
-                                                maxval=n, dtype=tf.int64)
+            other_seed = seed + tf.constant([0, 1], tf.int64)
+            if action_masks is None:
+                other = tf.random.stateless_uniform(batch, other_seed, maxval=n,
+                                                    dtype=tf.int64)
+            else:  # the largest of uniform draws over the valid actions: uniform among them
+                draws = tf.random.stateless_uniform(tf.shape(action_masks), other_seed)
+                other = tf.argmax(tf.where(action_masks, draws, -1.0), axis=1)
             return tf.where(explore, other, greedy) + start, state
 
-        return PolicyGraph(self.observation_space, 0, act, sample, [q])
+        size = self.num_actions if self.action_masking is not False else 0
+        return PolicyGraph(self.observation_space, 0, act, sample, [q], action_mask_size=size)
 
     def action_probabilities(self, obs: Any, state: np.ndarray, mask: np.ndarray
                              ) -> tuple[np.ndarray, ...]:
