@@ -218,15 +218,17 @@ def test_the_network_is_layer_normalized_relu_120_84_unless_told_otherwise():
 
 def test_xla_from_200_updates_of_the_run_unless_told():
     """jit_compile None: XLA for runs of at least 200 updates (2 envs x 4 steps = 8 steps an
-    update: 1600 steps and more), none below, none for 0 steps; True or False decides alone."""
+    update: 1600 steps and more; 1 env x 1 step: 200 steps), none below, none for 0 steps;
+    True or False decides alone."""
     space, actions = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2)
 
-    def jit(total, **kw):
-        config = PQNConfig(nsteps=4, nminibatches=1, **kw)
-        return build_model(space, actions, 2, "mlp", {"num_hidden": 4},
+    def jit(total, num_envs=2, nsteps=4, **kw):
+        config = PQNConfig(nsteps=nsteps, nminibatches=1, **kw)
+        return build_model(space, actions, num_envs, "mlp", {"num_hidden": 4},
                            config, total_timesteps=total).jit_compile
 
     assert [jit(t) for t in (0, 1599, 1600, 1607, 10**6)] == [False, False, True, True, True]
+    assert jit(200, num_envs=1, nsteps=1) is True
     assert jit(10**6, jit_compile=False) is False and jit(0, jit_compile=True) is True
 
 
