@@ -299,3 +299,16 @@ def test_defaults_are_baselines_and_sb3s():
     env = VecNormalize(DummyVecEnv([lambda: Ramp(2, False)]))
     assert env.config() == expected and env.training
     assert NormalizationStats(Ramp.observation_space).config() == expected
+
+
+def test_a_follower_normalizes_with_the_statistics_and_never_updates_them():
+    env = ramps(clipob=100.0)
+    set_stats(env.obs_rms, [1.0, -2.0], [4.0, 16.0])
+    follower = env.stats.follower(DummyVecEnv([lambda: Ramp(2, False), lambda: Ramp(3, True)]))
+    assert not follower.training and follower.stats is env.stats
+    np.testing.assert_allclose(follower.reset(), [[-0.5, 0.5], [-0.5, 0.5]])
+    act(follower)
+    np.testing.assert_array_equal(env.obs_rms.mean, [1.0, -2.0])  # no update
+    # statistics without observations fit any observation space
+    returns_only = NormalizationStats(None)
+    assert returns_only.follower(DummyVecEnv([lambda: Ramp(2, False)])).stats is returns_only
