@@ -220,10 +220,12 @@ def test_factor_bound_is_inclusive(monkeypatch):
         assert shapes == [[inputs + 1] * 2, [units] * 2]
 
 
-@pytest.mark.parametrize("units, inputs", [(1, 10000), (2, 10000)])
+@pytest.mark.parametrize("units, inputs", [(1, 10000), (2, 10000), (10001, 1)])
 def test_factors_wider_than_the_bound_refused(units, inputs, monkeypatch):
+    """The message names the wider factor: A (inputs + 1) or G (units)."""
     monkeypatch.setattr(kfac, "tf", ShapesOnly())
     layer = dense(units, inputs, name="wide")
     with pytest.raises(RLBaseError, match=r"^K-FAC factor of layer 'wide' would be 10001 x "
-                       r"10001 \(at most 10000\); use a convnet \(cnn\) or smaller inputs$"):
+                       r"10001 \(at most 10000\); use a convnet \(cnn\), smaller inputs or "
+                       r"fewer units$"):
         kfac.KFAC([layer], [layer.kernel, layer.bias])

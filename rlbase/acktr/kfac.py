@@ -189,10 +189,11 @@ class KFAC:
         for layer in self.layers:
             dim_a = int(weight_matrix(layer, self._layer_vars(layer)).shape[0])
             dim_g = int(layer.kernel.shape[-1])
-            if max(dim_a, dim_g) > MAX_FACTOR_DIM:
-                raise RLBaseError(f"K-FAC factor of layer '{layer.name}' would be {dim_a} x "
-                                  f"{dim_a} (at most {MAX_FACTOR_DIM}); use a convnet (cnn) or "
-                                  f"smaller inputs")
+            wide = max(dim_a, dim_g)  # the message names the wider factor, A or G
+            if wide > MAX_FACTOR_DIM:
+                raise RLBaseError(f"K-FAC factor of layer '{layer.name}' would be {wide} x "
+                                  f"{wide} (at most {MAX_FACTOR_DIM}); use a convnet (cnn), "
+                                  f"smaller inputs or fewer units")
             self.factors.append((_state(tf.zeros([dim_a, dim_a])),
                                  _state(tf.zeros([dim_g, dim_g]))))
             self.eigen.append((_state(tf.eye(dim_a)), _state(tf.ones([dim_a])),
