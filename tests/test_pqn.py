@@ -198,7 +198,8 @@ def test_the_network_is_layer_normalized_relu_120_84_unless_told_otherwise():
     space, actions = gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2)
     model = build_model(space, actions, 1, "mlp", {}, PQNConfig(nsteps=4, nminibatches=1))
     torso = model.q.torso
-    assert [d.units for d in torso.hidden] == list(MLP_SIZES)
+    assert [d.units for d in torso.hidden] == list(MLP_SIZES) == [120, 84]
+    assert not model.q.dueling and model.q.value is None  # one linear output layer
     assert len(torso.norms) == 2 and torso.activation_name == "relu"
     model = build_model(space, actions, 1, "mlp", {"num_hidden": 32, "layer_norm": False},
                         PQNConfig(nsteps=4, nminibatches=1))
@@ -308,7 +309,9 @@ def test_one_step_update_of_actions_from_a_shifted_start_by_hand():
                       state=np.zeros((2, 0), np.float32), last_obs=last_obs,
                       last_state=np.zeros((2, 0), np.float32), last_starts=np.zeros(2, np.float32))
     assert model.updates == 0
+    seed = model.shuffle_seed.numpy()
     stats = model.train(rollout, 0.0)
+    np.testing.assert_array_equal(model.shuffle_seed.numpy(), seed + [0, 1])  # a new order
     assert stats["loss"] == pytest.approx(np.mean((targets - taken) ** 2), rel=1e-5)
     assert stats["q_values"] == pytest.approx(taken.mean(), rel=1e-5, abs=1e-6)
     assert model.updates == 1
