@@ -155,6 +155,7 @@ def test_the_final_observation_is_normalized_and_the_raw_one_kept():
 def test_settings_under_either_name():
     env = ramps(norm_obs=False, clip_reward=3.0, gamma=0.7, epsilon=0.5)
     assert not env.norm_obs and env.ob_rms is None and env.norm_reward
+    assert env.changes_rewards  # its rewards are not the env's own (make_vec_env checks this)
     assert env.config() == {"ob": False, "ret": True, "clipob": 10.0, "cliprew": 3.0,
                             "gamma": 0.7, "epsilon": 0.5}
     env.clip_obs = 4  # SB3's settable names: stored as floats on the shared statistics
@@ -172,9 +173,10 @@ def test_refusals_name_the_bad_value():
     with pytest.raises(RLBaseError, match=r"needs a Box \(or a Dict/Tuple\) observation space, "
                                           r"got Discrete\(3\)"):
         _discrete_observations()
-    other = NormalizationStats(gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
-    with pytest.raises(RLBaseError, match="normalization statistics of .* do not fit"):
-        ramps(stats=other)
+    for shape in ((3,), (1,)):  # shapes sorting after and before the env's (2,)
+        other = NormalizationStats(gym.spaces.Box(-1.0, 1.0, shape, np.float32))
+        with pytest.raises(RLBaseError, match="normalization statistics of .* do not fit"):
+            ramps(stats=other)
     env = ramps()
     with pytest.raises(RLBaseError, match=r"RunningMeanStd of shape \(2,\), got shape \(3,\)"):
         env.obs_rms = RunningMeanStd(shape=(3,))
@@ -289,6 +291,8 @@ def test_which_entries_of_a_dict_space_are_normalized():
     normalized = stats.normalized_space()
     assert normalized["x"] == gym.spaces.Box(-2.0, 2.0, (2,), np.float32)
     assert normalized["k"] == gym.spaces.Discrete(3)
+    one_entry = NormalizationStats(gym.spaces.Dict({"x": space["x"]}))
+    assert one_entry.ob_rms is None and one_entry.names == ["ob_rms/x"]  # Box spaces only
     assert sorted(stats.state_dict()) == ["ob_rms/x/count", "ob_rms/x/mean", "ob_rms/x/var",
                                           "ret_rms/count", "ret_rms/mean", "ret_rms/var"]
 
