@@ -155,7 +155,7 @@ def test_the_final_observation_is_normalized_and_the_raw_one_kept():
 def test_settings_under_either_name():
     env = ramps(norm_obs=False, clip_reward=3.0, gamma=0.7, epsilon=0.5)
     assert not env.norm_obs and env.ob_rms is None and env.norm_reward
-    assert env.changes_rewards  # its rewards are not the env's own (make_vec_env checks this)
+    assert env.changes_rewards  # its rewards are not the env's own (ensure_monitor checks this)
     assert env.config() == {"ob": False, "ret": True, "clipob": 10.0, "cliprew": 3.0,
                             "gamma": 0.7, "epsilon": 0.5}
     env.clip_obs = 4  # SB3's settable names: stored as floats on the shared statistics
