@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
-from envs.masked_grid import MaskedGridEnv, MultiMaskedGridEnv
+from envs.masked_grid import MaskedGridEnv, MultiMaskedGridEnv, SwitchGridEnv
 
 from rlbase import MaskablePPO
 from rlbase.a2c import a2c
@@ -91,7 +91,13 @@ def test_check_masks_refuses_bad_masks():
         check_masks([[1, 0, 0, 0], [0, 0, 0, 0]], space, 2)
     with pytest.raises(RLBaseError, match="allows no action"):  # one MultiDiscrete part empty
         check_masks([1, 0, 0, 0, 0], gym.spaces.MultiDiscrete([3, 2]), 1)
-    with pytest.raises(RLBaseError, match="Discrete or 1-D MultiDiscrete"):
+    binary = gym.spaces.MultiBinary(2)  # per bit: (0 allowed, 1 allowed)
+    assert check_masks([1, 1, 0, 1], binary, 1).tolist() == [[True, True, False, True]]
+    with pytest.raises(RLBaseError, match="allows no action"):  # bit 1 can be neither
+        check_masks([1, 1, 0, 0], binary, 1)
+    with pytest.raises(RLBaseError, match="4 entries per env"):  # one per bit is too few
+        check_masks([1, 1], binary, 1)
+    with pytest.raises(RLBaseError, match="Discrete, 1-D MultiDiscrete or 1-D MultiBinary"):
         check_masks([1.0], gym.spaces.Box(-1, 1, (1,)), 1)
 
 
@@ -116,6 +122,23 @@ def test_a2c_and_multidiscrete_never_take_a_masked_action():
     venv, envs = grid_envs(2, MultiMaskedGridEnv)
     ppo.learn("mlp", venv, total_timesteps=2048, seed=0, nsteps=256, action_masks=True, **QUIET)
     assert [(e.invalid_taken, e.invalid_speed) for e in envs] == [(0, 0), (0, 0)]
+
+
+@pytest.mark.parametrize("numpy_act", ["1", "0"])
+def test_multibinary_never_takes_a_masked_bit(numpy_act, monkeypatch):
+    """MultiBinary masks (sb3-contrib's layout): switch 0 forced on and switch 1 off over
+    every step, on the numpy act path and the TF one; unmasked, both are set at random."""
+    monkeypatch.setenv("RLBASE_NUMPY_ACT", numpy_act)
+    venv, envs = grid_envs(2, SwitchGridEnv)
+    ppo.learn("mlp", venv, total_timesteps=1024, seed=0, nsteps=128, action_masks="method",
+              **QUIET)
+    assert sum(e.total_steps for e in envs) >= 1024
+    assert [e.invalid_switch for e in envs] == [0, 0]
+    if numpy_act == "1":
+        venv, envs = grid_envs(2, SwitchGridEnv)
+        with pytest.warns(UserWarning, match="action_masks=False"):
+            ppo.learn("mlp", venv, total_timesteps=512, seed=0, nsteps=128, **QUIET)
+        assert sum(e.invalid_switch for e in envs) > 300  # ~1 of 2 switches wrong a step
 
 
 def test_unmasked_runs_take_invalid_actions():
@@ -207,12 +230,13 @@ def test_maskable_ppo_learn_refusals_and_use_masking():
         cartpole.learn(128)
 
 
-def _masked_model(algorithm, multi=False):
+def _masked_model(algorithm, multi=False):  # multi: MultiDiscrete, or "binary": MultiBinary
     """An untrained masked model whose random weights make the masks matter: over the grid's
     36 cells its unmasked greedy action is a decoy for most observations."""
     from rlbase import DQN
 
-    venv, _ = grid_envs(2, MultiMaskedGridEnv if multi else MaskedGridEnv)
+    kind = {False: MaskedGridEnv, True: MultiMaskedGridEnv, "binary": SwitchGridEnv}[multi]
+    venv, _ = grid_envs(2, kind)
     if algorithm == "dqn":
         return DQN("MlpPolicy", venv, seed=0, action_masks=True, learning_starts=10).model
     return ppo.learn("mlp", venv, total_timesteps=0, seed=0, nsteps=64, action_masks=True,
@@ -223,13 +247,15 @@ def _masked_model(algorithm, multi=False):
 # model): an export costs seconds, and the exporter's own check covers the others.
 @pytest.mark.parametrize("fmt,algorithm,multi", [("saved_model", "ppo", False),
                                                  ("tflite", "dqn", False),
-                                                 ("onnx", "ppo", True)])
+                                                 ("onnx", "ppo", True),
+                                                 ("saved_model", "ppo", "binary")])
 def test_exported_masked_policy_takes_the_masks(tmp_path, algorithm, multi, fmt):
     """The exported policy takes ``action_masks`` as an input and acts as
     ``step(obs, action_masks=..., deterministic=True)`` on random masks: the same actions,
     each valid; the same observations without masks (all valid) give other actions."""
     from rlbase.common.export import export_model as export
     from rlbase.common.export.runners import load, random_masks
+    from rlbase.common.loops.action_masks import mask_groups
 
     if fmt == "onnx":
         pytest.importorskip("tf2onnx")
@@ -243,7 +269,7 @@ def test_exported_masked_policy_takes_the_masks(tmp_path, algorithm, multi, fmt)
     want = model.step(obs, deterministic=True, action_masks=masks)[0]
     np.testing.assert_array_equal(got, want)
     chosen = got.reshape(36, -1)
-    sizes = space.nvec if isinstance(space, gym.spaces.MultiDiscrete) else [space.n]
+    sizes = mask_groups(space)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     assert masks[np.arange(36)[:, None], chosen + offsets].all()
     unmasked = run(obs=obs, action_masks=np.ones_like(masks))["actions"]

@@ -412,11 +412,39 @@ def test_head_masks_apply_to_discrete_and_are_refused_elsewhere():
     params = tf.constant([[0.5, 1.5, -2.0]])
     pd = head.distribution(params, action_masks=tf.constant([[True, False, True]]))
     np.testing.assert_array_equal(pd.logits.numpy(), [[0.5, -1e8, -2.0]])
-    for space in (gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.MultiBinary(3)):
-        head = DistributionHead(space)
-        with pytest.raises(RLBaseError, match="action masks need a Discrete or MultiDiscrete"):
-            head.distribution(tf.zeros([1, 6 if head.kind == "gaussian" else 3]),
-                              action_masks=tf.ones([1, 3], tf.bool))
+    head = DistributionHead(gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
+    with pytest.raises(RLBaseError, match="action masks need a Discrete, MultiDiscrete or "
+                                          "MultiBinary action space, got Box"):
+        head.distribution(tf.zeros([1, 6]), action_masks=tf.ones([1, 3], tf.bool))
+
+
+def test_masked_multibinary_by_hand():
+    """MultiBinary(4) under sb3-contrib's mask layout (per dimension: 0 allowed, 1 allowed):
+    both allowed keeps the logit, only 1 forces P(1) = 1, only 0 forces P(1) = 0; a forced
+    dimension adds nothing to the entropy or to a valid action's -log p, and its logit gets
+    no gradient; the numpy actor masks the same way."""
+    head = DistributionHead(gym.spaces.MultiBinary(4))
+    logits = tf.constant([[0.5, -1.0, 2.0, 0.0]])
+    masks = tf.constant([[True, True, False, True, True, False, True, True]])
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        pd = head.distribution(logits, action_masks=masks)
+        entropy = pd.entropy()
+    np.testing.assert_array_equal(pd.logits.numpy(), [[0.5, 1e8, -1e8, 0.0]])
+    np.testing.assert_array_equal(pd.mode().numpy(), [[1, 1, 0, 0]])
+    p0 = 1.0 / (1.0 + math.exp(-0.5))
+    h = lambda p: -(p * math.log(p) + (1 - p) * math.log(1 - p))  # noqa: E731
+    np.testing.assert_allclose(entropy.numpy(), [h(p0) + 0.0 + 0.0 + math.log(2.0)],
+                               rtol=1e-6)
+    np.testing.assert_array_equal(tape.gradient(entropy, logits).numpy()[0, 1:3], [0.0, 0.0])
+    np.testing.assert_allclose(pd.neglogp(tf.constant([[1, 1, 0, 0]])).numpy(),
+                               [-math.log(p0) + math.log(2.0)], rtol=1e-6)
+    draws = pd.sample(tf.constant([3, 4], tf.int64)).numpy()
+    assert draws[0, 1] == 1 and draws[0, 2] == 0
+    many = head.distribution(tf.zeros([2000, 4]), action_masks=tf.tile(masks, [2000, 1]))
+    sample = many.sample(tf.constant([5, 6], tf.int64)).numpy()
+    assert (sample[:, 1] == 1).all() and (sample[:, 2] == 0).all()
+    assert 0.45 < sample[:, 0].mean() < 0.55 and 0.45 < sample[:, 3].mean() < 0.55
 
 
 def test_head_multibinary_and_multidiscrete_shapes():

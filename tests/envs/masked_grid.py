@@ -34,6 +34,9 @@ class MaskedGridEnv(gym.Env):
         self.invalid_taken = 0
 
     def action_masks(self) -> np.ndarray:
+        return self._valid_actions()
+
+    def _valid_actions(self) -> np.ndarray:
         mask = np.zeros(self.n_actions, dtype=bool)
         for a, (dr, dc) in enumerate(MOVES):
             r, c = self.pos[0] + dr, self.pos[1] + dc
@@ -56,7 +59,7 @@ class MaskedGridEnv(gym.Env):
         action = int(action)
         self.steps += 1
         self.total_steps += 1
-        if self.action_masks()[action]:
+        if self._valid_actions()[action]:
             dr, dc = MOVES[action]
             self.pos = (self.pos[0] + dr, self.pos[1] + dc)
         else:
@@ -82,3 +85,24 @@ class MultiMaskedGridEnv(MaskedGridEnv):
     def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
         self.invalid_speed += int(action[1]) != 1
         return super().step(int(action[0]))
+
+
+class SwitchGridEnv(MaskedGridEnv):
+    """The same walk with MultiBinary([4 move bits, 2 switches]) actions: the first set move
+    bit moves (none set: stay put), switch 0 must be on and switch 1 off (the other settings
+    masked out, counted in ``invalid_switch``); the move bits themselves are always free."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(n_actions=4, **kwargs)
+        self.action_space = gym.spaces.MultiBinary(6)
+        self.invalid_switch = 0
+
+    def action_masks(self) -> np.ndarray:
+        # per bit: (0 allowed, 1 allowed), sb3-contrib's MultiBinary layout
+        return np.array([1, 1] * 4 + [0, 1, 1, 0], dtype=bool)
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        bits = np.asarray(action)
+        self.invalid_switch += int(bits[4] != 1) + int(bits[5] != 0)
+        moves = np.flatnonzero(bits[:4])
+        return super().step(int(moves[0]) if moves.size else 0)

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from rlbase.common import nested
 from rlbase.common.errors import RLBaseError
+from rlbase.common.loops.action_masks import mask_groups
 
 Runner = Callable[..., dict[str, np.ndarray]]
 ONNX_HINT = "pip install 'rlbase[export]'"
@@ -85,11 +86,7 @@ def sample_inputs(space: gym.Space, names: list[str], n: int, seed: int = 0,
 def random_masks(space: gym.Space, n: int, rng: np.random.Generator) -> np.ndarray:
     """``[n, logits]`` bool masks: each entry valid with probability 1/2, and one action of
     each row's (each dimension's) drawn valid whatever the coin said."""
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        sizes = [int(k) for k in space.nvec]
-    else:
-        assert isinstance(space, gym.spaces.Discrete), space  # mask_size() refused the rest
-        sizes = [int(space.n)]
+    sizes = mask_groups(space)
     parts = []
     for size in sizes:
         part = rng.random((n, size)) < 0.5

@@ -90,7 +90,7 @@ class OnPolicyModel(TFModel):
     def _train_masked(self) -> CompiledFunction:
         """The update of a rollout with action masks (the rollout's and ``last_obs``'s, after
         the scalars): traced only when a rollout has them, so unmasked runs are unchanged."""
-        size = self.policy.pd_head.size
+        size = self.policy.pd_head.mask_size
 
         def masked(*args: tf.Tensor) -> tuple[tf.Tensor, ...]:
             *inputs, masks, last_masks = args

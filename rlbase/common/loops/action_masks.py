@@ -1,7 +1,8 @@
 """Where action masks come from, for acting, rollouts and evaluation.
 
 A mask says which actions are valid now: ``[num_envs, logits]`` booleans (Discrete: one per
-action; MultiDiscrete: the per-dimension masks concatenated, as sb3-contrib takes them). Two
+action; MultiDiscrete: the per-dimension masks concatenated; MultiBinary: per dimension whether
+0 and whether 1 may be taken, as sb3-contrib takes them). Two
 sources, the ``action_masks`` setting of A2C, PPO, DQN and QR-DQN choosing between them:
 
 - ``"method"``: each env's ``action_masks()`` method (sb3-contrib's protocol), called through
@@ -58,27 +59,39 @@ def masking_of(model: Any) -> bool | str:
 
 
 def mask_size(space: gym.Space) -> int:
-    """Entries of one env's mask: one per logit of the action distribution."""
+    """Entries of one env's mask: one per logit of a Discrete or MultiDiscrete distribution,
+    two per dimension of a MultiBinary one (whether 0, whether 1 may be taken: sb3-contrib's
+    layout)."""
     if isinstance(space, gym.spaces.Discrete):
         return int(space.n)
     if isinstance(space, gym.spaces.MultiDiscrete) and space.nvec.ndim == 1:
         return int(space.nvec.sum())
-    raise RLBaseError(f"action masks need a Discrete or 1-D MultiDiscrete action space, got "
-                      f"{space}")
+    if isinstance(space, gym.spaces.MultiBinary) and len(space.shape) == 1:
+        return 2 * int(space.shape[0])
+    raise RLBaseError(f"action masks need a Discrete, 1-D MultiDiscrete or 1-D MultiBinary "
+                      f"action space, got {space}")
+
+
+def mask_groups(space: gym.Space) -> list[int]:
+    """The sizes of a mask's groups, each of which needs a valid entry: the whole Discrete
+    mask, each MultiDiscrete dimension's, each MultiBinary dimension's pair."""
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return [int(k) for k in space.nvec]
+    if isinstance(space, gym.spaces.MultiBinary):
+        return [2] * int(space.shape[0])
+    return [mask_size(space)]
 
 
 def check_masks(masks: Any, space: gym.Space, batch: int) -> np.ndarray:
     """``masks`` as a ``[batch, logits]`` bool array; a wrong size, or a row (a dimension of
-    a MultiDiscrete row) with no valid action, is a one-line error."""
+    a MultiDiscrete or MultiBinary row) with no valid action, is a one-line error."""
     size = mask_size(space)
     array = np.asarray(masks)
     if array.size != batch * size:
         raise RLBaseError(f"action masks of shape {array.shape} do not fit {batch} env(s) of "
                           f"{space}: {size} entries per env are needed")
     valid = array.reshape(batch, size).astype(bool)
-    parts = np.split(valid, np.cumsum(space.nvec)[:-1], axis=1) \
-        if isinstance(space, gym.spaces.MultiDiscrete) else [valid]
-    for part in parts:
+    for part in np.split(valid, np.cumsum(mask_groups(space))[:-1], axis=1):
         empty = np.flatnonzero(~part.any(axis=1))
         if empty.size:
             raise RLBaseError(f"the action mask of env {int(empty[0])} allows no action "

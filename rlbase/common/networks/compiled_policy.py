@@ -53,7 +53,7 @@ class CompiledPolicy:
 
     @property
     def masked_signature(self) -> list:
-        return [*self.signature, spec_like([None, self.policy.pd_head.size], np.bool_)]
+        return [*self.signature, spec_like([None, self.policy.pd_head.mask_size], np.bool_)]
 
     @cached_property
     def masked_step_fn(self) -> CompiledFunction:

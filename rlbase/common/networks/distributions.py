@@ -32,6 +32,18 @@ def masked_logits(logits: tf.Tensor, action_masks: tf.Tensor) -> tf.Tensor:
     return tf.where(valid, logits, tf.constant(MASKED_LOGIT, logits.dtype))
 
 
+def masked_binary_logits(logits: tf.Tensor, action_masks: tf.Tensor) -> tf.Tensor:
+    """Bernoulli ``logits`` ``[B, n]`` under MultiBinary masks ``[B, 2n]`` (sb3-contrib's
+    layout: per dimension, whether 0 and whether 1 may be taken): a dimension where only 1 is
+    valid gets ``-MASKED_LOGIT`` (P(1) exactly 1 in float32), only 0 gets ``MASKED_LOGIT``
+    (P(1) exactly 0), both keep their logit; either way the entropy of a forced dimension is
+    0 and no gradient reaches its logit."""
+    valid = tf.cast(action_masks, tf.bool)
+    zero, one = valid[..., 0::2], valid[..., 1::2]
+    big = tf.constant(-MASKED_LOGIT, logits.dtype)
+    return tf.where(one & ~zero, big, tf.where(zero & ~one, -big, logits))
+
+
 def gumbel_noise(shape: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
     u = tf.random.stateless_uniform(shape, seed, minval=1e-20, maxval=1.0)
     return -tf.math.log(-tf.math.log(u))
@@ -236,21 +248,28 @@ class DistributionHead(Composite, keras.layers.Layer):
     @property
     def maskable(self) -> bool:
         """Whether action masks apply: Discrete and MultiDiscrete actions (one mask entry per
-        logit)."""
-        return self.kind in ("categorical", "multicategorical")
+        logit) and MultiBinary ones (two per dimension: whether 0, whether 1 may be taken)."""
+        return self.kind in ("categorical", "multicategorical", "bernoulli")
+
+    @property
+    def mask_size(self) -> int:
+        """Entries of one row of action masks: one per logit, two per MultiBinary bit."""
+        return 2 * self.size if self.kind == "bernoulli" else self.size
 
     def distribution(self, params: tf.Tensor, action_masks: tf.Tensor | None = None
                      ) -> Distribution:
-        """The distribution of ``params``; with ``action_masks`` (``[B, size]``, Discrete and
-        MultiDiscrete only) the invalid actions' logits are set to :data:`MASKED_LOGIT`, so
-        sampling, the mode, log-probabilities and the entropy all see only valid actions."""
+        """The distribution of ``params``; with ``action_masks`` (``[B, size]``, Discrete,
+        MultiDiscrete and MultiBinary only) the invalid actions' logits are set to
+        :data:`MASKED_LOGIT` (MultiBinary: :func:`masked_binary_logits`), so sampling, the mode,
+        log-probabilities and the entropy all see only valid actions."""
         dtype = tf.as_dtype(self.action_dtype)
         space = self.action_space
         if action_masks is not None:
             if not self.maskable:
-                raise RLBaseError(f"action masks need a Discrete or MultiDiscrete action space, "
-                                  f"got {space}")
-            params = masked_logits(params, action_masks)
+                raise RLBaseError(f"action masks need a Discrete, MultiDiscrete or MultiBinary "
+                                  f"action space, got {space}")
+            params = masked_binary_logits(params, action_masks) if self.kind == "bernoulli" \
+                else masked_logits(params, action_masks)
         if isinstance(space, gym.spaces.Discrete):
             return Categorical(params, int(space.start), dtype)
         if isinstance(space, gym.spaces.MultiDiscrete):

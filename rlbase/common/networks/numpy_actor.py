@@ -122,11 +122,15 @@ class NumpyActor:
     def act(self, obs: np.ndarray, deterministic: bool = False,
             action_masks: np.ndarray | None = None) -> np.ndarray:
         """One action per observation, with the dtype of the action space; ``action_masks``
-        ``[B, logits]`` (Discrete/MultiDiscrete): invalid actions' logits set to
+        ``[B, logits]`` (Discrete/MultiDiscrete/MultiBinary): invalid actions' logits set to
         MASKED_LOGIT, as the TF policy does."""
         params = self.params(obs)
         space, kind = self.head.action_space, self.head.kind
-        if action_masks is not None:
+        if action_masks is not None and kind == "bernoulli":  # as masked_binary_logits
+            zero, one = action_masks[:, 0::2], action_masks[:, 1::2]
+            params = np.where(one & ~zero, np.float32(-MASKED_LOGIT),
+                              np.where(zero & ~one, np.float32(MASKED_LOGIT), params))
+        elif action_masks is not None:
             params = np.where(action_masks, params, np.float32(MASKED_LOGIT))
         if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) and not deterministic:
             params = params + self.rng.gumbel(size=params.shape)
@@ -138,7 +142,8 @@ class NumpyActor:
                                axis=-1)
         elif kind == "bernoulli":
             threshold = 0.5 if deterministic else self.rng.random(params.shape)
-            actions = (1.0 / (1.0 + np.exp(-params))) > threshold
+            with np.errstate(over="ignore"):  # a masked logit's exp is inf: P(1) = 0
+                actions = (1.0 / (1.0 + np.exp(-params))) > threshold
         else:
             assert self.logstd is not None
             actions = params if deterministic else \
