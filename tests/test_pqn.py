@@ -200,6 +200,10 @@ def test_the_network_is_layer_normalized_relu_120_84_unless_told_otherwise():
     torso = model.q.torso
     assert [d.units for d in torso.hidden] == list(MLP_SIZES) == [120, 84]
     assert not model.q.dueling and model.q.value is None  # one linear output layer
+    # a name built at run time (as a command line gives it) is the same mlp
+    model = build_model(space, actions, 1, "".join(["m", "lp"]), {},
+                        PQNConfig(nsteps=4, nminibatches=1))
+    assert [d.units for d in model.q.torso.hidden] == [120, 84]
     assert len(torso.norms) == 2 and torso.activation_name == "relu"
     model = build_model(space, actions, 1, "mlp", {"num_hidden": 32, "layer_norm": False},
                         PQNConfig(nsteps=4, nminibatches=1))
