@@ -3,6 +3,7 @@ heavy integration checks of ``tests/heavy.txt``, run with ``--heavy=also`` or ``
 (CI runs them after the default run)."""
 
 import os
+import signal
 
 import pytest
 
@@ -22,6 +23,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a long learning check (run with --runslow)")
     config.addinivalue_line("markers", "heavy: a whole-process or multi-run check listed in "
                                        "tests/heavy.txt (run with --heavy=also or only)")
+
+
+@pytest.fixture(autouse=True)
+def _stop_signals_restored():
+    """SIGINT and SIGTERM as they were before each test. The CLI ends a finished or stopped
+    run by ignoring them (a late signal must not turn a saved run's exit into a death by
+    signal); run in-process, that would leak into this worker's later tests and into every
+    process they start, which then inherits the ignored signals (a Ctrl-C test of the paired
+    runner hung for 120 s in a full run that way)."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in before.items():
+        if signal.getsignal(sig) != handler and handler is not None:
+            signal.signal(sig, handler)
 
 
 def heavy_entries(path: str = HEAVY_LIST) -> list[str]:
