@@ -25,16 +25,19 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "tests/heavy.txt (run with --heavy=also or only)")
 
 
+#: SIGINT and SIGTERM as this test process started with them
+STOP_SIGNALS_AT_START = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
 @pytest.fixture(autouse=True)
 def _stop_signals_restored():
-    """SIGINT and SIGTERM as they were before each test. The CLI ends a finished or stopped
-    run by ignoring them (a late signal must not turn a saved run's exit into a death by
-    signal); run in-process, that would leak into this worker's later tests and into every
-    process they start, which then inherits the ignored signals (a Ctrl-C test of the paired
-    runner hung for 120 s in a full run that way)."""
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    """SIGINT and SIGTERM back to how the test process started, after each test. The CLI ends
+    a finished or stopped run by ignoring them (a late signal must not turn a saved run's exit
+    into a death by signal); run in-process, by a test or a module's fixture, that leaked into
+    the worker's later tests and every process they started, which inherits the ignored
+    signals (a Ctrl-C test of the paired runner hung for 120 s in full runs that way)."""
     yield
-    for sig, handler in before.items():
+    for sig, handler in STOP_SIGNALS_AT_START.items():
         if signal.getsignal(sig) != handler and handler is not None:
             signal.signal(sig, handler)
 

@@ -109,8 +109,11 @@ def test_exit_status_2_at_the_command_line():
 def test_ctrl_c_ends_the_running_command_too(tmp_path):
     pidfile = tmp_path / "pid"
     a = f"sh -c 'echo $$ > {pidfile}; exec sleep 600'"  # ends by itself far past the wait
+    # Ctrl-C as a terminal sends it: to a process that has SIGINT's default action (whatever
+    # an earlier test in this worker left behind)
     proc = subprocess.Popen([sys.executable, "-m", "rlbase.bench", "paired", "--runs=1", a,
-                             "true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 180  # a loaded machine: starting Python can take a while
     while not (pidfile.exists() and pidfile.read_text().strip()):
         assert time.monotonic() < deadline, "the command never started"
