@@ -322,3 +322,35 @@ def test_tflite_runs_on_litert_where_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", module)
     assert isinstance(tflite_interpreter("policy.tflite", 2), Interpreter)
     assert made == [("policy.tflite", 2)]
+
+
+def test_sb3_four_value_step_unpacking_is_one_line_naming_the_five_values():
+    """SB3's ``obs, rewards, dones, infos = env.step(a)`` raised Python's bare "too many values
+    to unpack (expected 4)"; now an RLBaseError names gymnasium's five values. The five-name
+    form, indexing, ``list()`` and star-unpacking still work, and the loops' ``vec_step`` gives
+    a plain tuple (no per-step check)."""
+    from rlbase.common.vec_env import DummyVecEnv, StepResult, vec_step
+
+    env = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    env.reset()
+    try:
+        with pytest.raises(RLBaseError, match=r"five values .* obs, rewards, terminated, "
+                                              r"truncated, infos = env.step\(actions\)"):
+            obs, rewards, dones, infos = env.step([0])
+
+        def sb3_script_line():  # inside a function, as most scripts are
+            _, _, _, _ = env.step([1])
+
+        with pytest.raises(RLBaseError, match="dones = terminated | truncated"):
+            sb3_script_line()
+        obs, rewards, terminated, truncated, infos = env.step([0])
+        assert obs.shape == (1, 4) and rewards.tolist() == [1.0] and isinstance(infos, list)
+        result = env.step([1])
+        assert isinstance(result, StepResult) and len(result) == 5
+        assert len(list(result)) == 5 and result[1].tolist() == [1.0]
+        first, *rest = result
+        assert len(rest) == 4
+        plain = vec_step(env, [0])
+        assert type(plain) is tuple and len(plain) == 5
+    finally:
+        env.close()

@@ -22,7 +22,7 @@ from rlbase.common.buffers.raw_replay import RawReplay
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loops.episodes import EpisodeStats
 from rlbase.common.loops.runners import AbstractEnvRunner
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env import VecEnv, vec_step
 
 
 @dataclass
@@ -86,7 +86,7 @@ class Runner(AbstractEnvRunner):
                 raw.observe(t, self.obs)
             actions[:, t], mus[:, t] = acts, probs
             starts[:, t] = self.episode_starts
-            next_obs, rew, terminated, truncated, infos = self.env.step(acts)
+            next_obs, rew, terminated, truncated, infos = vec_step(self.env, acts)
             cut = np.asarray(truncated, bool) & ~np.asarray(terminated, bool)
             for i in np.flatnonzero(cut):
                 finals.append((int(i) * nsteps + t, infos[i]["final_observation"], states[i]))

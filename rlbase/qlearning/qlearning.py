@@ -11,7 +11,7 @@ from rlbase.common.loops.learning import config_signature, start_learning
 from rlbase.common.loops.signals import EnvWaitInterrupted
 from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop
 from rlbase.common.schedules import make_schedule
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env import VecEnv, vec_step
 from rlbase.qlearning.config import CONFIG
 from rlbase.qlearning.model import Model, build_model
 
@@ -62,7 +62,7 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
         rows = model.states(obs)
         actions = model.act(rows, model.epsilon)
         try:
-            new_obs, rewards, terminated, truncated, infos = env.step(actions + start)
+            new_obs, rewards, terminated, truncated, infos = vec_step(env, actions + start)
         except EnvWaitInterrupted as exc:  # hung env workers killed on a stop request
             loop.stop_in_env_step(exc)
             break

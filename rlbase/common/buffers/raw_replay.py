@@ -33,6 +33,7 @@ from rlbase.common.vec_env import (
     VecFrameStack,
     VecNormalize,
     find_wrapper,
+    vec_step,
 )
 from rlbase.common.vec_env.vec_normalize import RAW_FINAL_OBSERVATION, NormalizationStats
 
@@ -255,7 +256,7 @@ def step_and_store(env: VecEnv, buffer: AnyBuffer, raw: RawReplay, episodes: Epi
     of either kind.
     """
     raw_obs = raw.observations(obs)
-    new_obs, rewards, terminated, truncated, infos = env.step(env_actions)
+    new_obs, rewards, terminated, truncated, infos = vec_step(env, env_actions)
     store_step(buffer, raw, env.observation_space, raw_obs, actions, new_obs, rewards,
                terminated, truncated, infos, gamma)
     episodes.update(infos)

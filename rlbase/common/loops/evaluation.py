@@ -11,7 +11,7 @@ import numpy as np
 from rlbase.common.envs.make import as_vec_env, ensure_monitor
 from rlbase.common.errors import RLBaseError
 from rlbase.common.loops.action_masks import ActionMaskReader, masking_of
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env import VecEnv, vec_step
 
 StepCallback = Callable[[dict[str, Any], dict[str, Any]], Any]
 
@@ -55,7 +55,7 @@ def run_episodes(model: Any, env: VecEnv, n_episodes: int, deterministic: bool =
                                               action_masks=masks)
         if isinstance(env.action_space, gym.spaces.Box):
             actions = np.clip(actions, env.action_space.low, env.action_space.high)
-        obs, rewards, terminated, truncated, infos = env.step(actions)
+        obs, rewards, terminated, truncated, infos = vec_step(env, actions)
         done = terminated | truncated
         if reader is not None:
             masks = reader.after_step(infos, done)

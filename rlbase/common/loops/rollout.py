@@ -17,7 +17,7 @@ from rlbase.common import nested
 from rlbase.common.loops.action_masks import ActionMaskReader
 from rlbase.common.loops.episodes import EpisodeStats
 from rlbase.common.loops.runners import AbstractEnvRunner
-from rlbase.common.vec_env import VecEnv
+from rlbase.common.vec_env import VecEnv, vec_step
 
 if TYPE_CHECKING:
     from rlbase.common.loops.training_loop import RolloutHooks
@@ -91,7 +91,7 @@ class RolloutRunner(AbstractEnvRunner):
             mb_actions[:, t] = actions
             mb_starts[:, t] = self.episode_starts
             obs, env_rewards, terminated, truncated, infos = \
-                self.env.step(self.env_actions(actions))
+                vec_step(self.env, self.env_actions(actions))
             if truncated.any():
                 mb_bootstraps[:, t] = self.truncation_bootstrap(truncated & ~terminated, infos,
                                                                 states)

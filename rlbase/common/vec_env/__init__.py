@@ -1,6 +1,12 @@
 """The Baselines VecEnv API on top of ``gymnasium.vector``."""
 
-from rlbase.common.vec_env.base import VecEnv, VecEnvWrapper, find_wrapper
+from rlbase.common.vec_env.base import (
+    StepResult,
+    VecEnv,
+    VecEnvWrapper,
+    find_wrapper,
+    vec_step,
+)
 from rlbase.common.vec_env.gym_vec import DummyVecEnv, GymVecEnv
 from rlbase.common.vec_env.subproc_vec_env import EnvWorkerError, ShmemVecEnv, SubprocVecEnv
 from rlbase.common.vec_env.vec_check_finite import VecCheckFinite
@@ -14,6 +20,7 @@ __all__ = [
     "EnvWorkerError",
     "GymVecEnv",
     "ShmemVecEnv",
+    "StepResult",
     "SubprocVecEnv",
     "VecEnv",
     "VecCheckFinite",
@@ -22,5 +29,6 @@ __all__ = [
     "VecMonitor",
     "VecNormalize",
     "VecVideoRecorder",
+    "vec_step",
     "find_wrapper",
 ]

@@ -8,14 +8,48 @@ step) and ``infos[i]["final_observation"]`` holds the last observation of the ep
 
 from __future__ import annotations
 
+import dis
+import sys
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterator, Sequence
 
 import gymnasium as gym
 import numpy as np
 
+from rlbase.common.errors import RLBaseError
+
 Indices = int | Sequence[int] | None  # None: every env
 VecStepResult = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
+_UNPACK_SEQUENCE = dis.opmap["UNPACK_SEQUENCE"]
+_CAN_READ_CALLER = sys.implementation.name == "cpython"
+
+
+class StepResult(tuple):  # type: ignore[type-arg]
+    """What :meth:`VecEnv.step` returns: the five values ``(obs, rewards, terminated,
+    truncated, infos)``, a tuple that refuses SB3's four-name unpacking in one line instead of
+    Python's "too many values to unpack (expected 4)".
+
+    Unpacking a tuple subclass goes through its ``__iter__``, which reads the caller's current
+    instruction (CPython): ``UNPACK_SEQUENCE 4`` is the four-name form. That costs ~1 us an
+    unpack, which is why rlbase's loops step with :func:`vec_step` instead."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        if _CAN_READ_CALLER:
+            caller = sys._getframe(1)
+            code, at = caller.f_code.co_code, caller.f_lasti
+            if 0 <= at < len(code) - 1 and code[at] == _UNPACK_SEQUENCE and code[at + 1] == 4:
+                raise RLBaseError("VecEnv.step returns five values as in gymnasium: write obs, "
+                                  "rewards, terminated, truncated, infos = env.step(actions) "
+                                  "(SB3's four-value form: dones = terminated | truncated)")
+        return tuple.__iter__(self)
+
+
+def vec_step(env: VecEnv, actions: np.ndarray) -> VecStepResult:
+    """``env.step(actions)`` as a plain tuple (no :class:`StepResult` check): the loops' step."""
+    env.step_async(actions)
+    return env.step_wait()
 
 
 class VecEnv(ABC):
@@ -46,15 +80,13 @@ class VecEnv(ABC):
     def step_wait(self) -> VecStepResult:
         """Wait for the step sent by ``step_async``."""
 
-    def step(self, actions: np.ndarray) -> VecStepResult:
+    def step(self, actions: np.ndarray) -> StepResult:
         """Step every env: ``obs, rewards, terminated, truncated, infos``, five values as in
-        gymnasium. SB3's VecEnv returns four (``dones = terminated | truncated``), so SB3's
-        ``obs, rewards, dones, infos = env.step(a)`` fails here with Python's "too many values
-        to unpack (expected 4)". A clearer error would need a Python-level ``__iter__`` on the
-        result, run at every vector step of every training loop (~0.5 us measured), so the
-        difference is documented instead (rlbase/docs/sb3_names.md)."""
-        self.step_async(actions)
-        return self.step_wait()
+        gymnasium. SB3's VecEnv returns four (``dones = terminated | truncated``): SB3's
+        ``obs, rewards, dones, infos = env.step(a)`` raises an RLBaseError saying so (see
+        :class:`StepResult`). rlbase's own loops step with :func:`vec_step`, which skips that
+        check; a VecEnv subclass overrides ``step_async`` and ``step_wait``, as in SB3."""
+        return StepResult(vec_step(self, actions))
 
     def seed(self, seed: int | Sequence[int] | None = None) -> None:
         """Seed the envs at their next ``reset``: env ``i`` gets ``seed + i``."""
