@@ -11,7 +11,7 @@ import inspect
 import os
 import re
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from rlbase.cli_args import common_arg_parser
 from rlbase.common.config import describe, parameter_table
@@ -93,14 +93,6 @@ def cli_flags_table() -> str:
     return "\n".join(rows)
 
 
-def cli_block() -> str:
-    return f"{CLI_START}\n{cli_flags_table()}\n{CLI_END}"
-
-
-def current_cli_block() -> str | None:
-    return _block_in("cli.md", CLI_START, CLI_END)
-
-
 def sb3_names_table() -> str:
     """Each algorithm's Stable-Baselines3 names and the fields they set."""
     rows = ["| algorithm | SB3 name | rlbase |", "|---|---|---|"]
@@ -121,21 +113,30 @@ def sb3_names_table() -> str:
     return "\n".join(rows)
 
 
-def sb3_block() -> str:
-    return f"{SB3_START}\n{sb3_names_table()}\n{SB3_END}"
+# The tables of other pages: name -> (page, start marker, end marker, the table from the code).
+PAGE_TABLES: dict[str, tuple[str, str, str, Callable[[], str]]] = {
+    "cli": ("cli.md", CLI_START, CLI_END, cli_flags_table),
+    "sb3_names": ("sb3_names.md", SB3_START, SB3_END, sb3_names_table),
+}
 
 
-def current_sb3_block() -> str | None:
-    return _block_in("sb3_names.md", SB3_START, SB3_END)
+def page_table_block(name: str) -> str:
+    """The generated block of the page table ``name`` (a key of :data:`PAGE_TABLES`)."""
+    _, start, end, table = PAGE_TABLES[name]
+    return f"{start}\n{table()}\n{end}"
+
+
+def current_page_table_block(name: str) -> str | None:
+    page, start, end, _ = PAGE_TABLES[name]
+    return _block_in(page, start, end)
 
 
 def main() -> None:
     changed = [alg for alg in available_algorithms()
                if _rewrite(_page(alg), START, END, generated_block(alg))]
-    if _rewrite("cli.md", CLI_START, CLI_END, cli_block()):
-        changed.append("cli")
-    if _rewrite("sb3_names.md", SB3_START, SB3_END, sb3_block()):
-        changed.append("sb3_names")
+    for name, (page, start, end, _) in PAGE_TABLES.items():
+        if _rewrite(page, start, end, page_table_block(name)):
+            changed.append(name)
     print(f"rewrote {', '.join(changed) if changed else 'nothing'}", file=sys.stderr)
 
 

@@ -10,12 +10,10 @@ import pytest
 from rlbase import registry
 from rlbase.common.config import describe
 from rlbase.doc_pages import (
-    cli_block,
     current_block,
-    current_cli_block,
-    current_sb3_block,
+    current_page_table_block,
     generated_block,
-    sb3_block,
+    page_table_block,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,12 +32,10 @@ def test_parameter_table_is_the_config(alg):
         "python -m rlbase.doc_pages")
 
 
-def test_sb3_names_table_is_the_code():
-    assert current_sb3_block() == sb3_block(), "run python -m rlbase.doc_pages"
-
-
-def test_cli_flag_table_is_the_parser():
-    assert current_cli_block() == cli_block(), "run python -m rlbase.doc_pages"
+@pytest.mark.parametrize("name", ["sb3_names", "cli"])
+def test_sb3_names_and_cli_flag_tables_are_the_code(name):
+    assert current_page_table_block(name) == page_table_block(name), \
+        "run python -m rlbase.doc_pages"
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS)

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from rlbase.common.families.soft_actor_critic import LEARN_NOTES, SoftActorCriticHooks
+from rlbase.common.families.soft_actor_critic import (
+    LEARN_NOTES,
+    SoftActorCriticHooks,
+    train_soft_actor_critic,
+)
 from rlbase.common.loops.learning import config_signature, start_learning
-from rlbase.common.loops.off_policy import run_off_policy
 from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecEnv
 from rlbase.crossq.config import CONFIG
@@ -39,8 +42,8 @@ def learn(network: str | Callable, env: VecEnv | Any, total_timesteps: int = int
     return train(model, env, total_timesteps, options)
 
 
+
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run CrossQ's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all)."""
-    run_off_policy(CrossQHooks(model, model.config.lr), env, total_timesteps, options)
-    return model
+    return train_soft_actor_critic(model, env, total_timesteps, options, hooks=CrossQHooks)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -46,7 +46,8 @@ from rlbase.common.families.soft_actor_critic_config import (
     target_entropy_value,
 )
 from rlbase.common.families.squashed_gaussian import Actor, squashed_sample, temperature_loss
-from rlbase.common.loops.off_policy import OffPolicyHooks
+from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
+from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.networks.policy_graph import PolicyGraph, scale_to_bounds
 from rlbase.common.schedules import get_schedule_fn
 from rlbase.common.tf_util import (
@@ -56,6 +57,7 @@ from rlbase.common.tf_util import (
     configure_threads,
     spec_like,
 )
+from rlbase.common.vec_env import VecEnv
 
 # PyTorch's Adam epsilon (the peer's); Keras' default is 1e-7.
 ADAM_EPSILON = 1e-8
@@ -362,6 +364,17 @@ class SoftActorCriticHooks(OffPolicyHooks[SoftActorCriticAgent]):
         return self.model.grad_steps
 
 
+AgentT = TypeVar("AgentT", bound=SoftActorCriticAgent)
+
+
+def train_soft_actor_critic(model: AgentT, env: VecEnv, total_timesteps: int, options: LoopOptions,
+          hooks: type[SoftActorCriticHooks] = SoftActorCriticHooks) -> AgentT:
+    """Run SAC's, TQC's or CrossQ's loop (their ``hooks``) on ``model`` for ``total_timesteps``
+    more env steps (with ``resume``: up to that many in all)."""
+    run_off_policy(hooks(model, model.config.lr), env, total_timesteps, options)
+    return model
+
+
 def checked_build_inputs(observation_space: gym.Space, action_space: gym.Space, network: Any,
                          network_kwargs: dict[str, Any], algorithm: str,
                          **mlp_defaults: Any) -> tuple[gym.spaces.Box, dict[str, Any]]:
@@ -393,4 +406,8 @@ LEARN_NOTES = {
                 "False stops",
     "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
                        "holds the model, replay buffer and generators",
+    "**network_kwargs": "passed to the network builder ('mlp': num_layers (2), num_hidden "
+                        "(256 here), activation (relu here), layer_sizes, layer_norm); SB3's "
+                        "names (learning_rate, target_update_interval, ...) are taken out "
+                        "first",
 }
