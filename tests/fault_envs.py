@@ -76,6 +76,18 @@ class HangingEnv(FaultyEnv):
 gym.register("FaultyHang-v0", entry_point=lambda **kw: HangingEnv(**kw))
 
 
+class HangingBoxEnv(HangingEnv):
+    """:class:`HangingEnv` with a one-dimensional Box action (for DDPG, TD3, SAC)."""
+
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def step(self, action):
+        return super().step(int(np.asarray(action).reshape(-1)[0] > 0))
+
+
+gym.register("FaultyHangBox-v0", entry_point=lambda **kw: HangingBoxEnv(**kw))
+
+
 class HangingConstructor(FaultyEnv):
     """An env whose constructor never returns (a simulator waiting on a license server):
     everywhere, or with ``workers_only`` only in env worker processes (the main process's copy,

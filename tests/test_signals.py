@@ -181,3 +181,22 @@ def test_ppo_ranks_stop_after_the_same_update():
                           text=True, timeout=120, env=ENV)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "rank 0 stopped at 128" in proc.stdout and "rank 1 stopped at 128" in proc.stdout
+
+
+@pytest.mark.parametrize("alg, steps", [("ppo", 64),     # one update, the second rollout cut
+                                        ("ddpg", 99)])   # the 100th step cut
+def test_ranks_stop_together_when_one_ranks_env_worker_hangs(alg, steps, tmp_path):
+    """Rank 1's env worker hangs and a stop request reaches rank 1 alone: rank 1's step is cut
+    short (its worker killed), and rank 0, with healthy envs, stops after the same rollout
+    (PPO, without an update) or env step (DDPG, without training on it). Before, rank 1
+    stopped alone and rank 0 waited forever in the next gradient average (the mpiexec run hit
+    this test's timeout)."""
+    worker = os.path.join(os.path.dirname(__file__), "mpi_hung_env_worker.py")
+    env = {**ENV, "RLBASE_TEST_HANG_MARK": str(tmp_path / "hung")}
+    proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, worker, alg],
+                          capture_output=True, text=True, timeout=120, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert f"rank 0 stopped at {steps}\n" in proc.stdout, out[-4000:]
+    assert f"rank 1 stopped at {steps}\n" in proc.stdout, out[-4000:]
+    assert "still busy with step when asked to stop" in out, out[-4000:]

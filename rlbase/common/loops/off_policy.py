@@ -187,9 +187,15 @@ def _iterate(hooks: OffPolicyHooks[Any], loop: TrainingLoop, schedule: TrainSche
         else:
             actions = hooks.act(obs, t)
         hooks.before_step(t, warming_up, stored)
-        new_obs, rewards, done, infos = step_and_store(
-            env, replay.replay_buffer, replay.raw_replay, loop.episodes, obs, actions,
-            hooks.to_env(actions), replay.gamma)
+        try:
+            new_obs, rewards, done, infos = step_and_store(
+                env, replay.replay_buffer, replay.raw_replay, loop.episodes, obs, actions,
+                hooks.to_env(actions), replay.gamma)
+            cut = None
+        except EnvWaitInterrupted as exc:  # hung env workers killed on a stop request
+            cut = exc
+        if loop.env_step_cut(cut):  # here or on another MPI rank: no training on this step
+            return
         step = {"new_obs": new_obs, "rewards": rewards, "dones": done, "infos": infos,
                 "actions": actions}
         t += num_envs

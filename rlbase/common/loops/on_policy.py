@@ -121,9 +121,10 @@ def run_on_policy(model: ModelT, env: VecEnv, total_timesteps: int, options: Loo
     for _ in range(loop.iterations_left(nbatch)):
         current = schedule(loop.progress_remaining)
         try:
-            rollout = source.collect(loop)
+            rollout, cut = source.collect(loop), None
         except EnvWaitInterrupted as exc:  # hung env workers killed on a stop request
-            loop.stop_in_env_step(exc)
+            rollout, cut = None, exc
+        if loop.env_step_cut(cut):  # here or on another MPI rank: no update
             break
         if rollout is None:  # an SB3 callback stopped training mid-rollout
             break

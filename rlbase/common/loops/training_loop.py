@@ -242,7 +242,21 @@ class TrainingLoop:
         self.stopped = stop
         return stop
 
-    def stop_in_env_step(self, exc: BaseException) -> None:
+    def env_step_cut(self, exc: BaseException | None) -> bool:
+        """Whether a stop request cut an env step short on this rank (``exc``, raised by the
+        step) or, under MPI, on any rank; if so the loop stops as :meth:`stop_in_env_step`.
+        Every rank calls this once after the same env step (off-policy) or rollout
+        (on-policy), before an update whose gradients the ranks average: a rank whose step was
+        cut cannot reach that update, and the others would wait for it there forever."""
+        cut = exc is not None
+        if self.comm is not None:
+            cut = any(self.comm.allgather(cut))
+        if cut:
+            self.stop_in_env_step(exc if exc is not None else
+                                  "another MPI rank's env step was cut short by its stop request")
+        return cut
+
+    def stop_in_env_step(self, exc: BaseException | str) -> None:
         """A stop request cut an env step short (workers that did not answer were killed):
         stop without an update on the partial rollout, checkpointing as a stop at a safe point
         does; the caller (the CLI) then saves the model."""
