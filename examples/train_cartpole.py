@@ -13,7 +13,7 @@ import argparse
 
 import gymnasium as gym
 
-from rlbase.dqn import dqn as deepq
+from rlbase.compat.baselines import deepq
 
 
 def callback(lcl, _glb):

@@ -4,6 +4,7 @@ import os as _os
 
 from rlbase.common import quiet_import as _quiet_import
 from rlbase.compat import module_paths as _module_paths
+from rlbase.compat.baselines import callback_form as _baselines_callback_form
 
 # Before TensorFlow is first imported (here is the one place): its C++ log level unless the user
 # set one, Keras 3 on TensorFlow, and the start-up notices filtered out of stderr.
@@ -12,6 +13,8 @@ _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 _quiet_import.install()
 # Baselines' paths and rlbase's older ones (rlbase.logger, rlbase.common.cmd_util, ...).
 _module_paths.install()
+# Baselines' deepq callback(lcl, glb), adapted or refused before any loop runs it.
+_baselines_callback_form.install()
 
 __version__ = "0.2.0"
 

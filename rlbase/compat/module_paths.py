@@ -31,7 +31,6 @@ _COMMON = {
     "loop": "loops.training_loop", "learning": "loops.learning", "signals": "loops.signals",
     "evaluation": "loops.evaluation", "episodes": "loops.episodes", "rollout": "loops.rollout",
     "runners": "loops.runners", "callbacks": "loops.callbacks",
-    "baselines_callback": "loops.baselines_callback",
     "trust_region": "families.trust_region.steps",
     "trust_region_config": "families.trust_region.config",
     "trust_region_losses": "families.trust_region.losses",
@@ -50,6 +49,9 @@ OLD_PATHS: dict[str, str] = {
     **{f"rlbase.common.{old}": f"rlbase.common.{new}" for old, new in _COMMON.items()},
     "rlbase.logger": "rlbase.common.logs.logger",   # Baselines' ``from baselines import logger``
     "rlbase.common.hyperparams": "rlbase.hyperparams",
+    # Baselines' deepq callback form, now in this compatibility layer.
+    "rlbase.common.baselines_callback": "rlbase.compat.baselines.callback_form",
+    "rlbase.common.loops.baselines_callback": "rlbase.compat.baselines.callback_form",
     **{f"rlbase.export.{name}": f"rlbase.common.export.{name}" for name in
        ("graph", "saved_model", "tflite", "onnx", "check", "runners", "metadata")},
     # The SB3-style classes and the rlib classes, now in this compatibility layer.

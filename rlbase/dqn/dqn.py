@@ -10,7 +10,6 @@ from rlbase import registry
 from rlbase.common.errors import RLBaseError
 from rlbase.common.families.q_learning.best_model import BestModelRule
 from rlbase.common.families.q_learning.hooks import LEARN_NOTES, QLearningHooks, train_q_learning
-from rlbase.common.loops.baselines_callback import baselines_callback as baselines_callback
 from rlbase.common.loops.learning import config_signature, network_first, start_learning
 from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop, crossings
 from rlbase.common.schedules import LinearSchedule
@@ -95,4 +94,12 @@ class DQNHooks(QLearningHooks):
 def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions) -> Model:
     """Run DQN's loop on ``model`` for ``total_timesteps`` more env steps (with ``resume``:
     up to that many in all); with a best-model interval the best model is handed back."""
-    return train_q_learning(model, env, total_timesteps, options, DQNHooks, globals())
+    return train_q_learning(model, env, total_timesteps, options, DQNHooks)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "baselines_callback":  # rlbase 0.2's place for it, before rlbase.compat
+        raise AttributeError("rlbase.dqn.dqn.baselines_callback moved to the compatibility "
+                             "layer: from rlbase.compat.baselines import deepq; "
+                             "deepq.baselines_callback(fn)")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,4 +33,4 @@ def train(model: Model, env: VecEnv, total_timesteps: int, options: LoopOptions)
     """Run QR-DQN's loop (the Q-learning family's hooks: epsilon-greedy acting, one update
     call per training phase after the env step, target copies) on ``model`` for
     ``total_timesteps`` more env steps (with ``resume``: up to that many in all)."""
-    return train_q_learning(model, env, total_timesteps, options, QLearningHooks, globals())
+    return train_q_learning(model, env, total_timesteps, options, QLearningHooks)

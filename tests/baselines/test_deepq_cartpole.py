@@ -15,9 +15,9 @@ import pytest
 from rlbase.a2c.a2c import learn as a2c_learn
 from rlbase.common.envs.make import make_vec_env
 from rlbase.common.errors import RLBaseError
-from rlbase.common.loops.training_loop import LoopOptions
 from rlbase.common.vec_env import VecMonitor
-from rlbase.dqn import dqn as deepq
+from rlbase.compat.baselines import deepq
+from rlbase.dqn import dqn as dqn_module
 
 SMALL = dict(network="mlp", lr=1e-3, buffer_size=50000, exploration_fraction=0.1,
              exploration_final_eps=0.02, gamma=1.0, learning_starts=20, seed=0)
@@ -73,7 +73,7 @@ def test_locals_hold_baselines_episode_rewards():
         ends += done
         assert rewards[:-1] == finished[:ends]
         assert (rewards[-1] == 0.0) == (done or t == 0)
-        assert total == 300 and model is act and glb is vars(deepq)
+        assert total == 300 and model is act and glb is vars(dqn_module)
     # Called before each of the 300 steps; the episodes that ended on the last are not seen.
     assert [s[0] for s in seen] == list(range(300))
     assert ends == len(finished) - (sum(finished) == 300)
@@ -121,7 +121,21 @@ def test_ambiguous_names_and_unsupported_uses_are_refused():
     with pytest.raises(RLBaseError, match="only dqn's learn"):
         a2c_learn("mlp", "CartPole-v1", total_timesteps=10, callback=solved)
     with pytest.raises(RLBaseError, match="only dqn's learn"):
-        LoopOptions(callback=deepq.baselines_callback(lambda model, info: None)).check()
+        a2c_learn("mlp", "CartPole-v1", total_timesteps=10,
+                  callback=deepq.baselines_callback(lambda model, info: None))
+
+
+def test_the_form_lives_in_the_compatibility_layer():
+    """The core knows no Baselines callback: rlbase.dqn.dqn's old attribute names its new
+    place in one line, and the old module path leads to the compatibility layer's module."""
+    from rlbase.common.loops import baselines_callback as old_path
+    from rlbase.compat.baselines import callback_form
+
+    with pytest.raises(AttributeError, match=r"from rlbase.compat.baselines import deepq; "
+                                             r"deepq.baselines_callback\(fn\)"):
+        _ = dqn_module.baselines_callback
+    assert old_path is callback_form and old_path.baselines_callback is deepq.baselines_callback
+    assert deepq.learn is dqn_module.learn
 
 
 def test_train_then_enjoy_pair(tmp_path):
@@ -180,7 +194,7 @@ def test_baselines_exact_env_first_call_is_one_line():
     import gymnasium as gym
 
     from rlbase.common.errors import RLBaseError
-    from rlbase.dqn import dqn as deepq
+    from rlbase.compat.baselines import deepq
 
     with pytest.raises(RLBaseError, match=r"network first.*learn\(network=\.\.\., env=\.\.\.\)"):
         deepq.learn(gym.make("CartPole-v1"), network="mlp", total_timesteps=10)

@@ -18,7 +18,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,8 +27,8 @@ from rlbase.common.base_model import BaseModel
 from rlbase.common.errors import NonFiniteError, RLBaseError
 from rlbase.common.io.checkpoint import Checkpointer
 from rlbase.common.logs import logger
+from rlbase.common.loops import callback_forms
 from rlbase.common.loops.action_masks import warn_unused_masks
-from rlbase.common.loops.baselines_callback import is_baselines_form
 from rlbase.common.loops.callbacks import BaseCallback
 from rlbase.common.loops.episodes import EpisodeStats
 from rlbase.common.loops.evaluation import Evaluator
@@ -95,10 +95,6 @@ class LoopOptions:
                               f"learn() takes callback(model, info)")
         if self.callback is not None and not callable(self.callback):
             raise RLBaseError(f"callback must be callable, got {self.callback!r}")
-        if is_baselines_form(self.callback):  # dqn's learn() wraps it before the loop
-            raise RLBaseError("callback(lcl, glb) is Baselines' deepq callback (True stops), "
-                              "which only dqn's learn() takes: write callback(model, info), "
-                              "which returns False to stop")
 
 
 def _is_int(value: Any) -> bool:
@@ -133,6 +129,11 @@ class TrainingLoop:
                  loss_names: tuple[str, ...] = (), writer: bool = True,
                  seed: int | None = None, comm: Any = None):
         options.check()
+        # A foreign callback form adapted (or refused) by the compatibility layer's translators.
+        callback = callback_forms.translate(options.callback, callback_forms.CallbackSite(
+            model.algorithm, env, max(0, int(total_timesteps))))
+        if callback is not options.callback:
+            options = replace(options, callback=callback)
         warn_unused_masks(model, env)
         if log_unit not in ("iterations", "episodes"):
             raise ValueError(f"log_unit must be 'iterations' or 'episodes', got {log_unit!r}")
@@ -165,6 +166,12 @@ class TrainingLoop:
         self.tstart = time.perf_counter()
         self._rollout_hooks: RolloutHooks | None = None
         self.stopped = False
+        before_first_step = getattr(self.options.callback, "before_first_step", None)
+        if before_first_step is not None:
+            self.stopped = before_first_step(model, {
+                "iteration": 0, "num_timesteps": model.num_timesteps,
+                "total_timesteps": self.target, "ep_infos": self.episodes.recent,
+                "episodes": self.episodes.count}) is False
 
     # -- where the run is ---------------------------------------------------------------------
     def running(self) -> bool:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from rlbase.common.errors import RLBaseError
-from rlbase.common.loops.baselines_callback import is_baselines_form
 from rlbase.common.loops.callbacks import (
     BaseCallback,
     CallbackList,
@@ -29,6 +28,7 @@ from rlbase.common.loops.callbacks import (
     StopTrainingOnNoModelImprovement,
     StopTrainingOnRewardThreshold,
 )
+from rlbase.compat.baselines.callback_form import is_baselines_form
 
 __all__ = ["BaseCallback", "CallbackList", "CheckpointCallback", "ConvertCallback",
            "EvalCallback", "EventCallback", "EveryNTimesteps", "ProgressBarCallback",

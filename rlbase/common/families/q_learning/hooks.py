@@ -1,10 +1,9 @@
 """The Q-learning family's part of the off-policy loop (DQN, QR-DQN): epsilon-greedy acting from
 the first step, training after the env step (SB3's order), target copies and the best-model
-rule; and :func:`train_q_learning`, which runs them (with Baselines' deepq callback form)."""
+rule; and :func:`train_q_learning`, which runs them."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable
 
 import numpy as np
@@ -12,7 +11,6 @@ import numpy as np
 from rlbase.common.families.q_learning.best_model import BestModelRule
 from rlbase.common.families.q_learning.model import QLearningModel
 from rlbase.common.loops.action_masks import ActionMaskReader
-from rlbase.common.loops.baselines_callback import BaselinesCallback, is_baselines_form
 from rlbase.common.loops.off_policy import OffPolicyHooks, run_off_policy
 from rlbase.common.loops.training_loop import LoopOptions, TrainingLoop, crossings
 from rlbase.common.schedules import LinearSchedule
@@ -43,12 +41,6 @@ class QLearningHooks(OffPolicyHooks[QLearningModel]):
         self.exploration = LinearSchedule(max(1, int(config.exploration_fraction * span)),
                                           final_p=config.exploration_final_eps,
                                           initial_p=config.exploration_initial_eps)
-        callback = loop.options.callback
-        if isinstance(callback, BaselinesCallback):  # Baselines called it before each step
-            loop.stopped = callback.start(self.model, {
-                "iteration": 0, "num_timesteps": self.model.num_timesteps,
-                "total_timesteps": loop.target, "ep_infos": loop.episodes.recent,
-                "episodes": loop.episodes.count})
         rule = self.rule
         if rule is not None and rule.keeper.env is not None and loop.evaluator is not None:
             rule.share(loop.evaluator)  # one evaluation serves both at the same step
@@ -103,19 +95,10 @@ class QLearningHooks(OffPolicyHooks[QLearningModel]):
 
 def train_q_learning(model: QLearningModel, env: VecEnv, total_timesteps: int,
                      options: LoopOptions,
-                     hooks: Callable[[Any, BestModelRule | None], QLearningHooks],
-                     module_globals: dict[str, Any]) -> Any:
+                     hooks: Callable[[Any, BestModelRule | None], QLearningHooks]) -> Any:
     """Run the off-policy loop with ``hooks(model, rule)`` on ``model`` for
     ``total_timesteps`` more env steps (with ``resume``: up to that many in all); with a
-    best-model interval the best model is handed back.
-
-    module_globals: what Baselines' ``callback(lcl, glb)`` gets as ``glb`` (the algorithm
-        module's globals, as Baselines' deepq gave its own).
-    """
-    if is_baselines_form(options.callback):
-        assert options.callback is not None
-        options = dataclasses.replace(options, callback=BaselinesCallback(
-            options.callback, env, total_timesteps, module_globals))
+    best-model interval the best model is handed back."""
     config = model.settings
     rule = None
     if config.best_model_interval:
@@ -141,7 +124,7 @@ LEARN_NOTES = {
     "callback": "called after every vector env step as callback(model, info); returning False "
                 "stops. Baselines' callback(lcl, glb) (parameters named so, or wrapped in "
                 "baselines_callback) is called before every env step with Baselines' locals "
-                "(t, episode_rewards, ..., see rlbase.common.loops.baselines_callback) and stops "
+                "(t, episode_rewards, ..., see rlbase.compat.baselines.deepq_callback) and stops "
                 "training by returning True",
     "checkpoint_path": "the checkpoints' folder (None: <log dir>/checkpoints); a checkpoint "
                        "holds the model, replay buffer, counters, generators and the best "
