@@ -140,6 +140,8 @@ def env_package(env_id: str | None) -> str | None:
     gymnasium-robotics), or None for gymnasium's own envs."""
     if not env_id:
         return None
+    # Lazy: the env makers import gymnasium's registries, which a provenance record without an
+    # env never needs.
     from rlbase.common.envs.make import ROBOTICS_PREFIXES, get_env_type, registered_id
 
     if registered_id(env_id).startswith(ROBOTICS_PREFIXES):

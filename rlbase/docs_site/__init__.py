@@ -64,6 +64,7 @@ def algorithm_pages() -> list[dict[str, str]]:
 
 
 def site_nav() -> list[Any]:
+    # Lazy: api_pages imports the classes (TensorFlow); `rlbase docs --help` must not pay for it.
     from rlbase.docs_site.api_pages import nav
 
     return [{"Home": "index.md"}, {"Algorithms": algorithm_pages()}, *SECTIONS,

@@ -22,7 +22,7 @@ def _block(path: str, options: str = "") -> str:
 
 def sb3_classes() -> list[str]:
     """The classes ``rlbase.compat.sb3`` exports, as their defining modules' paths."""
-    import rlbase.compat.sb3 as sb3
+    import rlbase.compat.sb3 as sb3  # lazy: imports TensorFlow, which building the nav must not
 
     paths = []
     for name in sb3.__all__:

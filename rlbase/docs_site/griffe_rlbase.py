@@ -95,6 +95,7 @@ class RLBaseDocstrings(griffe.Extension):
             func.docstring.value = _args_section(_code_roles(func.docstring.value))
 
     def on_class_members(self, *, cls: griffe.Class, **kwargs: Any) -> None:
+        # Lazy: griffe loads this extension before it reads the package it documents.
         from rlbase.common.config import AlgorithmConfig, describe
 
         runtime = _runtime(cls.path)
