@@ -212,6 +212,39 @@ def test_bench_report_plots_name_env_and_algorithms(tmp_path, figures):
     assert "a (95% stratified bootstrap interval)" in legend(ax)
 
 
+
+def test_committed_runs_gzipped_monitors_are_read_once(tmp_path, figures):
+    """Committed results keep their monitor files gzipped (``0.monitor.csv.gz``): the report's
+    curves read them (they found no monitor file before), the same episodes as the plain file,
+    and a plain file beside its .gz copy is read once."""
+    import gzip
+    import shutil
+
+    from rlbase.bench import report
+
+    for seed in (0, 1):
+        write_run(tmp_path / "runs" / f"a2c__CartPole-v1__s{seed}", seed,
+                  result={"name": "a2c", "env": "CartPole-v1", "seed": seed})
+    plain = tmp_path / "runs" / "a2c__CartPole-v1__s0"
+    (monitor,) = plain.glob("*monitor.csv")
+    before = pu.load_monitor(plain)[1]
+    with open(monitor, "rb") as f, gzip.open(str(monitor) + ".gz", "wb") as g:
+        shutil.copyfileobj(f, g)
+    assert pu.monitor_paths(plain) == [str(monitor)]  # the plain one, not both
+    packed = tmp_path / "runs" / "a2c__CartPole-v1__s1"
+    for path in packed.glob("*monitor.csv"):
+        with open(path, "rb") as f, gzip.open(str(path) + ".gz", "wb") as g:
+            shutil.copyfileobj(f, g)
+        path.unlink()
+    monitor.unlink()
+    after = pu.load_monitor(plain)[1]  # from the .gz alone now
+    assert after.equals(before) and len(after) == 30
+    (path,) = report.write_plots(str(tmp_path), [{"env": "CartPole-v1"}])
+    (ax,) = figures[0].axes
+    assert [t for t in legend(ax) if "mean" in t] == ["a2c (mean of 2 seeds)"]
+    assert len(faint(ax)) == 2
+
+
 # ---- rlib's save_plots -----------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ a mean line with shaded bands; the drawing itself is :mod:`rlbase.common.logs.cu
 from __future__ import annotations
 
 import glob
+import gzip
 import json
 import os
 import re
@@ -51,8 +52,9 @@ class Result:
 
 
 def read_monitor_file(path: str) -> tuple[dict[str, Any], pd.DataFrame]:
-    """One monitor file: its ``#{json}`` header and its episode table."""
-    with open(path) as f:
+    """One monitor file (``.gz``: gzip-compressed, as committed results keep them): its
+    ``#{json}`` header and its episode table."""
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         first = f.readline()
         if not first.startswith("#"):
             raise RLBaseError(f"monitor file {path!r} does not start with a '#{{json}}' header")
@@ -64,13 +66,24 @@ def read_monitor_file(path: str) -> tuple[dict[str, Any], pd.DataFrame]:
     return header, table
 
 
+def monitor_paths(dirname: PathLike) -> list[str]:
+    """The folder's monitor files: ``*monitor.csv``, and each ``*monitor.csv.gz`` whose
+    uncompressed file is not there too (so no episode is read twice)."""
+    plain = glob.glob(os.path.join(os.fspath(dirname), "*monitor.csv"))
+    packed = [p for p in glob.glob(os.path.join(os.fspath(dirname), "*monitor.csv.gz"))
+              if p[:-3] not in plain]
+    return sorted(plain + packed)
+
+
 def load_monitor(dirname: PathLike) -> tuple[dict[str, Any], pd.DataFrame] | None:
-    """All ``*monitor.csv`` files of one folder as one episode table sorted by time.
+    """All ``*monitor.csv`` files of one folder (and ``*monitor.csv.gz``, committed results'
+    compressed ones, where no uncompressed copy stands beside) as one episode table sorted by
+    time.
 
     ``t`` in the result counts seconds from the earliest ``t_start`` among the files, so runs
     of several workers share one clock. Returns ``None`` when the folder has no monitor file.
     """
-    paths = sorted(glob.glob(os.path.join(os.fspath(dirname), "*monitor.csv")))
+    paths = monitor_paths(dirname)
     if not paths:
         return None
     headers, tables = [], []
@@ -104,7 +117,7 @@ def load_progress(dirname: PathLike) -> pd.DataFrame | None:
 
 def _is_result_dir(filenames: Sequence[str]) -> bool:
     return any(name in ("progress.csv", "progress.json", "metadata.json")
-               or name.endswith("monitor.csv") for name in filenames)
+               or name.endswith(("monitor.csv", "monitor.csv.gz")) for name in filenames)
 
 
 def load_results(root_dir_or_dirs: PathLike | Sequence[PathLike], enable_progress: bool = True,
