@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import runpy
 import shutil
@@ -123,6 +124,37 @@ def test_ddpg_mpi() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 worker(s), 200 steps each: evaluation return" in proc.stdout
 
+
+
+def test_gpu_check_speed_is_the_training_phases(tmp_path) -> None:
+    """examples/gpu_check.py (the GPU machine's script, kept ready): TD3's and SAC's steps/s
+    is measured between the rows with updates (the random warm-up makes no network call),
+    the last time/fps otherwise; a run that never trained says so in the table."""
+    check = runpy.run_path(os.path.join(EXAMPLES, "gpu_check.py"))
+    progress = tmp_path / "progress.csv"
+    progress.write_text("time/total_timesteps,time/time_elapsed,time/fps,train/n_updates\n"
+                        "1000,1.0,1000,0\n2000,3.0,666,10\n5000,9.0,555,40\n")
+    assert check["training_speed"](str(progress)) == (5000, 3000 / 6.0, True)
+    progress.write_text("time/total_timesteps,time/time_elapsed,time/fps,train/n_updates\n"
+                        "1000,1.0,1000,0\n2000,2.0,1000,0\n")
+    assert check["training_speed"](str(progress)) == (2000, 1000.0, False)
+    table = check["markdown"]([{"alg": "td3", "env": "HalfCheetah-v5", "args": [],
+                                "steps": 2000, "steps_per_s": 1000.0, "training_started": False,
+                                "gpu_util_mean": None, "gpu_util_max": None,
+                                "gpu_mem_max_mib": None}], "no GPU")
+    assert "| 1000 (warm-up only) | no nvidia-smi |" in table and "CleanRL" in table
+
+
+@pytest.mark.slow  # a 20 s budget and MuJoCo's start-up
+def test_gpu_check_runs_here_without_a_gpu(tmp_path) -> None:
+    pytest.importorskip("mujoco")
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, "gpu_check.py"),
+                           "--seconds=20", f"--out={tmp_path}", "--only", "td3"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((tmp_path / "gpu_check.json").read_text())["results"][0]
+    assert result["alg"] == "td3" and result["steps"] > 0 and result["returncode"] == 130
+    assert "| td3 | HalfCheetah-v5" in (tmp_path / "gpu_check.md").read_text()
 
 # -- documentation (rlbase/docs) stays complete --------------------------------------------------
 DOCS = os.path.join(os.path.dirname(EXAMPLES), "rlbase", "docs")
