@@ -96,6 +96,7 @@ def test_her_kwargs_exact():
                    "goal_selection_strategy": "future"}
     assert type(out["n_sampled_goal"]) is int
     assert her_kwargs({"n_sampled_goal": 0}) == {"n_sampled_goal": 0}  # no relabelling
+    assert her_kwargs({"handle_timeout_termination": np.bool_(True)}) == {}  # equal to True
     assert her_kwargs({"copy_info_dict": False}) == {"copy_info_dict": False}
 
 
@@ -164,6 +165,14 @@ class NoSpec(BitFlippingEnv):
         self.spec = None
 
 
+class ElsewhereSpec(NoSpec):
+    """Bit flipping with a spec this process cannot make (its entry point is nowhere)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spec = gym.envs.registration.EnvSpec("Elsewhere-v0", "no_such_module:Env")
+
+
 def test_reward_function_of_worker_envs_comes_from_env_0s_spec():
     from rlbase.common.vec_env import SubprocVecEnv
 
@@ -173,13 +182,15 @@ def test_reward_function_of_worker_envs_comes_from_env_0s_spec():
         assert isinstance(getattr(reward, "__self__", None), BitFlippingEnv)
     finally:
         env.close()
-    env = SubprocVecEnv([NoSpec])
-    try:
-        reward = goal_reward_fn(env)  # env 0's own method, through its worker
-        achieved = np.array([[1, 1, 1], [0, 1, 1]], np.int8)
-        assert reward(achieved, np.ones((2, 3), np.int8), [{}, {}]).tolist() == [0.0, -1.0]
-    finally:
-        env.close()
+    for make in (NoSpec, ElsewhereSpec):  # no copy here: env 0's own method, in its worker
+        env = SubprocVecEnv([make])
+        try:
+            reward = goal_reward_fn(env)
+            assert not hasattr(reward, "__self__")
+            achieved = np.array([[1, 1, 1], [0, 1, 1]], np.int8)
+            assert reward(achieved, np.ones((2, 3), np.int8), [{}, {}]).tolist() == [0.0, -1.0]
+        finally:
+            env.close()
 
 
 def test_her_buffer_from_a_config_and_the_normalizer():
@@ -210,7 +221,9 @@ def test_capacity_is_rounded_up_to_whole_rows_and_the_relabelled_share():
     infos = buffer_of(5, 2, copy_info_dict=True)._infos
     assert infos == [{}] * 6 and infos[0] is not infos[1]
     assert buffer_of(5, 2)._infos is None
-    assert HerReplayBuffer(4, SPACE).num_envs == 1
+    default = HerReplayBuffer(4, SPACE)  # SB3's defaults
+    assert (default.num_envs, default.n_sampled_goal, default.goal_selection_strategy,
+            default.copy_info_dict) == (1, 4, GoalSelectionStrategy.FUTURE, False)
 
 
 def test_for_num_envs_keeps_the_settings_and_refuses_a_filled_buffer():
@@ -269,6 +282,9 @@ def test_episode_bookkeeping_step_by_step():
     assert buffer.current_start.tolist() == [1, 1]
     buffer.start_episodes()  # nothing more in progress
     assert len(buffer) == 7 and buffer.current_start.tolist() == [1, 1]
+    # Row 1: env 1's f1 (rows 1-3) leaves whole; env 0's slot there was already free.
+    step(buffer, [[0, 2, 0], [1, 3, 0]], [0, 0], [False, False])
+    assert buffer.ep_length.tolist() == [3, 1, 0, 0, 3, 0, 3, 0] and len(buffer) == 4
 
 
 def test_an_episode_filling_the_whole_ring_and_one_of_one_step():
@@ -326,6 +342,17 @@ def test_three_envs_each_keep_their_own_episode_starts():
     assert buffer.ep_length.tolist() == [1, 1, 1, 2, 1, 1, 2, 0, 1, 0, 0, 0]
     idx = np.array([0, 1, 2, 3, 4, 5, 6, 8])
     assert buffer.goal_indices(idx, np.random.default_rng(0)).tolist() == [0, 1, 2, 6, 4, 5, 6, 8]
+
+
+def test_three_envs_across_the_rings_end():
+    buffer = buffer_of(6, 3)  # 2 rows: slots 0-2 and 3-5
+    step(buffer, [[0, 0, 0], [1, 0, 0], [2, 0, 0]], [1, 1, 0], [False] * 3)
+    step(buffer, [[0, 1, 0], [1, 1, 0], [2, 0, 1]], [0, 1, 1], [False] * 3)
+    assert buffer.ep_length.tolist() == [1, 1, 2, 0, 1, 2] and len(buffer) == 5
+    step(buffer, [[0, 1, 1], [1, 2, 0], [2, 1, 0]], [0, 0, 0], [False] * 3)  # row 0 again
+    assert buffer.ep_length.tolist() == [0, 0, 0, 0, 1, 0] and len(buffer) == 1
+    step(buffer, [[0, 1, 2], [1, 2, 1], [2, 1, 1]], [0, 0, 0], [False] * 3)  # row 1 again
+    assert buffer.ep_length.tolist() == [0] * 6 and len(buffer) == 0
 
 
 def test_a_reset_closes_a_single_stored_step():
