@@ -22,10 +22,12 @@ from rlbase.common.io.serialization import load_file
 HEAP_WORDS = ("corrupted", "double free", "free():", "malloc", "Aborted", "Segmentation")
 
 
-def one_run(tmp_path, k: int, steps: str, delay: float) -> tuple[int | None, str]:
+def one_run(tmp_path, k: int, steps: str, delay: float, progress: bool = False
+            ) -> tuple[int | None, str]:
     out, save = tmp_path / f"out{k}.txt", tmp_path / f"model{k}.zip"
+    # --progress: the bar a terminal user gets (tqdm and its monitor thread alive at the stop)
     proc = start_cli(["--alg=ppo", "--env=CartPole-v1", f"--num_timesteps={steps}",
-                      "--no_progress", f"--save_path={save}",
+                      "--progress" if progress else "--no_progress", f"--save_path={save}",
                       f"--log_path={tmp_path / f'log{k}'}"], out)
     try:
         end = time.monotonic() + 180
@@ -52,9 +54,10 @@ def test_sigterm_at_random_moments_always_saves_and_exits_130(tmp_path):
     codes = []
     for k in range(runs):
         steps = "9e15" if k % 2 else "1e7"  # the largest count the CLI takes, and a usual one
-        code, text = one_run(tmp_path, k, steps, rng.uniform(0.0, longest))
+        progress = k % 4 >= 2  # each step count with and without the progress bar
+        code, text = one_run(tmp_path, k, steps, rng.uniform(0.0, longest), progress)
         codes.append(code)
-        print(f"run {k}: steps {steps}, rc {code}")
+        print(f"run {k}: steps {steps}, progress bar {progress}, rc {code}")
         assert code == 130, text[-3000:]
         assert not any(word in text for word in HEAP_WORDS), text[-3000:]
     assert codes == [130] * runs
