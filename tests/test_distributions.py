@@ -447,6 +447,12 @@ def test_masked_multibinary_by_hand():
     assert 0.45 < sample[:, 0].mean() < 0.55 and 0.45 < sample[:, 3].mean() < 0.55
 
 
+def test_mask_size_is_one_entry_per_logit_and_two_per_multibinary_bit():
+    assert DistributionHead(gym.spaces.MultiBinary(4)).mask_size == 8
+    assert DistributionHead(gym.spaces.Discrete(3)).mask_size == 3
+    assert DistributionHead(gym.spaces.MultiDiscrete([2, 3])).mask_size == 5
+
+
 def test_head_multibinary_and_multidiscrete_shapes():
     head = DistributionHead(gym.spaces.MultiBinary([4]))  # n given as a 1-element list
     assert head.size == 4 and head.kind == "bernoulli"
