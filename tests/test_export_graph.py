@@ -189,3 +189,19 @@ def test_a_box_observation_is_normalized_as_one_leaf():
     np.testing.assert_array_equal(
         policy.run({"obs": np.array([[3.0, -2.0], [2.0, -1.25]], np.float32)})["actions"],
         [[1.0, -1.5], [0.5, -0.5]])
+
+
+def test_a_recurrent_policy_of_one_observation_leaf_takes_state_then_mask():
+    """A plain Box and state width 1: inputs obs, state, mask, in that order; act returns
+    obs + 10 x mask and the next state state + 1."""
+    def act(obs, state, mask):
+        return obs + 10.0 * mask[:, None], state + 1.0
+
+    wide2 = gym.spaces.Box(-100.0, 100.0, (2,), np.float32)
+    policy = ExportedPolicy(HandModel(BOX2, wide2, PolicyGraph(BOX2, 1, act)))
+    assert [s.name for s in policy.input_specs] == ["obs", "state", "mask"]
+    out = policy.run({"obs": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32),
+                      "state": np.array([[5.0], [6.0]], np.float32),
+                      "mask": np.array([1.0, 0.0], np.float32)})
+    np.testing.assert_array_equal(out["actions"].numpy(), [[11.0, 12.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(out["next_state"].numpy(), [[6.0], [7.0]])
