@@ -2,26 +2,12 @@
 action penalty, the training call's statistics (critic L2, normalized returns, the policy
 delay's nan) against a plain numpy forward pass, gradient clipping, parameter noise."""
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
+from test_ddpg import make_model  # the tiny model learn() would build (3-unit ReLU nets)
 
-from rlbase import registry
 from rlbase.ddpg.graph import ReturnStats, clip_targets, policy_loss
-
-
-def make_model(**kw):
-    hp = dict(gamma=0.9, tau=0.25, twin_q=False, policy_delay=1, target_noise=0.0,
-              target_noise_clip=0.5, normalize_returns=False, popart=False,
-              critic_l2_reg=0.0, actor_lr=1e-3, critic_lr=1e-3, max_grad_norm=None,
-              batch_size=4, gradient_steps=1, noise_type="none",
-              normalize_observations=False, buffer_size=100, jit_compile=False, seed=0)
-    hp.update(kw)
-    ob = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
-    ac = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-    return registry.build_model("ddpg", ob, ac, 1, "mlp",
-                                {"layer_sizes": (3,), "activation": "relu"}, hp)
 
 
 def forward(net, x, tanh=False):
