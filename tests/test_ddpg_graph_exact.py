@@ -62,6 +62,31 @@ def test_return_stats_start_and_merge_batches_as_pooled_moments():
         np.testing.assert_allclose(got, state, rtol=1e-5)
 
 
+class TwoRanks:
+    """An MPI communicator of two ranks whose other rank's moments are given: Allreduce sums
+    this rank's vector with them, as MPI.SUM over two ranks would."""
+
+    def __init__(self, other):
+        self.other = np.asarray(other, np.float32)
+
+    def Get_size(self):
+        return 2
+
+    def Allreduce(self, send, recv, op=None):
+        recv[...] = send + self.other
+
+
+def test_return_stats_pool_the_batches_of_every_mpi_rank():
+    """Two ranks of 4 targets each, both from the statistics' start (mean 0): the merge is
+    that of the 8 targets as one batch (the batch's count is 4 x the 2 ranks)."""
+    pytest.importorskip("mpi4py")
+    mine, theirs = np.array([1.0, 2.0, 3.0, 6.0]), np.array([-2.0, 10.0, 4.0, 0.5])
+    stats = ReturnStats()
+    stats.update(tf.constant(mine, tf.float32), TwoRanks([theirs.mean(), np.mean(theirs ** 2)]))
+    got = [float(v.numpy()) for v in (stats.count, stats.mean, stats.var)]
+    np.testing.assert_allclose(got, merged(1e-4, 0.0, 1.0, np.append(mine, theirs)), rtol=1e-5)
+
+
 def test_return_std_is_floored_at_a_variance_of_0_01():
     stats = ReturnStats()
     stats.var.assign(0.0004)
