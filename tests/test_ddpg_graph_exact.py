@@ -130,25 +130,30 @@ def test_training_statistics_against_numpy_with_critic_l2(twin):
                                rtol=1e-5)
 
 
-def test_normalized_returns_statistics_against_numpy():
-    """The targets use the statistics before this batch; the critic's loss and Q after it."""
-    model = make_model(normalize_returns=True)
+@pytest.mark.parametrize("twin", [False, True])
+def test_normalized_returns_statistics_against_numpy(twin):
+    """The targets use the statistics before this batch; the critics' loss and Q after it
+    (Q's mean is critic 0's, as without normalization)."""
+    model = make_model(normalize_returns=True, twin_q=twin)
     seeded(model, 1)
     model.returns.mean.assign(0.5)
     model.returns.var.assign(4.0)
     model.returns.count.assign(10.0)
     next_a = forward(model.target_actor, NEXT, tanh=True)
-    q_next = forward(model.target_critics[0], np.concatenate([NEXT, next_a], 1)) * 2.0 + 0.5
+    q_next = np.min([forward(t, np.concatenate([NEXT, next_a], 1)) * 2.0 + 0.5
+                     for t in model.target_critics], axis=0)
     targets = REW + 0.9 * (1.0 - DONE) * q_next
     _, mean, var = merged(10.0, 0.5, 4.0, targets)
     std = np.sqrt(var)
-    out = forward(model.critics[0], np.concatenate([OBS, ACT], 1))
-    critic_loss = np.mean((out - (targets - mean) / std) ** 2)
+    outs = [forward(c, np.concatenate([OBS, ACT], 1)) for c in model.critics]
+    critic_loss = sum(np.mean((out - (targets - mean) / std) ** 2) for out in outs)
+    if twin:
+        assert abs(np.mean(outs[0]) - np.mean(outs[1])) > 1e-3
     mu = forward(model.actor, OBS, tanh=True)
     actor_loss = -np.mean(forward(model.critics[0], np.concatenate([OBS, mu], 1)) * std + mean)
     stats = run(model)
-    np.testing.assert_allclose(stats, [critic_loss, actor_loss, np.mean(out * std + mean), 1.0],
-                               rtol=1e-5)
+    np.testing.assert_allclose(stats, [critic_loss, actor_loss, np.mean(outs[0] * std + mean),
+                                       1.0], rtol=1e-5)
 
 
 def test_popart_rescales_the_output_layers_exactly():
@@ -238,3 +243,40 @@ def test_smoothed_target_actions_are_clipped_to_minus_one_one():
     q = forward(model.target_critics[0], np.concatenate([NEXT, actions], 1))
     got = model.critic_targets(REW, NEXT, DONE, noise).numpy()
     np.testing.assert_allclose(got, REW + 0.9 * (1.0 - DONE) * q, rtol=1e-5)
+
+
+def test_a_call_of_several_steps_logs_its_steps_means_and_the_first_critics_q():
+    """Four gradient steps in one call at learning rates 0, twin critics, policy delay 2,
+    smoothing noise that differs per step: each step's critic loss by numpy (its own noise,
+    clipped to 0.5, in the target actions), the logged one their mean; Q's mean the same at
+    every step; the actor steps at updates 2 and 4, its logged loss their mean. The targets
+    start equal to the online nets, so the soft updates leave them put. The call's acting
+    outputs: the actor's action and critic 0's Q of it."""
+    model = make_model(twin_q=True, policy_delay=2, target_noise=0.2, target_noise_clip=0.5)
+    seeded(model, 6)
+    for online, target in model.target_pairs():
+        target.assign(online)
+    noise = np.random.default_rng(7).normal(0.0, 0.6, (4, 4, 1)).astype(np.float32)
+    outs = [forward(c, np.concatenate([OBS, ACT], 1)) for c in model.critics]
+    losses = []
+    for k in range(4):
+        next_a = np.clip(forward(model.target_actor, NEXT, tanh=True)
+                         + np.clip(noise[k], -0.5, 0.5), -1.0, 1.0)
+        qs = [forward(t, np.concatenate([NEXT, next_a], 1)) for t in model.target_critics]
+        targets = REW + 0.9 * (1.0 - DONE) * np.min(qs, axis=0)
+        losses.append(sum(np.mean((q - targets) ** 2) for q in outs))
+    assert np.ptp(losses) > 1e-3  # the noise changes the targets
+    mu = forward(model.actor, OBS, tanh=True)
+    actor_loss = -np.mean(forward(model.critics[0], np.concatenate([OBS, mu], 1)))
+    batch = [np.stack([x] * 4) for x in (OBS, ACT, REW, NEXT, DONE)]
+    zero, one = np.zeros(2, np.float32), np.ones(2, np.float32)
+    stats, clean, explore, q = model.train_fn_for(4)(*batch, noise, OBS[:2], zero, one,
+                                                     np.float32(0.0), np.float32(0.0))
+    np.testing.assert_allclose(stats.numpy(), [np.mean(losses), actor_loss, np.mean(outs[0]),
+                                               2.0], rtol=1e-5)
+    np.testing.assert_allclose(clean.numpy(), mu[:2], rtol=1e-5)
+    np.testing.assert_allclose(explore.numpy(), mu[:2], rtol=1e-5)
+    q0 = forward(model.critics[0], np.concatenate([OBS[:2], mu[:2]], 1))
+    q1 = forward(model.critics[1], np.concatenate([OBS[:2], mu[:2]], 1))
+    assert np.all(np.abs(q0 - q1) > 1e-3)
+    np.testing.assert_allclose(np.ravel(q.numpy()), q0, rtol=1e-5)
