@@ -28,10 +28,12 @@ def f32(*rows: object) -> tf.Tensor:
 # --- GAIL -------------------------------------------------------------------------------------
 
 def test_discriminator_accuracy_counts_a_zero_logit_as_wrong() -> None:
-    """D = 0.5 is right for neither label (tests/test_gail.py checks the loss's terms)."""
-    *_, p_acc, e_acc = discriminator_loss(f32(1.0, -2.0, 0.0, -3.0), f32(3.0, 0.0, -1.0, 2.0),
-                                          0.5)
-    assert p_acc.numpy() == pytest.approx(2 / 4) and e_acc.numpy() == pytest.approx(2 / 4)
+    """D = 0.5 is right for neither label (tests/test_gail.py checks the loss's terms). Three
+    of five right on each side, so that counting the wrong side (2 of 5) or the zero with the
+    right one (4 of 5) shows."""
+    *_, p_acc, e_acc = discriminator_loss(f32(1.0, -2.0, 0.0, -3.0, -0.5),
+                                          f32(3.0, 0.0, -1.0, 2.0, 0.5), 0.5)
+    assert p_acc.numpy() == pytest.approx(3 / 5) and e_acc.numpy() == pytest.approx(3 / 5)
 
 
 def test_discriminator_loss_rewards_separating_the_labels() -> None:

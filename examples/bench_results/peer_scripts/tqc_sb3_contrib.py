@@ -1,5 +1,8 @@
-"""sb3-contrib's TQC on Pendulum-v1 at rlbase's tqc.yml classic_control settings, timed like
-the peer benchmark script. usage: python tqc_sb3_bench.py STEPS SEED"""
+"""sb3-contrib's TQC, timed like the peer benchmark script: on Pendulum-v1 at rlbase's tqc.yml
+classic_control settings (lr 1e-3), on any other env (a MuJoCo one) at sb3-contrib's own
+defaults (lr 3e-4, 100 random steps, 2 critics of 25 quantiles, 256x256 nets). One torch
+thread; 10 deterministic evaluation episodes on an env seeded 123.
+usage: python tqc_sb3_contrib.py STEPS SEED [ENV]"""
 
 import os
 import sys
@@ -12,11 +15,12 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 torch.set_num_threads(int(os.environ.get("SB3_THREADS", "1")))
 steps, seed = int(float(sys.argv[1])), int(sys.argv[2])
-env = make_vec_env("Pendulum-v1", n_envs=1, seed=seed)
+env_id = sys.argv[3] if len(sys.argv) > 3 else "Pendulum-v1"
+env = make_vec_env(env_id, n_envs=1, seed=seed)
+kw = dict(learning_rate=1e-3) if env_id == "Pendulum-v1" else {}
 model = TQC(
     "MlpPolicy",
     env,
-    learning_rate=1e-3,
     buffer_size=1_000_000,
     learning_starts=100,
     batch_size=256,
@@ -30,13 +34,14 @@ model = TQC(
     seed=seed,
     verbose=0,
     device="cpu",
+    **kw,
 )
 t0 = time.perf_counter()
 model.learn(total_timesteps=steps)
 dt = time.perf_counter() - t0
-ev = make_vec_env("Pendulum-v1", n_envs=1, seed=123)
+ev = make_vec_env(env_id, n_envs=1, seed=123)
 mean, std = evaluate_policy(model, ev, n_eval_episodes=10, deterministic=True)
 print(
-    f"sb3-contrib tqc Pendulum-v1 steps={steps} seed={seed} time={dt:.1f}s "
+    f"sb3-contrib tqc {env_id} steps={steps} seed={seed} time={dt:.1f}s "
     f"sps={steps / dt:.0f} eval={mean:.1f}+-{std:.1f}"
 )
