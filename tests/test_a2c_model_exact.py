@@ -17,6 +17,7 @@ from rlbase.a2c.config import A2CConfig
 from rlbase.a2c.model import STAT_NAMES, build_model
 from rlbase.common.loops.rollout import Rollout
 from rlbase.common.tf_util import RMSprop
+from tests.test_ppo_losses import V0, zero_weights
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
 OBS = np.array([[0.1, -0.2], [0.3, 0.4], [-0.5, 0.6], [0.7, -0.8]], np.float32)
@@ -24,7 +25,6 @@ LAST_OBS = np.array([[0.2, 0.2]], np.float32)
 ACTIONS = np.array([0, 2, 2, 1])
 REWARDS = np.array([1.0, 0.0, 2.0, -1.0])
 DONES = np.array([0.0, 0.0, 1.0, 0.0])  # the episode ends at step 2: no bootstrap into it
-V0 = 0.5
 GAMMA = 0.5
 # n-step returns from the last value V0: R3 = -1 + 0.5 * 0.5, R2 = 2, R1 = 0 + 0.5 * 2,
 # R0 = 1 + 0.5 * 1
@@ -46,13 +46,7 @@ def make_model(pi_bias=(0.0, 0.0, 0.0), network_kwargs=None, **kw):
     """One env, 4 steps, Discrete(3); every weight 0 but the heads' biases."""
     model = build_model(OBS_SPACE, gym.spaces.Discrete(3), 1, "mlp",
                         network_kwargs or {"num_layers": 1, "num_hidden": 4}, config(**kw))
-    for v in model.policy.trainable_variables:
-        v.assign(tf.zeros_like(v))
-    _, head_bias, _, value_bias = model.policy.trainable_variables[2:]
-    assert head_bias.shape == (3,) and value_bias.shape == (1,)
-    head_bias.assign(pi_bias)
-    value_bias.assign([V0])
-    return model
+    return zero_weights(model, pi_bias)
 
 
 def rollout(masks=None):

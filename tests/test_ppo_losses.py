@@ -93,6 +93,13 @@ def make_model(pi_bias=(0.0, 0.0, 0.0), **kw):
     hp.update(kw)
     model = build_model(gym.spaces.Box(-1.0, 1.0, (2,), np.float32), gym.spaces.Discrete(3), 1,
                         "mlp", {"num_layers": 1, "num_hidden": 4}, PPOConfig.build(hp, 1))
+    return zero_weights(model, pi_bias)
+
+
+def zero_weights(model, pi_bias):
+    """Every weight of a one-hidden-layer actor-critic 0, but the policy head's biases
+    (``pi_bias``, 3 actions) and the value head's (V0): every row's logits and value are those
+    biases (A2C's exact tests use it too)."""
     for v in model.policy.trainable_variables:
         v.assign(tf.zeros_like(v))
     _, head_bias, _, value_bias = model.policy.trainable_variables[2:]
