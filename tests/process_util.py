@@ -16,11 +16,13 @@ ROOT = os.path.dirname(TESTS)
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.pathsep.join([ROOT, TESTS])}
 
 
-def start_cli(args: list[str], log_path) -> subprocess.Popen:
-    """``python -m rlbase.run ARGS`` in the repository root, output to ``log_path``."""
+def start_cli(args: list[str], log_path, env: dict[str, str] | None = None
+              ) -> subprocess.Popen:
+    """``python -m rlbase.run ARGS`` in the repository root, output to ``log_path``; ``env``
+    adds to the child's environment."""
     with open(log_path, "w") as out:
         return subprocess.Popen([sys.executable, "-m", "rlbase.run", *args], stdout=out,
-                                stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
+                                stderr=subprocess.STDOUT, env={**ENV, **(env or {})}, cwd=ROOT)
 
 
 def kill_after_checkpoints(proc: subprocess.Popen, ckpt_dir, log_path, timeout: float,
